@@ -1,0 +1,51 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// One cross-cutting concern in front of a ``Transport``: authentication, retry, timeout, logging, ….
+///
+/// A middleware receives the request and a ``Next`` that continues down the chain. It may change the
+/// request, call `next` zero, one or several times (retry, refresh-and-restart), transform the response,
+/// or throw.
+///
+/// ```swift
+/// let userAgent = Middleware(name: "user-agent") { request, next in
+///     var request = request
+///     request.setValue("courier", forHTTPHeaderField: "User-Agent")
+///     return try await next(request)
+/// }
+/// ```
+///
+/// A ``Client`` composes its middleware once, when its configuration changes; sending a request walks an
+/// indexed chain and never builds closures per request. The middleware listed **first** is the
+/// **outermost**: it sees the request first and the response last.
+public struct Middleware: Sendable {
+    /// The closure a middleware is made of.
+    public typealias Handler = @Sendable (URLRequest, Next) async throws -> (Data, HTTPURLResponse)
+
+    /// A short name used in errors and logs (for example `"retry"`), or `nil`.
+    public let name: String?
+
+    /// The closure that handles a request.
+    public let handler: Handler
+
+    /// Creates a middleware from a closure.
+    ///
+    /// - Parameters:
+    ///   - name: A short name used in errors and logs.
+    ///   - handler: The closure; call `next` to continue down the chain.
+    public init(name: String? = nil, _ handler: @escaping Handler) {
+        self.name = name
+        self.handler = handler
+    }
+
+    /// Returns a copy of this middleware with another name.
+    ///
+    /// - Parameter name: The new name.
+    /// - Returns: The same behaviour under `name`.
+    public func named(_ name: String) -> Middleware {
+        Middleware(name: name, handler)
+    }
+}

@@ -1,0 +1,241 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// The error Courier throws: a stable ``code`` and what is known about the failure.
+///
+/// Switch on ``code`` (it is stable across releases); read ``statusCode``, ``responseHeaders`` and
+/// ``bodyPreview`` when there was a response; ``middleware`` names the layer the error came from; and
+/// ``underlying`` is the error that caused it, if any. A typed API error body declared on the request or
+/// the client is available through ``apiError(as:)``.
+///
+/// Cancellation is never a `CourierError`: it is reported as `CancellationError`.
+///
+/// No description of a `CourierError` contains a secret: `Authorization`, `Cookie`, `Set-Cookie` and
+/// `Proxy-Authorization` values, bearer tokens, and URL user-info are redacted.
+public struct CourierError: Error, Sendable {
+    /// A stable identifier for a kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case invalidRequest
+            case encodingFailed
+            case transport
+            case nonHTTPResponse
+            case timedOut
+            case unacceptableStatus
+            case decodingFailed
+            case authenticationRejected
+            case refreshFailed
+            case tooManyRefreshes
+            case tooManyRedirects
+            case redirectLoop
+            case insecureRedirect
+            case bodyTooLarge
+            case clientShutDown
+            case circuitOpen
+            case concurrencyLimited
+        }
+
+        private let base: Base
+
+        private init(_ base: Base) { self.base = base }
+
+        /// The request could not be formed: a URL that does not parse, a header with CR, LF or NUL, ….
+        public static let invalidRequest = Code(.invalidRequest)
+        /// The request body could not be encoded.
+        public static let encodingFailed = Code(.encodingFailed)
+        /// The transport failed (connection refused, reset, DNS failure, …); see ``CourierError/underlying``.
+        public static let transport = Code(.transport)
+        /// The transport returned a response that is not an HTTP response.
+        public static let nonHTTPResponse = Code(.nonHTTPResponse)
+        /// A timeout middleware's deadline passed; see ``CourierError/timeout``.
+        public static let timedOut = Code(.timedOut)
+        /// The response status is not acceptable; see ``CourierError/statusCode``.
+        public static let unacceptableStatus = Code(.unacceptableStatus)
+        /// The response body could not be decoded into the requested type.
+        public static let decodingFailed = Code(.decodingFailed)
+        /// The server rejected the credential, and a refreshed one too.
+        public static let authenticationRejected = Code(.authenticationRejected)
+        /// Refreshing the credential failed; see ``CourierError/underlying``.
+        public static let refreshFailed = Code(.refreshFailed)
+        /// Too many credential refreshes happened within the configured window.
+        public static let tooManyRefreshes = Code(.tooManyRefreshes)
+        /// More redirects than allowed.
+        public static let tooManyRedirects = Code(.tooManyRedirects)
+        /// A redirect led back to a URL already visited.
+        public static let redirectLoop = Code(.redirectLoop)
+        /// A redirect from HTTPS to HTTP was refused.
+        public static let insecureRedirect = Code(.insecureRedirect)
+        /// The response body is larger than the configured maximum.
+        public static let bodyTooLarge = Code(.bodyTooLarge)
+        /// The client is shutting down or shut down and accepts no new requests.
+        public static let clientShutDown = Code(.clientShutDown)
+        /// A circuit breaker is open for the request's host.
+        public static let circuitOpen = Code(.circuitOpen)
+        /// A concurrency limiter refused the request.
+        public static let concurrencyLimited = Code(.concurrencyLimited)
+
+        /// The code's stable name, for example `timedOut`.
+        public var description: String { base.rawValue }
+    }
+
+    /// What kind of failure this is.
+    public var code: Code
+    /// A short human-readable explanation (never contains secrets).
+    public var message: String
+    /// The request's method, if known.
+    public var method: String?
+    /// The request's URL with secrets redacted, if known.
+    public var redactedURL: String?
+    /// The HTTP status code, when there was a response.
+    public var statusCode: Int?
+    /// The response headers, when there was a response; values of sensitive headers are redacted.
+    public var responseHeaders: [String: String]
+    /// The response body, when there was one (at most ``maximumStoredBodySize`` bytes are kept).
+    ///
+    /// This is the raw body and may contain anything the server sent; it is never part of a description.
+    public var responseBody: Data?
+    /// The name of the middleware the error came from, or `nil` when it came from the transport or from
+    /// an unnamed middleware.
+    public var middleware: String?
+    /// The error that caused this one, if any.
+    public var underlying: (any Error)?
+    /// The timeout that expired, for ``Code/timedOut``.
+    public var timeout: Duration?
+    /// A decoded API error body, when the request or client declared one and it decoded.
+    var decodedAPIError: (any Sendable)?
+    /// Whether a chain layer has already recorded where this error came from.
+    var isAttributed = false
+
+    /// How much of a response body an error keeps.
+    public static let maximumStoredBodySize = 64 * 1024
+
+    /// Creates an error.
+    ///
+    /// Middleware written by users can throw `CourierError`s too; the chain records the middleware's name.
+    ///
+    /// - Parameters:
+    ///   - code: What kind of failure this is.
+    ///   - message: A short explanation; it must not contain secrets.
+    ///   - request: The request that failed, if any (only its method and redacted URL are kept).
+    ///   - response: The response, if there was one.
+    ///   - body: The response body, if there was one.
+    ///   - underlying: The error that caused this one.
+    public init(
+        _ code: Code,
+        message: String,
+        request: URLRequest? = nil,
+        response: HTTPURLResponse? = nil,
+        body: Data? = nil,
+        underlying: (any Error)? = nil
+    ) {
+        self.code = code
+        self.message = message
+        self.method = request?.httpMethod ?? (request == nil ? nil : "GET")
+        self.redactedURL = request?.url.map(Redaction.redactedURL)
+        self.statusCode = response?.statusCode
+        self.responseHeaders = response.map(Redaction.redactedHeaders) ?? [:]
+        if let body {
+            self.responseBody = body.count > Self.maximumStoredBodySize ? body.prefix(Self.maximumStoredBodySize) : body
+        }
+        self.underlying = underlying
+    }
+
+    /// A short preview of the response body (at most 256 characters), with secrets redacted.
+    public var bodyPreview: String? {
+        guard let responseBody, !responseBody.isEmpty else { return nil }
+        return Redaction.bodyPreview(responseBody)
+    }
+
+    /// Returns the typed API error carried by this error.
+    ///
+    /// When the request or client declared an error body type, the body was decoded when the error was
+    /// made and that value is returned. Otherwise the stored ``responseBody`` is decoded as JSON now.
+    ///
+    /// ```swift
+    /// } catch let error as CourierError {
+    ///     if let apiError = error.apiError(as: APIError.self), apiError.code == 999 { … }
+    /// }
+    /// ```
+    ///
+    /// - Parameter type: The API error type.
+    /// - Returns: The decoded value, or `nil` when there is no body or it is not a `T`.
+    public func apiError<T: Decodable>(as type: T.Type) -> T? {
+        if let value = decodedAPIError as? T { return value }
+        guard let responseBody, !responseBody.isEmpty else { return nil }
+        return try? JSONDecoder().decode(T.self, from: responseBody)
+    }
+
+    /// Returns a copy that records `name` as the middleware the error came from, unless a layer nearer the
+    /// transport already did.
+    func attributed(toMiddleware name: String?) -> CourierError {
+        guard !isAttributed else { return self }
+        var copy = self
+        copy.middleware = name
+        copy.isAttributed = true
+        return copy
+    }
+}
+
+extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, LocalizedError {
+    /// A one-line summary with secrets redacted, for example
+    /// `CourierError.unacceptableStatus: GET https://api.example.com/users/42 → 403: the status 403 is not acceptable`.
+    public var description: String {
+        var text = "CourierError.\(code)"
+        if let method, let redactedURL {
+            text += ": \(method) \(redactedURL)"
+        }
+        if let statusCode {
+            text += " → \(statusCode)"
+        }
+        text += ": \(Redaction.redactedText(message))"
+        if let middleware {
+            text += " [middleware: \(middleware)]"
+        }
+        if let underlying {
+            text += " (underlying: \(Redaction.redactedText(String(describing: underlying))))"
+        }
+        return text
+    }
+
+    /// The description, followed by the redacted response headers and body preview.
+    public var debugDescription: String {
+        var text = description
+        if !responseHeaders.isEmpty {
+            let headers = responseHeaders.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+            text += "; headers: [\(headers.joined(separator: ", "))]"
+        }
+        if let bodyPreview {
+            text += "; body: \(bodyPreview)"
+        }
+        return text
+    }
+
+    /// The description; Foundation's `localizedDescription` uses it.
+    public var errorDescription: String? { description }
+}
+
+// MARK: - Factories used across the SDK
+
+extension CourierError {
+    static func invalidRequest(_ message: String, request: URLRequest?, underlying: (any Error)? = nil) -> Self {
+        CourierError(.invalidRequest, message: message, request: request, underlying: underlying)
+    }
+
+    static func transport(_ error: any Error, request: URLRequest) -> Self {
+        CourierError(.transport, message: "the transport failed", request: request, underlying: error)
+    }
+
+    static func unacceptableStatus(
+        request: URLRequest?,
+        response: HTTPURLResponse,
+        body: Data,
+        acceptable: Range<Int>
+    ) -> Self {
+        let message =
+            "the status \(response.statusCode) is not acceptable (expected \(acceptable.lowerBound)..<\(acceptable.upperBound))"
+        return CourierError(.unacceptableStatus, message: message, request: request, response: response, body: body)
+    }
+}

@@ -1,0 +1,91 @@
+/// An ordered list of HTTP header fields with case-insensitive lookup.
+///
+/// ```swift
+/// var headers: HTTPHeaders = ["Accept": "application/json"]
+/// headers["X-Request-ID"] = "42"
+/// headers.add(name: "Accept-Language", value: "en")
+/// ```
+public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, Sequence {
+    /// One header field.
+    public struct Field: Sendable, Hashable {
+        /// The field's name as given.
+        public var name: String
+        /// The field's value.
+        public var value: String
+
+        /// Creates a field.
+        ///
+        /// - Parameters:
+        ///   - name: The field's name.
+        ///   - value: The field's value.
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// The fields, in order.
+    public private(set) var fields: [Field]
+
+    /// Creates an empty list.
+    public init() {
+        fields = []
+    }
+
+    /// Creates a list from fields.
+    ///
+    /// - Parameter fields: The fields, in order.
+    public init(_ fields: [Field]) {
+        self.fields = fields
+    }
+
+    /// Creates a list from a dictionary literal.
+    ///
+    /// - Parameter elements: Names and values, in order.
+    public init(dictionaryLiteral elements: (String, String)...) {
+        fields = elements.map { Field(name: $0.0, value: $0.1) }
+    }
+
+    /// Whether the list is empty.
+    public var isEmpty: Bool { fields.isEmpty }
+
+    /// The first value of the header `name` (case-insensitive); setting replaces every field of that
+    /// name, and `nil` removes them.
+    public subscript(name: String) -> String? {
+        get { fields.first { $0.name.caseInsensitiveEquals(name) }?.value }
+        set {
+            fields.removeAll { $0.name.caseInsensitiveEquals(name) }
+            if let newValue { fields.append(Field(name: name, value: newValue)) }
+        }
+    }
+
+    /// All values of the header `name` (case-insensitive), in order.
+    ///
+    /// - Parameter name: The header's name.
+    /// - Returns: Its values.
+    public func values(for name: String) -> [String] {
+        fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
+    }
+
+    /// Adds a field, keeping any other field of the same name.
+    ///
+    /// - Parameters:
+    ///   - name: The field's name.
+    ///   - value: The field's value.
+    public mutating func add(name: String, value: String) {
+        fields.append(Field(name: name, value: value))
+    }
+
+    /// Returns an iterator over the fields.
+    ///
+    /// - Returns: An iterator.
+    public func makeIterator() -> IndexingIterator<[Field]> {
+        fields.makeIterator()
+    }
+}
+
+extension String {
+    func caseInsensitiveEquals(_ other: String) -> Bool {
+        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+    }
+}

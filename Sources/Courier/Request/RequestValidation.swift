@@ -1,0 +1,57 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Checks a request just before it reaches the transport, so that bad input is never sent.
+enum RequestValidation {
+    /// Throws ``CourierError/Code/invalidRequest`` for a request without a usable URL, or with a header
+    /// name that is not an RFC 9110 token, or a header value containing CR, LF or NUL.
+    static func validate(_ request: URLRequest) throws {
+        guard let url = request.url else {
+            throw CourierError.invalidRequest("the request has no URL", request: request)
+        }
+        guard url.scheme != nil, url.host != nil else {
+            throw CourierError.invalidRequest(
+                "the URL is not absolute (it needs a scheme and a host)",
+                request: request
+            )
+        }
+        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return }
+        for (name, value) in fields {
+            try validateHeader(name: name, value: value, request: request)
+        }
+    }
+
+    /// Throws ``CourierError/Code/invalidRequest`` unless `name` is a token and `value` has no CR, LF or NUL.
+    static func validateHeader(name: String, value: String, request: URLRequest? = nil) throws {
+        guard !name.isEmpty, name.utf8.allSatisfy(isTokenCharacter) else {
+            throw CourierError.invalidRequest(
+                "the header name \(Redaction.quotedHeaderName(name)) is not a valid HTTP token",
+                request: request
+            )
+        }
+        guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+            throw CourierError.invalidRequest(
+                "the value of header \(Redaction.quotedHeaderName(name)) contains CR, LF or NUL",
+                request: request
+            )
+        }
+    }
+
+    /// RFC 9110 `tchar`.
+    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            return true
+        default:
+            return false
+        }
+    }
+}

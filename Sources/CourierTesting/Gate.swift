@@ -1,0 +1,104 @@
+import Synchronization
+
+/// A one-shot gate: tasks that call ``wait()`` suspend until someone calls ``open()``; after that,
+/// ``wait()`` returns at once.
+///
+/// Use it to hold requests in flight in a test and release them all together:
+///
+/// ```swift
+/// let gate = Gate()
+/// let transport = MockTransport { _ in await gate.wait(); return .ok }
+/// // … start requests, check that they are in flight …
+/// gate.open()
+/// ```
+public final class Gate: Sendable {
+    private struct State {
+        var isOpen = false
+        var waiters: [CheckedContinuation<Void, Never>] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Creates a closed gate.
+    public init() {}
+
+    /// Whether the gate has been opened.
+    public var isOpen: Bool { state.withLock { $0.isOpen } }
+
+    /// Suspends until the gate is open. Cancellation does not end the wait.
+    public func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state in
+                if state.isOpen { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    /// Opens the gate and resumes every waiting task. Opening an open gate does nothing.
+    public func open() {
+        let waiters = state.withLock { state in
+            state.isOpen = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+}
+
+/// Counts arrivals and lets tasks wait until a number of them have arrived.
+///
+/// ```swift
+/// let arrived = Arrivals()
+/// let transport = MockTransport { _ in arrived.arrive(); await release.wait(); return .ok }
+/// // … start 100 requests …
+/// await arrived.wait(for: 100)   // all 100 are inside the transport now
+/// ```
+public final class Arrivals: Sendable {
+    private struct Waiter {
+        let target: Int
+        let continuation: CheckedContinuation<Void, Never>
+    }
+
+    private struct State {
+        var count = 0
+        var waiters: [Waiter] = []
+    }
+
+    private let state = Mutex(State())
+
+    /// Creates a counter at zero.
+    public init() {}
+
+    /// How many arrivals so far.
+    public var count: Int { state.withLock { $0.count } }
+
+    /// Records one arrival and resumes the waiters whose target is reached.
+    public func arrive() {
+        let ready = state.withLock { state in
+            state.count += 1
+            let count = state.count
+            let ready = state.waiters.filter { $0.target <= count }
+            state.waiters.removeAll { $0.target <= count }
+            return ready
+        }
+        for waiter in ready { waiter.continuation.resume() }
+    }
+
+    /// Suspends until at least `target` arrivals have been recorded. Cancellation does not end the wait;
+    /// put a time limit on the test.
+    ///
+    /// - Parameter target: The number of arrivals to wait for.
+    public func wait(for target: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let resumeNow = state.withLock { state in
+                if state.count >= target { return true }
+                state.waiters.append(Waiter(target: target, continuation: continuation))
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+}
