@@ -18,6 +18,8 @@ public import FoundationNetworking
 public final class URLSessionTransport: Transport {
     /// The session requests are sent with.
     public let session: URLSession
+    /// Whether this transport made the session (and so invalidates it when it goes away).
+    private let ownsSession: Bool
 
     /// Creates a transport with its own session.
     ///
@@ -28,6 +30,7 @@ public final class URLSessionTransport: Transport {
             delegate: RedirectRefusingDelegate(),
             delegateQueue: nil
         )
+        self.ownsSession = true
     }
 
     /// Creates a transport over an existing session.
@@ -36,13 +39,18 @@ public final class URLSessionTransport: Transport {
     /// `nil` from `urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)`) if the
     /// session can meet redirects across origins.
     ///
+    /// The session stays the caller's: the transport never invalidates it.
+    ///
     /// - Parameter session: The session.
     public init(session: URLSession) {
         self.session = session
+        self.ownsSession = false
     }
 
     deinit {
-        session.finishTasksAndInvalidate()
+        // Only a session this transport made: invalidating a caller's session would make its next use
+        // fail (on Linux, a fatal error).
+        if ownsSession { session.finishTasksAndInvalidate() }
     }
 
     /// Sends the request with the session.
