@@ -246,6 +246,8 @@ public actor Client {
             return (try request.decode(data, response, context), response)
         } catch let error as CourierError {
             throw error.attributed(toMiddleware: nil)
+        } catch let error as CancellationError {
+            throw error
         } catch {
             throw CourierError(
                 .decodingFailed,
