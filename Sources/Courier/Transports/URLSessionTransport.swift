@@ -12,6 +12,8 @@ public import FoundationNetworking
 /// - Redirects are **not** followed by the session (the transport returns the 3xx response), because
 ///   `URLSession` on Linux forwards `Authorization` and `Cookie` to another origin. Follow redirects with
 ///   a middleware that strips credentials per origin.
+/// - By default each transport has its own in-memory cookie storage and cache (`.ephemeral`): a cookie one
+///   client receives is never sent by another client in the same process, and nothing is written to disk.
 /// - A response that is not an HTTP response throws ``CourierError/Code/nonHTTPResponse``.
 /// - Do not rely on `URLRequest.timeoutInterval` for sub-second timeouts (on Linux it is truncated to
 ///   whole seconds); use the timeout middleware.
@@ -23,8 +25,12 @@ public final class URLSessionTransport: Transport {
 
     /// Creates a transport with its own session.
     ///
-    /// - Parameter configuration: The session's configuration; `.default` by default.
-    public init(configuration: URLSessionConfiguration = .default) {
+    /// The default is `.ephemeral`, not `.default`: `.default` shares `HTTPCookieStorage.shared` with every
+    /// other session in the process, so a `Set-Cookie` received by one client (say, for one tenant) would be
+    /// sent by every other client to that host.
+    ///
+    /// - Parameter configuration: The session's configuration; `.ephemeral` by default.
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
         self.session = URLSession(
             configuration: configuration,
             delegate: RedirectRefusingDelegate(),

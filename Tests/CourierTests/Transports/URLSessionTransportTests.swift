@@ -143,6 +143,20 @@ struct URLSessionTransportTests {
         #expect(error?.code == .transport)
     }
 
+    @Test("a cookie one default transport receives is kept for it but never sent by another transport")
+    func cookiesStayWithTheirTransport() async throws {
+        let server = try LoopbackServer { _ in
+            .response(status: 200, headers: [.init("Set-Cookie", "sid=tenant-a-session; Path=/")])
+        }
+        defer { server.stop() }
+        let tenantA = URLSessionTransport()
+        let tenantB = URLSessionTransport()
+        _ = try await tenantA.send(URLRequest(url: server.url("/login")))
+        _ = try await tenantA.send(URLRequest(url: server.url("/again")))
+        _ = try await tenantB.send(URLRequest(url: server.url("/other")))
+        #expect(server.requests.map { $0.header("Cookie") } == [nil, "sid=tenant-a-session", nil])
+    }
+
     @Test("a transport over a caller's session leaves that session usable after the transport is gone")
     func borrowedSessionStaysValid() async throws {
         let server = try LoopbackServer { _ in .response(status: 200, body: Data("ok".utf8)) }
