@@ -52,6 +52,17 @@ public enum Redaction {
                 return URLQueryItem(name: item.name, value: "REDACTED")
             }
         }
+        // OAuth callbacks carry tokens in the fragment (`#access_token=…&state=…`).
+        if let fragment = components.percentEncodedFragment, fragment.contains("=") {
+            components.percentEncodedFragment = fragment.split(separator: "&", omittingEmptySubsequences: false)
+                .map { pair in
+                    guard let equals = pair.firstIndex(of: "="),
+                        sensitiveParameterNames.contains(pair[..<equals].lowercased())
+                    else { return String(pair) }
+                    return pair[..<equals] + "=REDACTED"
+                }
+                .joined(separator: "&")
+        }
         return components.string ?? redactedText(url.absoluteString)
     }
 
