@@ -61,7 +61,7 @@ extension Request {
             } else {
                 guard let baseURL else {
                     throw CourierError.invalidRequest(
-                        "the path \"\(path.prefix(100))\" is relative but the client has no base URL",
+                        "the path \"\(Redaction.redactedText(String(path.prefix(100))))\" is relative but the client has no base URL",
                         request: nil
                     )
                 }
