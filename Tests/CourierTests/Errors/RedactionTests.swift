@@ -131,6 +131,12 @@ extension SecretCase {
                 ]
             )
         ),
+        .transportFailure(
+            "token in the request URL's fragment",
+            secret: "fragment-5ecret",
+            url: "https://api.example.test/callback#state=xyz&access_token=fragment-5ecret",
+            URLError(.timedOut)
+        ),
         SecretCase(name: "bearer token in a middleware's own message", secret: "message-5ecret") {
             CourierError(.authenticationRejected, message: "rejected Bearer message-5ecret")
         },
@@ -178,14 +184,27 @@ struct RedactionTests {
         #expect(redacted["Content-Type"] == "application/json")
     }
 
+    @Test("the message of a relative path without a base URL hides a token in the path")
+    func relativePathMessage() async throws {
+        let client = Client(transport: MockTransport.ok)
+        let error = await #expect(throws: CourierError.self) {
+            let _: EmptyResponse = try await client.send(.get("/callback?access_token=path-5ecret"))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.message.contains("path-5ecret") == false)
+        #expect(error?.message.contains("/callback") == true)
+    }
+
     @Test("a URL keeps its host, path and harmless parameters")
     func url() {
-        let url = URL(string: "https://user:pw@api.example.test/v1/items?page=2&token=abc#top")!
+        let url = URL(string: "https://user:pw@api.example.test/v1/items?page=2&token=abc#state=s1&code=c0de")!
         let redacted = Redaction.redactedURL(url)
         #expect(!redacted.contains("pw"))
         #expect(!redacted.contains("abc"))
+        #expect(!redacted.contains("c0de"))
         #expect(redacted.contains("api.example.test/v1/items"))
         #expect(redacted.contains("page=2"))
+        #expect(redacted.contains("#state=s1&code=REDACTED"))
     }
 
     @Test(
