@@ -46,11 +46,12 @@ import ServiceLifecycle
 /// Counters (a ``CounterSnapshot`` per key; these routes are never counted themselves)
 /// - `ANY /hit/:key` → counts a hit and answers the counters.
 /// - any other request with `?countKey=K` or an `X-Count-Key: K` header counts a hit for `K`.
-/// - `GET /count/:key` → the counters (`hits`, `flakyAttempts`, `hanging`, `hangsEnded`).
-/// - `GET /wait/:key?hits=N&flakyAttempts=N&hanging=N&hangsEnded=N&timeoutMs=MS` → waits until
-///   each named counter is at least N, then 200 with the counters; 408 with them after `timeoutMs`
-///   (default and maximum 5000) or at shutdown. A test synchronises on the server with this, not
-///   with sleeps.
+/// - `GET /count/:key` → the counters (`hits`, `flakyAttempts`, `hanging`, `hangsEnded`,
+///   `waiting`).
+/// - `GET /wait/:key?hits=N&flakyAttempts=N&hanging=N&hangsEnded=N&waiting=N&timeoutMs=MS` →
+///   waits until each named counter is at least N, then 200 with the counters; 408 with them after
+///   `timeoutMs` (default and maximum 5000) or at shutdown. While it waits it counts in `waiting`.
+///   A test synchronises on the server with this, not with sleeps.
 /// - `POST /reset` → 204, forgets every counter and realm (for serial use only).
 ///
 /// Auth (per realm: `/auth/:realm/…` and `/auth/:realm/protected…`; the same paths without the
@@ -139,6 +140,7 @@ public enum TestServers {
     ///   - body: The code that uses the server.
     /// - Returns: What `body` returns.
     /// - Throws: ``TestServerError`` if the server could not start, or what `body` throws.
+    @discardableResult
     public static func withServer<Result>(
         name: String = "server",
         isolation: isolated (any Actor)? = #isolation,
@@ -163,6 +165,7 @@ public enum TestServers {
     ///   - body: The code that uses the servers, named `"a"` and `"b"`.
     /// - Returns: What `body` returns.
     /// - Throws: ``TestServerError`` if a server could not start, or what `body` throws.
+    @discardableResult
     public static func withTwoOrigins<Result>(
         isolation: isolated (any Actor)? = #isolation,
         _ body: (_ a: RunningServer, _ b: RunningServer) async throws -> Result

@@ -13,6 +13,8 @@ public struct CounterSnapshot: Codable, Sendable, Equatable {
     public var hanging: Int
     /// `/hang?key=KEY` requests that have ended: the client went away or the server shut down.
     public var hangsEnded: Int
+    /// `/wait/:key` long polls on the key that are waiting right now.
+    public var waiting: Int
 
     /// Creates a snapshot.
     ///
@@ -22,11 +24,20 @@ public struct CounterSnapshot: Codable, Sendable, Equatable {
     ///   - flakyAttempts: The number of `/flaky` attempts.
     ///   - hanging: The number of requests hanging now.
     ///   - hangsEnded: The number of hanging requests that have ended.
-    public init(key: String, hits: Int = 0, flakyAttempts: Int = 0, hanging: Int = 0, hangsEnded: Int = 0) {
+    ///   - waiting: The number of long polls waiting now.
+    public init(
+        key: String,
+        hits: Int = 0,
+        flakyAttempts: Int = 0,
+        hanging: Int = 0,
+        hangsEnded: Int = 0,
+        waiting: Int = 0
+    ) {
         self.key = key
         self.hits = hits
         self.flakyAttempts = flakyAttempts
         self.hanging = hanging
         self.hangsEnded = hangsEnded
+        self.waiting = waiting
     }
 }

@@ -40,7 +40,7 @@ extension TestRouter {
         var minimums: [(counter: Counter, value: Int)] = []
         let counters: [(String, Counter)] = [
             ("hits", { $0.hits }), ("flakyAttempts", { $0.flakyAttempts }),
-            ("hanging", { $0.hanging }), ("hangsEnded", { $0.hangsEnded }),
+            ("hanging", { $0.hanging }), ("hangsEnded", { $0.hangsEnded }), ("waiting", { $0.waiting }),
         ]
         for (name, counter) in counters {
             guard let text = query[name] else { continue }

@@ -83,23 +83,33 @@ actor ServerState {
 
     /// Waits until `condition` holds for the key's counters, the task is cancelled, or the server
     /// shuts down; returns the counters as they are then.
+    ///
+    /// While it waits, the key's `waiting` counter includes it, so another long poll can wait for
+    /// this one to be in place.
     func waitUntil(
         _ key: String,
         _ condition: @escaping @Sendable (CounterSnapshot) -> Bool
     ) async -> CounterSnapshot {
         let id = self.makeWaiterID()
+        var registered = false
         await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 if condition(self.snapshot(key)) || self.isShuttingDown || Task.isCancelled {
                     continuation.resume()
                 } else {
+                    registered = true
+                    self.update(key) { $0.waiting += 1 }
                     self.counterWaiters[id] = CounterWaiter(key: key, condition: condition, continuation: continuation)
                 }
             }
         } onCancel: {
             Task { await self.releaseCounterWaiter(id) }
         }
-        return self.snapshot(key)
+        let snapshot = self.snapshot(key)
+        if registered {
+            self.update(key) { $0.waiting -= 1 }
+        }
+        return snapshot
     }
 
     private func releaseCounterWaiter(_ id: UInt64) {
