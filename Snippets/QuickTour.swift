@@ -17,6 +17,7 @@ final class FakeAPI: Transport {
     let received = Mutex(0)
 
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try RequestValidation.validate(request)  // every transport refuses what could not be sent safely
         received.withLock { $0 += 1 }
         let authorized = request.value(forHTTPHeaderField: "Authorization") == "Bearer demo-token"
         let forbidden = #"{"error":true,"code":999,"reason":"Invalid Token."}"#
