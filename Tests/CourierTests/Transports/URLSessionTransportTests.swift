@@ -143,6 +143,21 @@ struct URLSessionTransportTests {
         #expect(error?.code == .transport)
     }
 
+    @Test("a request with a bad header never reaches the server")
+    func badHeaderRefused() async throws {
+        let server = try LoopbackServer { _ in .response(status: 200) }
+        defer { server.stop() }
+        var badName = URLRequest(url: server.url("/x"))
+        badName.setValue("1", forHTTPHeaderField: "X-Bad\r\nX-Injected")
+        var badValue = URLRequest(url: server.url("/x"))
+        badValue.allHTTPHeaderFields = ["X-Note": "a\r\nX-Injected: 1"]
+        for request in [badName, badValue] {
+            let error = await #expect(throws: CourierError.self) { try await URLSessionTransport().send(request) }
+            #expect(error?.code == .invalidRequest)
+        }
+        #expect(server.requests.isEmpty)
+    }
+
     @Test("a cookie one default transport receives is kept for it but never sent by another transport")
     func cookiesStayWithTheirTransport() async throws {
         let server = try LoopbackServer { _ in
