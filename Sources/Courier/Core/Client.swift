@@ -196,7 +196,7 @@ public actor Client {
     /// Sends a `URLRequest` through the middleware and the transport, and returns the response as it is.
     ///
     /// The request is sent as it is (its URL must be absolute). No status is checked here; add
-    /// ``Middleware/validatingStatus(_:)`` for that.
+    /// ``Middleware/validatingStatus(_:errorBody:decoder:)-(Range<Int>,_,_)`` for that.
     ///
     /// - Parameter request: The request.
     /// - Returns: The response body and the HTTP response.
