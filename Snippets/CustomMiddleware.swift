@@ -33,6 +33,7 @@ final class InMemoryAPI: Transport {
     var requestIDs: [String] { state.withLock { $0.requestIDs } }
 
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try RequestValidation.validate(request)  // every transport refuses a request that is unsafe to send
         let url = request.url ?? URL(string: "http://127.0.0.1/")!
         let (status, body): (Int, String) = state.withLock { state in
             state.requestIDs.append(request.value(forHTTPHeaderField: "X-Request-ID") ?? "none")
