@@ -58,26 +58,20 @@ struct APIError: Decodable, Sendable {
 }
 
 // 1. Composition: the first middleware listed is the outermost; it sees the request first and the
-//    response last.
-let logging = Middleware(name: "logging") { request, next in
-    print("  → \(request.httpMethod ?? "GET") \(request.url?.path ?? "")")
-    let (data, response) = try await next(request)
-    print("  ← \(response.statusCode)")
-    return (data, response)
-}
-let authenticating = Middleware(name: "authenticating") { request, next in
-    var request = request
-    request.setValue("Bearer demo-token", forHTTPHeaderField: "Authorization")
-    return try await next(request)
-}
+//    response last. Built-in middleware and your own closures mix freely.
 let client = Client(
     baseURL: URL(string: "https://api.example.com/v1")!,
     transport: api,
-    middleware: [logging, authenticating],
+    middleware: [
+        .logging(minimumLevel: .info) { record in print("  log: \(record.message)") },
+        .authenticating(token: "demo-token"),
+        .jsonHeaders,
+        .validatingStatus(),
+    ],
     errorBody: ErrorBodyDecoder(APIError.self)
 )
 await client.use(
-    Middleware { request, next in
+    Middleware(name: "user-agent") { request, next in
         var request = request
         request.setValue("courier-quick-tour", forHTTPHeaderField: "User-Agent")
         return try await next(request)
@@ -98,7 +92,7 @@ do {
         print("  \(error.code), status \(error.statusCode ?? 0), API error \(apiError.code): \(apiError.reason)")
     }
     // Descriptions are safe to log: the Authorization header, tokens and URL user-info are redacted.
-    print("  \(error)")
+    print("  \(error.description)")
 }
 
 // 4. Bad input never leaves the process: a header value with CR/LF, and a URL that cannot be formed.
