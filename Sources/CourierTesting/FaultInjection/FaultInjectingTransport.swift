@@ -55,6 +55,16 @@ public final class FaultInjectingTransport: Transport, RequestRecording {
         /// What was done.
         public let kind: Kind
 
+        /// Creates a record, for comparing with ``FaultInjectingTransport/injected``.
+        ///
+        /// - Parameters:
+        ///   - requestIndex: The request's arrival index.
+        ///   - kind: What was done.
+        public init(requestIndex: Int, kind: Kind) {
+            self.requestIndex = requestIndex
+            self.kind = kind
+        }
+
         /// For example `#3: status(503)`.
         public var description: String { "#\(requestIndex): \(kind)" }
     }
