@@ -119,9 +119,12 @@ public final class HoldingTransport: Transport, RequestRecording {
     ///
     /// - Parameter request: The request.
     /// - Returns: The wrapped transport's response.
-    /// - Throws: `CancellationError` when cancelled while held, or the wrapped transport's error.
+    /// - Throws: `CancellationError` when cancelled while held, the wrapped transport's error, or
+    ///   `CourierError` (`.invalidRequest`) for a request that could not be sent safely.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try Task.checkCancellation()
+        // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
+        try RequestValidation.validate(request)
         let id = state.withLock { state in
             state.requests.append(request)
             state.nextID += 1

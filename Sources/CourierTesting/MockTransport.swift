@@ -20,6 +20,9 @@ public import FoundationNetworking
 /// }
 /// ```
 ///
+/// Like the real transports, the mock refuses a request that could not be sent safely (see
+/// `RequestValidation`) with `CourierError.Code.invalidRequest`, and does not record it.
+///
 /// A scripted sequence answers the calls in order and repeats its last reply once it runs out. A routed
 /// mock answers a request with the first route that matches (see ``MockRoute``); a request that matches
 /// no route fails with a ``MockTransportError`` that lists the routes, and is reported by
@@ -199,9 +202,12 @@ public final class MockTransport: Transport, RequestRecording {
     ///
     /// - Parameter request: The request.
     /// - Returns: The scripted response.
-    /// - Throws: The scripted error, ``MockTransportError`` for a request no route matches, or
-    ///   `CancellationError`.
+    /// - Throws: The scripted error, ``MockTransportError`` for a request no route matches,
+    ///   `CancellationError`, or `CourierError` (`.invalidRequest`) for a request that could not be sent
+    ///   safely.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
+        try RequestValidation.validate(request)
         let call = state.withLock { state in
             state.requests.append(request)
             defer { state.position += 1 }

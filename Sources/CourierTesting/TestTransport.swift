@@ -49,9 +49,12 @@ public struct TestTransport: Transport {
     ///
     /// - Parameter request: The request.
     /// - Returns: The installed transport's response.
-    /// - Throws: The installed transport's error, or ``MockTransportError`` when none is installed and
-    ///   there is no fallback.
+    /// - Throws: The installed transport's error, ``MockTransportError`` when none is installed and
+    ///   there is no fallback, or `CourierError` (`.invalidRequest`) for a request that could not be sent
+    ///   safely.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
+        try RequestValidation.validate(request)
         guard let transport = Self.current ?? fallback else {
             throw MockTransportError(
                 message: """

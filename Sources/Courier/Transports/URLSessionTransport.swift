@@ -49,9 +49,11 @@ public final class URLSessionTransport: Transport {
     ///
     /// - Parameter request: The request.
     /// - Returns: The body and the HTTP response, whatever its status.
-    /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/nonHTTPResponse``, or
-    ///   the session's `URLError`.
+    /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
+    ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/nonHTTPResponse``,
+    ///   or the session's `URLError`.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try RequestValidation.validate(request)
         let state = TaskState()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in

@@ -126,8 +126,11 @@ public final class FaultInjectingTransport: Transport, RequestRecording {
     ///
     /// - Parameter request: The request.
     /// - Returns: The wrapped transport's response, or an injected one.
-    /// - Throws: An injected error, the wrapped transport's error, or `CancellationError`.
+    /// - Throws: An injected error, the wrapped transport's error, `CancellationError`, or
+    ///   `CourierError` (`.invalidRequest`) for a request that could not be sent safely.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
+        try RequestValidation.validate(request)
         let now = elapsed()
         let plan = state.withLock { state in
             let index = state.requests.count
