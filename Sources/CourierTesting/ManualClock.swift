@@ -3,15 +3,26 @@ import Synchronization
 /// A clock whose time moves only when a test advances it, so that retry backoff, timeouts, circuit
 /// breakers and token expiry run in virtual time.
 ///
+/// Inject it wherever the code under test takes a `some Clock<Duration>`, then either drive it step by
+/// step:
+///
 /// ```swift
 /// let clock = ManualClock()
 /// let task = Task { try await clock.sleep(for: .seconds(5)) }
 /// await clock.waitForSleepers(count: 1)   // the task is asleep now
+/// #expect(clock.pendingDeadlines == [.init(offset: .seconds(5))])
 /// clock.advance(by: .seconds(5))          // and wakes up
 /// ```
 ///
+/// or let ``run(whenSleeping:_:)`` move it to each deadline while the code runs:
+///
+/// ```swift
+/// let profile = try await clock.run { try await service.loadProfile() }
+/// #expect(clock.now.offset == .seconds(3))
+/// ```
+///
 /// Sleepers wake in deadline order when time reaches their deadline. A sleeping task that is cancelled
-/// throws `CancellationError` at once.
+/// throws `CancellationError` at once, also when the cancellation comes just as it starts to sleep.
 public final class ManualClock: Clock, Sendable {
     /// A point in the clock's virtual time: an offset from its start.
     public struct Instant: InstantProtocol, Sendable, Hashable, Comparable, CustomStringConvertible {

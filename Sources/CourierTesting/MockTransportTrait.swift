@@ -5,7 +5,8 @@ public import Testing
 /// A Swift Testing trait that gives each test (and each case of a parameterized test) its own transport,
 /// installed in a task-local scope, and fails the test when a mock's expectations were not met.
 ///
-/// Make one with `.mockTransport { routes }`, `.mockTransport(someMock)` or `.testTransport(anyTransport)`:
+/// Make one with `.mockTransport { routes }`, `.mockTransport(someMock)` or `.testTransport(anyTransport)`,
+/// and put a wrapper around the mock with ``through(_:)``:
 ///
 /// ```swift
 /// @Test(.mockTransport {
@@ -31,7 +32,7 @@ public import Testing
 /// On a suite, the trait applies to every test in it, and each test still gets a fresh transport. A trait
 /// on a test replaces one inherited from its suite.
 public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
-    private let makeTransport: @Sendable () -> any Transport
+    private let makeTransport: @Sendable () -> (transport: any Transport, mock: MockTransport?)
     private let sourceLocation: SourceLocation
 
     /// Applies to every test in a suite, each with a fresh transport.
@@ -46,8 +47,42 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
         _ makeTransport: @escaping @Sendable () -> any Transport,
         sourceLocation: SourceLocation = #_sourceLocation
     ) {
+        self.makeTransport = {
+            let transport = makeTransport()
+            return (transport, transport as? MockTransport)
+        }
+        self.sourceLocation = sourceLocation
+    }
+
+    init(
+        sourceLocation: SourceLocation,
+        _ makeTransport: @escaping @Sendable () -> (transport: any Transport, mock: MockTransport?)
+    ) {
         self.makeTransport = makeTransport
         self.sourceLocation = sourceLocation
+    }
+
+    /// Returns a copy that puts `wrapper` around each fresh transport: the test talks to the wrapper (a
+    /// ``FaultInjectingTransport``, a ``HoldingTransport``, a ``RecordingTransport``), while the mock stays
+    /// ``MockTransport/current`` and its unmet expectations still fail the test.
+    ///
+    /// ```swift
+    /// @Test(.mockTransport {
+    ///     MockRoute.get("/me").replies(.json(me)).expectCalls(1...)
+    /// }.through {
+    ///     FaultInjectingTransport(wrapping: $0, seed: 7, faults: [.droppedConnection(rate: 0.3)])
+    /// })
+    /// func survivesDroppedConnections() async throws { … }
+    /// ```
+    ///
+    /// - Parameter wrapper: Makes the transport the test talks to, around the fresh one.
+    /// - Returns: The changed trait.
+    public func through(_ wrapper: @escaping @Sendable (any Transport) -> any Transport) -> MockTransportTrait {
+        let makeTransport = self.makeTransport
+        return MockTransportTrait(sourceLocation: sourceLocation) {
+            let (transport, mock) = makeTransport()
+            return (wrapper(transport), mock)
+        }
     }
 
     /// Installs a fresh transport around the test, then reports the mock's unmet expectations.
@@ -62,10 +97,11 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
-        let transport = makeTransport()
-        let mock = transport as? MockTransport
+        let (transport, mock) = makeTransport()
         do {
-            try await withTestTransport(transport, operation: function)
+            try await MockTransport.$current.withValue(mock) {
+                try await TestTransport.$current.withValue(transport, operation: function)
+            }
         } catch {
             mock?.recordUnmetExpectations(defaultLocation: sourceLocation)
             throw error

@@ -133,6 +133,23 @@ struct TestTransportTraitTests {
         #expect(try await sharedClient.send(request(.get, "/x")).1.statusCode == 207)
     }
 
+    @Test(
+        "a wrapped mock: the test talks to the wrapper, MockTransport.current is the mock",
+        .mockTransport {
+            MockRoute.get("/me").replies(.text("me")).expectCalls(1)
+        }.through {
+            FaultInjectingTransport(wrapping: $0, seed: 1, faults: [.status(503).forRequests(0..<1)])
+        }
+    )
+    func wrappedMock() async throws {
+        let (_, first) = try await sharedClient.send(request(.get, "/me"))
+        let (_, second) = try await sharedClient.send(request(.get, "/me"))
+        #expect(first.statusCode == 503)
+        #expect(second.statusCode == 200)
+        #expect(TestTransport.current is FaultInjectingTransport)
+        #expect(MockTransport.current?.requests.count == 1)
+    }
+
     @Test("the trait records an issue where expectCalls is written when a route was not called enough")
     func reportsUnmetExpectations() async throws {
         let expectationLine = #line + 1
