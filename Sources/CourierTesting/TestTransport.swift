@@ -29,19 +29,24 @@ public import FoundationNetworking
 /// The override is a task-local value: it reaches the test's child tasks and the tasks it creates with
 /// `Task { }`, and no other test sees it. Production code pays nothing for this: `Client.send` has no
 /// testing hook; only a client built with a `TestTransport` looks up the override, once per request.
-/// (A `Task.detached` does not inherit task-local values; give it the transport explicitly.)
+///
+/// A `Task.detached` (for example work that must outlive the request that started it) does not inherit
+/// task-local values. For it, a `TestTransport` falls back to the transport that was installed where the
+/// `TestTransport` was created: a client built inside the test keeps sending to the test's mock from any
+/// task, while a client shared between tests must be used from the tests' own tasks.
 public struct TestTransport: Transport {
     /// The transport installed for the current task, or `nil`.
     @TaskLocal public static var current: (any Transport)?
 
-    /// Where requests go when no transport is installed; `nil` makes them fail.
+    /// Where requests go when no transport is installed for the sending task; `nil` makes them fail.
     public let fallback: (any Transport)?
 
     /// Creates a transport that forwards to the installed one.
     ///
-    /// - Parameter fallback: Where requests go when no transport is installed; `nil` (the default) makes
-    ///   them throw a ``MockTransportError`` that says how to install one.
-    public init(fallback: (any Transport)? = nil) {
+    /// - Parameter fallback: Where requests go when no transport is installed for the sending task. By
+    ///   default, the transport installed where this `TestTransport` is created (`nil` outside any test
+    ///   scope); `nil` makes such requests throw a ``MockTransportError`` that says how to install one.
+    public init(fallback: (any Transport)? = TestTransport.current) {
         self.fallback = fallback
     }
 

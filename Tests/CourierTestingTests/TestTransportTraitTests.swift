@@ -89,7 +89,7 @@ struct TestTransportTraitTests {
     }
 
     @Test(
-        "tasks started with Task {} inherit the transport; detached tasks do not",
+        "Task {} inherits the transport; a detached task using a client made outside the scope does not",
         .mockTransport {
             MockRoute.get("/inherited").replies(.text("yes"))
         }
@@ -100,6 +100,31 @@ struct TestTransportTraitTests {
         let detached = Task.detached { () -> String in try await sharedClient.send(.get("/inherited")) }
         let error = await #expect(throws: CourierError.self) { try await detached.value }
         #expect(error?.underlying is MockTransportError)
+    }
+
+    @Test(
+        "a TestTransport made inside a scope keeps its transport in detached tasks",
+        .mockTransport {
+            MockRoute.get("/detached").replies(.text("scoped"))
+        }
+    )
+    func capturedInScope() async throws {
+        let client = Client(baseURL: testBase, transport: TestTransport())
+        let text = try await Task.detached { () -> String in try await client.send(.get("/detached")) }.value
+        #expect(text == "scoped")
+        #expect(MockTransport.current?.requests.count == 1)
+    }
+
+    @Test("in a nested scope the inner transport wins over the captured one")
+    func innerScopeWins() async throws {
+        let outer = MockTransport(.status(201))
+        let inner = MockTransport(.status(202))
+        let status = try await withTestTransport(outer) {
+            let transport = TestTransport()
+            return try await withTestTransport(inner) { try await transport.send(request(.get, "/x")).1.statusCode }
+        }
+        #expect(status == 202)
+        #expect(outer.requests.isEmpty)
     }
 
     @Test("without an installed transport, TestTransport fails with a message that says what to do")
