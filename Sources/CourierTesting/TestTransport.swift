@@ -31,9 +31,10 @@ public import FoundationNetworking
 /// testing hook; only a client built with a `TestTransport` looks up the override, once per request.
 ///
 /// A `Task.detached` (for example work that must outlive the request that started it) does not inherit
-/// task-local values. For it, a `TestTransport` falls back to the transport that was installed where the
-/// `TestTransport` was created: a client built inside the test keeps sending to the test's mock from any
-/// task, while a client shared between tests must be used from the tests' own tasks.
+/// task-local values. When the code under test detaches work, build its client inside the test with the
+/// installed transport as the fallback, `TestTransport(fallback: TestTransport.current)`, or with the
+/// mock itself. (The fallback is not captured by default: a `static let` client is created lazily inside
+/// whichever test touches it first, and must not keep that test's mock.)
 public struct TestTransport: Transport {
     /// The transport installed for the current task, or `nil`.
     @TaskLocal public static var current: (any Transport)?
@@ -43,10 +44,10 @@ public struct TestTransport: Transport {
 
     /// Creates a transport that forwards to the installed one.
     ///
-    /// - Parameter fallback: Where requests go when no transport is installed for the sending task. By
-    ///   default, the transport installed where this `TestTransport` is created (`nil` outside any test
-    ///   scope); `nil` makes such requests throw a ``MockTransportError`` that says how to install one.
-    public init(fallback: (any Transport)? = TestTransport.current) {
+    /// - Parameter fallback: Where requests go when no transport is installed for the sending task, for
+    ///   example `TestTransport.current` read inside the test; `nil` (the default) makes such requests throw
+    ///   a ``MockTransportError`` that says how to install one.
+    public init(fallback: (any Transport)? = nil) {
         self.fallback = fallback
     }
 

@@ -99,28 +99,29 @@ struct TestTransportTraitTests {
         #expect(inherited == "yes")
         let detached = Task.detached { () -> String in try await sharedClient.send(.get("/inherited")) }
         let error = await #expect(throws: CourierError.self) { try await detached.value }
-        #expect(error?.underlying is MockTransportError)
+        let underlying = try #require(error?.underlying as? MockTransportError)
+        #expect(underlying.message.contains("no transport is installed for this task"))
     }
 
     @Test(
-        "a TestTransport made inside a scope keeps its transport in detached tasks",
+        "a TestTransport made in a scope with the current transport as fallback serves detached tasks",
         .mockTransport {
             MockRoute.get("/detached").replies(.text("scoped"))
         }
     )
     func capturedInScope() async throws {
-        let client = Client(baseURL: testBase, transport: TestTransport())
+        let client = Client(baseURL: testBase, transport: TestTransport(fallback: TestTransport.current))
         let text = try await Task.detached { () -> String in try await client.send(.get("/detached")) }.value
         #expect(text == "scoped")
         #expect(MockTransport.current?.requests.count == 1)
     }
 
-    @Test("in a nested scope the inner transport wins over the captured one")
+    @Test("an installed transport wins over the fallback")
     func innerScopeWins() async throws {
         let outer = MockTransport(.status(201))
         let inner = MockTransport(.status(202))
         let status = try await withTestTransport(outer) {
-            let transport = TestTransport()
+            let transport = TestTransport(fallback: TestTransport.current)
             return try await withTestTransport(inner) { try await transport.send(request(.get, "/x")).1.statusCode }
         }
         #expect(status == 202)
