@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -236,7 +235,7 @@ public enum Redaction {
 
     /// The compiled rules, one per source (`nil` if a pattern did not compile). Compiling takes milliseconds,
     /// so it happens once; `Regex` is not `Sendable`, so this mutex guards every use of them.
-    private static let rules = Mutex<[Rule?]>(
+    private static let rules = LockedState<[Rule?]>(
         ruleSources.map { source in
             (try? Regex(source.pattern)).map { Rule(pattern: $0, replacement: source.replacement) }
         }

@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -114,7 +113,7 @@ private final class TaskState: Sendable {
         case cancelled
     }
 
-    private let phase = Mutex<Phase>(.waiting)
+    private let phase = LockedState<Phase>(.waiting)
 
     var wasCancelled: Bool {
         phase.withLock {
