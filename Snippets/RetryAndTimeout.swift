@@ -47,12 +47,14 @@ policy.onRetry = { event in
     )
 }
 
-// The documented order: whole-call timeout → retry → (authentication) → per-attempt timeout →
-// (status validation) → transport.
+// The documented order: whole-call timeout → retry → authentication → per-attempt timeout →
+// status validation → transport.
 let middleware: [Middleware] = [
     .timeout(.milliseconds(300)),
     .retry(policy),
+    .authenticating(token: "demo-token"),
     .timeout(.milliseconds(100)),
+    .validatingStatus(),
 ]
 
 let client = Client(baseURL: baseURL, transport: flaky, middleware: middleware)

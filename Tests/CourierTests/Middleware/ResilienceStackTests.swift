@@ -8,8 +8,8 @@ import FoundationNetworking
 #endif
 
 /// The documented order, outermost first: timeout (whole call) → retry → authentication → timeout (per
-/// attempt) → status validation → transport. Counting and logging sit outside and are not involved here;
-/// a header-adding middleware stands in for authentication.
+/// attempt) → status validation → transport, with the built-in `.authenticating(token:)` and
+/// `.validatingStatus()`. Counting and logging sit outside and are not involved here.
 @Suite("Retry and timeout in the documented order", .timeLimit(.minutes(1)))
 struct ResilienceStackTests {
     private static func stack(clock: ManualClock, attempts: Locked<[Int]>) -> [Middleware] {
@@ -18,9 +18,9 @@ struct ResilienceStackTests {
             .idempotencyKey(),
             .retry(RetryFixtures.policy(backoff: .constant(.milliseconds(50))), clock: clock),
             RetryFixtures.recordingAttempts(into: attempts),
-            RetryFixtures.authenticating(token: "secret-token"),
+            .authenticating(token: "secret-token"),
             .timeout(.milliseconds(100), clock: clock),
-            RetryFixtures.validatingStatus(),
+            .validatingStatus(),
         ]
     }
 
@@ -70,7 +70,7 @@ struct ResilienceStackTests {
         let error = await #expect(throws: CourierError.self) { try await task.value }
         #expect(error?.code == .unacceptableStatus)
         #expect(error?.statusCode == 502)
-        #expect(error?.middleware == "validate")
+        #expect(error?.middleware == "validatingStatus")
         #expect(attempts.value == [1, 2, 3])
         #expect(!(error?.description.contains("secret-token") ?? true))
     }

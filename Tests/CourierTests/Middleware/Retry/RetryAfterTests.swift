@@ -166,7 +166,7 @@ struct RetryAfterTests {
         ])
         let client = Client(
             transport: transport,
-            middleware: [.retry(RetryFixtures.policy(), clock: clock), RetryFixtures.validatingStatus()]
+            middleware: [.retry(RetryFixtures.policy(), clock: clock), .validatingStatus()]
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)

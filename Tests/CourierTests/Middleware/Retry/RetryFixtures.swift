@@ -28,32 +28,6 @@ enum RetryFixtures {
         RetryPolicy(maximumAttempts: attempts, backoff: backoff, budget: nil, onRetry: onRetry)
     }
 
-    /// A stand-in for the status validation layer: throws `unacceptableStatus` for a status outside 2xx.
-    static func validatingStatus() -> Middleware {
-        Middleware(name: "validate") { request, next in
-            let (data, response) = try await next(request)
-            guard (200..<300).contains(response.statusCode) else {
-                throw CourierError(
-                    .unacceptableStatus,
-                    message: "status \(response.statusCode)",
-                    request: request,
-                    response: response,
-                    body: data
-                )
-            }
-            return (data, response)
-        }
-    }
-
-    /// A stand-in for the authentication layer: adds a bearer token.
-    static func authenticating(token: String) -> Middleware {
-        Middleware(name: "auth") { request, next in
-            var request = request
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            return try await next(request)
-        }
-    }
-
     /// Records `RetryContext.attempt` for every request that passes.
     static func recordingAttempts(into log: Locked<[Int]>) -> Middleware {
         Middleware { request, next in

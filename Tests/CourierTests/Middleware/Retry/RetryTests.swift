@@ -48,7 +48,7 @@ struct RetryTests {
         let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
         let client = Client(
             transport: transport,
-            middleware: [.retry(RetryFixtures.policy()), RetryFixtures.validatingStatus()]
+            middleware: [.retry(RetryFixtures.policy()), .validatingStatus()]
         )
         let (_, response) = try await client.send(RetryFixtures.request())
         #expect(response.statusCode == 200)
@@ -60,14 +60,14 @@ struct RetryTests {
         let transport = MockTransport(.status(503))
         let client = Client(
             transport: transport,
-            middleware: [.retry(RetryFixtures.policy()), RetryFixtures.validatingStatus()]
+            middleware: [.retry(RetryFixtures.policy()), .validatingStatus()]
         )
         let error = await #expect(throws: CourierError.self) {
             try await client.send(RetryFixtures.request())
         }
         #expect(error?.code == .unacceptableStatus)
         #expect(error?.statusCode == 503)
-        #expect(error?.middleware == "validate")
+        #expect(error?.middleware == "validatingStatus")
         #expect(transport.callCount == 3)
     }
 
@@ -76,7 +76,7 @@ struct RetryTests {
         let transport = MockTransport(.status(404))
         let client = Client(
             transport: transport,
-            middleware: [.retry(RetryFixtures.policy()), RetryFixtures.validatingStatus()]
+            middleware: [.retry(RetryFixtures.policy()), .validatingStatus()]
         )
         let error = await #expect(throws: CourierError.self) {
             try await client.send(RetryFixtures.request())
@@ -90,7 +90,7 @@ struct RetryTests {
         let transport = MockTransport(.status(503))
         let client = Client(
             transport: transport,
-            middleware: [RetryFixtures.validatingStatus(), .retry(RetryFixtures.policy())]
+            middleware: [.validatingStatus(), .retry(RetryFixtures.policy())]
         )
         let error = await #expect(throws: CourierError.self) {
             try await client.send(RetryFixtures.request())
