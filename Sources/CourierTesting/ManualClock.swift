@@ -111,7 +111,9 @@ public final class ManualClock: Clock, Sendable {
                 let (wakeNow, waiters) = state.withLock { state -> (Bool, [SleeperWaiter]) in
                     state.totalSleeps += 1
                     if deadline <= state.now { return (true, []) }
-                    if id < 0 { return (true, []) }
+                    // A cancellation whose handler ran before this sleeper registered (and so found nothing
+                    // to wake) is seen here, under the lock; the check after the wait then throws.
+                    if Task.isCancelled { return (true, []) }
                     state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
                     return (false, Self.takeReadyWaiters(&state))
                 }
