@@ -7,6 +7,12 @@
 ///
 /// Cancelling the calling task cancels every child; inputs not yet started are not started and get
 /// `CancellationError`.
+///
+/// The group's body (reading the input sequence, collecting results, calling `handle`) runs on the caller's
+/// isolation (`isolation`, `#isolation` at the public API): the sequence and the handler belong to the caller
+/// and may be isolated to its actor (a lazy `map` written on the main actor, a handler that updates the
+/// caller's state). The children run on the global executor and only call `operation`. A nonisolated caller
+/// (the usual server case) runs the whole loop without any actor hop.
 enum FanOut {
     /// The body of a child task: what to do for one input.
     typealias Operation<Input, Output> = @Sendable (Input) async throws -> Output
@@ -19,12 +25,16 @@ enum FanOut {
     static func forEach<Input: Sendable, Output: Sendable, Failure: Error>(
         _ inputs: some Sequence<Input>,
         maxConcurrency: Int,
+        isolation: isolated (any Actor)?,
         operation: @escaping Operation<Input, Output>,
         handle: (Int, Result<Output, any Error>) async throws(Failure) -> Void
     ) async throws(Failure) {
         precondition(maxConcurrency > 0, "maxConcurrency must be at least 1, not \(maxConcurrency)")
         var failure: Failure?
-        await withTaskGroup(of: (Int, Result<Output, any Error>).self) { group in
+        await withTaskGroup(of: (Int, Result<Output, any Error>).self, isolation: isolation) { group in
+            // Capturing the isolated parameter is what makes this closure run on the caller's isolation
+            // (SE-0420); without it, the nonisolated async closure would run on the global executor.
+            _ = isolation
             var iterator = inputs.makeIterator()
             var nextIndex = 0
             var running = 0
@@ -75,11 +85,14 @@ enum FanOut {
     static func results<Input: Sendable, Output: Sendable>(
         _ inputs: some Sequence<Input>,
         maxConcurrency: Int,
+        isolation: isolated (any Actor)?,
         operation: @escaping Operation<Input, Output>
     ) async -> [Result<Output, any Error>] {
         var results: [Result<Output, any Error>?] = []
         results.reserveCapacity(inputs.underestimatedCount)
-        await forEach(inputs, maxConcurrency: maxConcurrency, operation: operation) { index, result in
+        await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
+            index,
+            result in
             // Indices are handed out in order, so a slot is either the next one or one already reserved.
             while results.count <= index { results.append(nil) }
             results[index] = result
@@ -93,13 +106,15 @@ enum FanOut {
     static func outputs<Input: Sendable, Output: Sendable>(
         _ inputs: some Sequence<Input>,
         maxConcurrency: Int,
+        isolation: isolated (any Actor)?,
         operation: @escaping Operation<Input, Output>
     ) async throws -> [Output] {
         precondition(maxConcurrency > 0, "maxConcurrency must be at least 1, not \(maxConcurrency)")
         var outputs: [Output?] = []
         outputs.reserveCapacity(inputs.underestimatedCount)
         do {
-            try await withThrowingTaskGroup(of: (Int, Output).self) { group in
+            try await withThrowingTaskGroup(of: (Int, Output).self, isolation: isolation) { group in
+                _ = isolation  // runs the body on the caller's isolation; see `forEach`
                 var iterator = inputs.makeIterator()
                 var nextIndex = 0
                 var running = 0

@@ -6,8 +6,12 @@ public import FoundationNetworking
 
 // Fan-out: many requests from one call, in a task group with a bounded number of live children.
 //
-// All of these are `nonisolated` and never hop onto the actor: each child calls `send`, which reads the
-// client's composed chain under a lock.
+// None of these is isolated to the client actor, so they never hop onto it: each child calls the
+// nonisolated `send`, which reads the client's composed chain under a lock. Their `isolated` parameter
+// (`#isolation` by default) makes them run on the *caller's* isolation instead — `nonisolated` for a
+// nonisolated caller, with no hop at all; the caller's actor for a caller on an actor, so that the input
+// sequence (a lazy `map` closure) and `sendEach`'s handler run where they were written. (A method with an
+// `isolated` parameter cannot also be marked `nonisolated`; the parameter is what takes it off the actor.)
 
 extension Client {
     // MARK: One result per request
@@ -37,12 +41,15 @@ extension Client {
     /// - Parameters:
     ///   - requests: The requests; any sequence (an array, a lazy map, …), read once, in order.
     ///   - maxConcurrency: The most requests in flight at once; must be at least 1.
+    ///   - isolation: Where the input sequence is read and results are collected: the caller's isolation
+    ///     (the default); leave it out.
     /// - Returns: The result of each request, in the order of `requests`.
-    public nonisolated func sendAll<Response: Sendable>(
+    public func sendAll<Response: Sendable>(
         _ requests: some Sequence<Request<Response>>,
-        maxConcurrency: Int
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)? = #isolation
     ) async -> [Result<Response, any Error>] {
-        await FanOut.results(requests, maxConcurrency: maxConcurrency) { request in
+        await FanOut.results(requests, maxConcurrency: maxConcurrency, isolation: isolation) { request in
             try await self.send(request)
         }
     }
@@ -60,12 +67,15 @@ extension Client {
     /// - Parameters:
     ///   - requests: The requests, each with an absolute URL.
     ///   - maxConcurrency: The most requests in flight at once; must be at least 1.
+    ///   - isolation: Where the input sequence is read and results are collected: the caller's isolation
+    ///     (the default); leave it out.
     /// - Returns: The result of each request, in the order of `requests`.
-    public nonisolated func sendAll(
+    public func sendAll(
         _ requests: some Sequence<URLRequest>,
-        maxConcurrency: Int
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)? = #isolation
     ) async -> [Result<(Data, HTTPURLResponse), any Error>] {
-        await FanOut.results(requests, maxConcurrency: maxConcurrency) { request in
+        await FanOut.results(requests, maxConcurrency: maxConcurrency, isolation: isolation) { request in
             try await self.send(request)
         }
     }
@@ -88,13 +98,16 @@ extension Client {
     /// - Parameters:
     ///   - requests: The requests; any sequence, read once, in order.
     ///   - maxConcurrency: The most requests in flight at once; must be at least 1.
+    ///   - isolation: Where the input sequence is read and results are collected: the caller's isolation
+    ///     (the default); leave it out.
     /// - Returns: The decoded responses, in the order of `requests`.
     /// - Throws: The first error a request threw, or `CancellationError` when the calling task is cancelled.
-    public nonisolated func sendAllOrThrow<Response: Sendable>(
+    public func sendAllOrThrow<Response: Sendable>(
         _ requests: some Sequence<Request<Response>>,
-        maxConcurrency: Int
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)? = #isolation
     ) async throws -> [Response] {
-        try await FanOut.outputs(requests, maxConcurrency: maxConcurrency) { request in
+        try await FanOut.outputs(requests, maxConcurrency: maxConcurrency, isolation: isolation) { request in
             try await self.send(request)
         }
     }
@@ -109,13 +122,16 @@ extension Client {
     /// - Parameters:
     ///   - requests: The requests, each with an absolute URL.
     ///   - maxConcurrency: The most requests in flight at once; must be at least 1.
+    ///   - isolation: Where the input sequence is read and results are collected: the caller's isolation
+    ///     (the default); leave it out.
     /// - Returns: The response bodies and HTTP responses, in the order of `requests`.
     /// - Throws: The first error a request threw, or `CancellationError` when the calling task is cancelled.
-    public nonisolated func sendAllOrThrow(
+    public func sendAllOrThrow(
         _ requests: some Sequence<URLRequest>,
-        maxConcurrency: Int
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)? = #isolation
     ) async throws -> [(Data, HTTPURLResponse)] {
-        try await FanOut.outputs(requests, maxConcurrency: maxConcurrency) { request in
+        try await FanOut.outputs(requests, maxConcurrency: maxConcurrency, isolation: isolation) { request in
             try await self.send(request)
         }
     }
@@ -143,17 +159,21 @@ extension Client {
     /// - Parameters:
     ///   - requests: The requests; any sequence, read once, in order.
     ///   - maxConcurrency: The most requests in flight at once; must be at least 1.
+    ///   - isolation: Where the input sequence is read and results are collected: the caller's isolation
+    ///     (the default); leave it out.
     ///   - handle: Called with each request's position and result. If it throws, the requests in flight are
     ///     cancelled and awaited, no further request starts, and the error is rethrown.
     /// - Throws: Only what `handle` throws.
-    public nonisolated func sendEach<Response: Sendable, Failure: Error>(
+    public func sendEach<Response: Sendable, Failure: Error>(
         _ requests: some Sequence<Request<Response>>,
         maxConcurrency: Int,
+        isolation: isolated (any Actor)? = #isolation,
         _ handle: (_ index: Int, _ result: Result<Response, any Error>) async throws(Failure) -> Void
     ) async throws(Failure) {
         try await FanOut.forEach(
             requests,
             maxConcurrency: maxConcurrency,
+            isolation: isolation,
             operation: { request in try await self.send(request) },
             handle: handle
         )
@@ -174,16 +194,20 @@ extension Client {
     /// - Parameters:
     ///   - requests: The requests, each with an absolute URL.
     ///   - maxConcurrency: The most requests in flight at once; must be at least 1.
+    ///   - isolation: Where the input sequence is read and results are collected: the caller's isolation
+    ///     (the default); leave it out.
     ///   - handle: Called with each request's position and result, in the order requests finish.
     /// - Throws: Only what `handle` throws.
-    public nonisolated func sendEach<Failure: Error>(
+    public func sendEach<Failure: Error>(
         _ requests: some Sequence<URLRequest>,
         maxConcurrency: Int,
+        isolation: isolated (any Actor)? = #isolation,
         _ handle: (_ index: Int, _ result: Result<(Data, HTTPURLResponse), any Error>) async throws(Failure) -> Void
     ) async throws(Failure) {
         try await FanOut.forEach(
             requests,
             maxConcurrency: maxConcurrency,
+            isolation: isolation,
             operation: { request in try await self.send(request) },
             handle: handle
         )

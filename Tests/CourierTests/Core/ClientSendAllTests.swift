@@ -34,6 +34,49 @@ private struct GaugedTransport: Transport {
     }
 }
 
+/// Runs its jobs on a dispatch queue it can recognize, so a test can ask "am I on this actor?" without
+/// crashing when the answer is no.
+private final class RecognizableExecutor: SerialExecutor {
+    private let queue = DispatchQueue(label: "courier.tests.caller-actor")
+    private let key = DispatchSpecificKey<Int>()
+
+    init() {
+        queue.setSpecific(key: key, value: 1)
+    }
+
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == 1 }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
+private actor CallerActor {
+    private let executor = RecognizableExecutor()
+    private var offActor = 0
+    private var handled = 0
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Fans out (with `sendEach`, then `sendAllOrThrow`) with a lazy sequence and a handler that both touch
+    /// this actor's state.
+    func fanOut(with client: Client, count: Int) async -> (handled: Int, offActor: Int) {
+        let requests = (0..<count).lazy.map { index in
+            if !self.executor.isCurrent { self.offActor += 1 }
+            return Request<String>.get("/i/\(index)")
+        }
+        await client.sendEach(requests, maxConcurrency: 8) { _, _ in
+            if !self.executor.isCurrent { self.offActor += 1 }
+            self.handled += 1
+        }
+        let outputs = try? await client.sendAllOrThrow(requests, maxConcurrency: 8)
+        handled += outputs?.count ?? 0
+        return (handled, offActor)
+    }
+}
+
 @Suite("Client.sendAll and friends")
 struct ClientSendAllTests {
     @Test(
@@ -272,6 +315,17 @@ struct ClientSendAllTests {
         #expect(handled == [0])
         #expect(transport.callCount == 4)
         #expect(transport.cancellationCount == 3)
+    }
+
+    @Test("called on an actor, the input sequence and the handler run on that actor")
+    func runsOnTheCallersIsolation() async throws {
+        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: ConcurrencyGauge()))
+        let caller = CallerActor()
+
+        let (handled, offActor) = await caller.fanOut(with: client, count: 50)
+
+        #expect(handled == 100)
+        #expect(offActor == 0)
     }
 
     @Test(
