@@ -32,8 +32,9 @@ extension Middleware {
     /// Hedging multiplies load on a slow upstream: pick `delay` near the latency's 95th percentile, so
     /// only the slowest few percent are hedged, and keep `maxExtraAttempts` small.
     ///
-    /// **Where it goes**: inside `retry` and a whole-call timeout, outside a per-attempt timeout (each
-    /// attempt then has its own) and the layers that should run once per attempt.
+    /// **Where it goes**: inside `retry` and a whole-call timeout; outside a concurrency limiter (each attempt
+    /// then takes its own permit, so hedges respect the limit), a per-attempt timeout (each attempt has its
+    /// own) and the other layers that should run once per attempt.
     ///
     /// - Parameters:
     ///   - delay: How long to wait for a response before sending another attempt; at least zero.
