@@ -1,4 +1,4 @@
-import Synchronization
+import Courier
 
 /// Counts how many things are in progress at once and remembers the highest count, to check a
 /// concurrency limit from inside a transport.
@@ -20,7 +20,7 @@ public final class ConcurrencyGauge: Sendable {
         var total = 0
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// Creates a gauge at zero.
     public init() {}

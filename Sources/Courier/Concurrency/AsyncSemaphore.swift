@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A counting semaphore for async code: FIFO-fair and cancellation-aware.
 ///
 /// - **FIFO**: waiters are served in the order they started waiting. A released permit is handed straight
@@ -12,7 +10,7 @@ import Synchronization
 /// - **Bounded queue** (optional): with `maxWaiters`, an acquire that would make the queue longer throws
 ///   ``QueueFull`` at once.
 ///
-/// All state lives under one `Mutex`; continuations are resumed outside it.
+/// All state lives under one lock (`LockedState`, a pthread mutex); continuations are resumed outside it.
 final class AsyncSemaphore: Sendable {
     /// Thrown by ``acquire()`` when `maxWaiters` tasks are already waiting.
     struct QueueFull: Error {}
@@ -53,7 +51,7 @@ final class AsyncSemaphore: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: LockedState<State>
     /// The number of permits the semaphore was created with.
     let capacity: Int
     /// The most tasks that may wait at once, or `nil` for no limit.
@@ -69,7 +67,7 @@ final class AsyncSemaphore: Sendable {
         precondition((maxWaiters ?? 0) >= 0, "maxWaiters must not be negative")
         self.capacity = permits
         self.maxWaiters = maxWaiters
-        self.state = Mutex(State(permits: permits))
+        self.state = LockedState(State(permits: permits))
     }
 
     /// How many permits are free now.

@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -123,7 +122,7 @@ public final class CircuitBreaker: Sendable {
 
     private let elapsed: @Sendable () -> Duration
     private let onStateChange: (@Sendable (_ host: String, _ state: State) -> Void)?
-    private let circuits = Mutex<[String: CircuitBreakerStateMachine]>([:])
+    private let circuits = LockedState<[String: CircuitBreakerStateMachine]>([:])
 
     /// Creates a breaker.
     ///

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -48,7 +47,7 @@ public final class ConcurrencyLimiter: Sendable {
     public let maxQueued: Int?
 
     private let overall: AsyncSemaphore?
-    private let hosts = Mutex<[String: HostEntry]>([:])
+    private let hosts = LockedState<[String: HostEntry]>([:])
 
     /// Creates a limiter.
     ///

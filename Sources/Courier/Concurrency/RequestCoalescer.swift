@@ -66,7 +66,7 @@ public final class RequestCoalescer: Sendable {
     /// Header names (lowercased) left out of the coalescing key.
     public let ignoredHeaders: Set<String>
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
     private let nextWaiterID = Atomic<Int>(0)
 
     /// Creates a coalescer.

@@ -26,7 +26,7 @@ struct AsyncSemaphoreTests {
             await waitUntil { semaphore.waiterCount == index + 1 }
         }
 
-        var generator = SeededGenerator(seed: 0x5EED)
+        var generator = SplitMix64(seed: 0x5EED)
         let cancelled = Set(Array(0..<1000).shuffled(using: &generator).prefix(500))
         for index in cancelled { waiters[index].cancel() }
 
@@ -52,7 +52,7 @@ struct AsyncSemaphoreTests {
         let semaphore = AsyncSemaphore(permits: 3)
         let holders = ConcurrencyGauge()
         let outcomes = Locked<(served: [Int], cancelled: Int)>(([], 0))
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         let toCancel = Set(Array(0..<1000).shuffled(using: &generator).prefix(500))
 
         await withTaskGroup(of: Void.self) { group in
