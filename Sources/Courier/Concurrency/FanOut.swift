@@ -88,17 +88,17 @@ enum FanOut {
         isolation: isolated (any Actor)?,
         operation: @escaping Operation<Input, Output>
     ) async -> [Result<Output, any Error>] {
-        var results: [Result<Output, any Error>?] = []
+        // Slots are filled with a placeholder as indices are handed out and each is overwritten by its
+        // request's result, so the array is returned as it is: no optionals, no second array at the end.
+        var results: [Result<Output, any Error>] = []
         results.reserveCapacity(inputs.underestimatedCount)
         await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
             index,
             result in
-            // Indices are handed out in order, so a slot is either the next one or one already reserved.
-            while results.count <= index { results.append(nil) }
+            while results.count <= index { results.append(.failure(CancellationError())) }
             results[index] = result
         }
-        // Every index from 0 to the last one handed out got exactly one result.
-        return results.map { $0! }
+        return results
     }
 
     /// Returns every output in input order, or throws the first error (in completion order) after cancelling
