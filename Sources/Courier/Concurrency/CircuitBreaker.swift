@@ -113,7 +113,9 @@ public final class CircuitBreaker: Sendable {
 
     /// What an admitted request carries until it ends.
     struct Ticket {
-        let hostKey: String
+        let url: URL?
+        /// The host key, when admitting needed it (some circuit was not closed-and-clean).
+        let hostKey: String?
         let isProbe: Bool
     }
 
@@ -160,6 +162,8 @@ public final class CircuitBreaker: Sendable {
 
     /// Admits `request` or throws ``CourierError/Code/circuitOpen``.
     func admit(_ request: URLRequest) throws -> Ticket {
+        // The common case: every circuit is closed and clean (no entries). One lock, no key, no clock read.
+        if circuits.withLock({ $0.isEmpty }) { return Ticket(url: request.url, hostKey: nil, isProbe: false) }
         let hostKey = HostKey.of(request.url)
         let now = elapsed()
         let (action, change) = circuits.withLock { circuits -> (CircuitBreakerStateMachine.AdmitAction, State?) in
@@ -172,9 +176,9 @@ public final class CircuitBreaker: Sendable {
         if let change { onStateChange?(hostKey, change) }
         switch action {
         case .send:
-            return Ticket(hostKey: hostKey, isProbe: false)
+            return Ticket(url: request.url, hostKey: hostKey, isProbe: false)
         case .sendProbe:
-            return Ticket(hostKey: hostKey, isProbe: true)
+            return Ticket(url: request.url, hostKey: hostKey, isProbe: true)
         case .reject(let retryAfter):
             throw CourierError(
                 .circuitOpen,
@@ -186,26 +190,26 @@ public final class CircuitBreaker: Sendable {
 
     /// Records how an admitted request ended.
     func record(_ outcome: CircuitBreakerStateMachine.Outcome, for ticket: Ticket) {
-        if outcome == .success, !ticket.isProbe {
-            // The common case, a success on a healthy host, takes the lock but allocates nothing.
-            let isHealthy = circuits.withLock { $0[ticket.hostKey] == nil }
-            if isHealthy { return }
-        }
+        // The common case, a success on a host whose circuit is clean, changes nothing.
+        let isSuccessOrIgnored = outcome != .failure && !ticket.isProbe
+        if isSuccessOrIgnored, circuits.withLock({ $0.isEmpty }) { return }
+        let hostKey = ticket.hostKey ?? HostKey.of(ticket.url)
+        if isSuccessOrIgnored, circuits.withLock({ $0[hostKey] == nil }) { return }
         let now = elapsed()
         let policy = self.policy
         let change = circuits.withLock { circuits -> State? in
             var machine =
-                circuits[ticket.hostKey]
+                circuits[hostKey]
                 ?? CircuitBreakerStateMachine(failureThreshold: policy.failureThreshold, cooldown: policy.cooldown)
             let action = machine.record(outcome, probe: ticket.isProbe, now: now)
-            circuits[ticket.hostKey] = machine.isPristine ? nil : machine
+            circuits[hostKey] = machine.isPristine ? nil : machine
             switch action {
             case .none: return nil
             case .opened: return .open
             case .closed: return .closed(consecutiveFailures: 0)
             }
         }
-        if let change { onStateChange?(ticket.hostKey, change) }
+        if let change { onStateChange?(hostKey, change) }
     }
 
     /// Classifies what the rest of the chain returned or threw.

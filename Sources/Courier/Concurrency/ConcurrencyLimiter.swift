@@ -24,8 +24,9 @@ import FoundationNetworking
 /// - **Load shedding** (`maxQueued`): when that many requests already wait in a queue, the next one fails
 ///   at once with ``CourierError/Code/concurrencyLimited`` instead of waiting.
 ///
-/// The state lives under locks in this object and is created once, so sending costs no actor hop. Pools of
-/// hosts with nothing in flight are dropped, so memory does not grow with the number of hosts seen.
+/// The state lives under locks in this object and is created once, so sending costs no actor hop. The pools
+/// of up to 64 idle hosts are kept for reuse; beyond that, a pool is dropped as soon as nothing is in flight to
+/// its host, so memory does not grow with the number of hosts seen.
 public final class ConcurrencyLimiter: Sendable {
     /// What a request holds while it is in flight.
     struct Lease {
@@ -127,10 +128,14 @@ public final class ConcurrencyLimiter: Sendable {
         }
     }
 
+    /// How many host pools are kept when nothing is in flight to their host.
+    private static let idleHostPoolsKept = 64
+
     private func leave(_ hostKey: String) {
         hosts.withLock { hosts in
             hosts[hostKey]!.users -= 1
-            if hosts[hostKey]!.users == 0 { hosts[hostKey] = nil }
+            // Creating a pool costs an allocation and a mutex; keep idle ones while there are few hosts.
+            if hosts[hostKey]!.users == 0, hosts.count > Self.idleHostPoolsKept { hosts[hostKey] = nil }
         }
     }
 

@@ -95,6 +95,9 @@ enum FanOut {
         await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
             index,
             result in
+            // Capturing `isolation` keeps this closure on the caller's isolation, where `forEach` calls it;
+            // a nonisolated async closure would hop to the global executor and back for every result.
+            _ = isolation
             while results.count <= index { results.append(.failure(CancellationError())) }
             results[index] = result
         }

@@ -30,7 +30,9 @@ extension Middleware {
     /// - Cancelling the caller cancels every attempt and throws `CancellationError`.
     ///
     /// Hedging multiplies load on a slow upstream: pick `delay` near the latency's 95th percentile, so
-    /// only the slowest few percent are hedged, and keep `maxExtraAttempts` small.
+    /// only the slowest few percent are hedged, and keep `maxExtraAttempts` small. Each hedged request runs
+    /// in a task group with its attempt and a timer as children, which costs microseconds: worth it for
+    /// calls that take milliseconds, not for in-memory ones.
     ///
     /// **Where it goes**: inside `retry` and a whole-call timeout; outside a concurrency limiter (each attempt
     /// then takes its own permit, so hedges respect the limit), a per-attempt timeout (each attempt has its
