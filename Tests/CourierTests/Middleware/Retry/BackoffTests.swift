@@ -77,7 +77,7 @@ struct BackoffTests {
     @Test("the retry sleeps each attempt's jittered delay, within that attempt's bounds", arguments: 0..<20)
     func sleepsWithinBounds(seed: Int) async throws {
         let clock = ManualClock()
-        let random = SeededRandom(seed: UInt64(seed))
+        let random = Locked(SplitMix64(seed: UInt64(seed)))
         let events = Locked<[RetryEvent]>([])
         let retried = Arrivals()
         let backoff = RetryPolicy.Backoff.exponential(
@@ -93,7 +93,7 @@ struct BackoffTests {
                 events.withLock { $0.append(event) }
                 retried.arrive()
             },
-            random: { random.next() }
+            random: { random.withLock { $0.nextUnitInterval() } }
         )
         let transport = MockTransport(.status(503))
         let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])

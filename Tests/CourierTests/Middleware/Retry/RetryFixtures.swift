@@ -1,7 +1,6 @@
 import Courier
 import CourierTesting
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -34,25 +33,5 @@ enum RetryFixtures {
             log.withLock { $0.append(RetryContext.attempt) }
             return try await next(request)
         }
-    }
-}
-
-/// A reproducible source of numbers in `0..<1` (SplitMix64), for jitter.
-final class SeededRandom: Sendable {
-    private let state: Mutex<UInt64>
-
-    init(seed: UInt64) {
-        state = Mutex(seed)
-    }
-
-    func next() -> Double {
-        let bits = state.withLock { state -> UInt64 in
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        return Double(bits >> 11) / Double(1 << 53)
     }
 }
