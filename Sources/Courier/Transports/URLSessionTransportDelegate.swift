@@ -31,8 +31,10 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
                 if exchange.start(task, continuation: continuation) {
                     task.resume()
                 } else {
-                    // Cancelled before the task existed; the exchange has resumed the continuation.
+                    // Cancelled before the task existed; the exchange has resumed the continuation. The
+                    // task never ran; cancelling it lets the session let go of it.
                     _ = exchanges.withLock { $0.removeValue(forKey: identifier) }
+                    task.cancel()
                 }
             }
         } onCancel: {

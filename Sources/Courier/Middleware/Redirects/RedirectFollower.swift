@@ -20,13 +20,13 @@ struct RedirectFollower: Sendable {
         "transfer-encoding", "expect",
     ]
 
-    /// Headers that always leave with the origin, whatever the user marks.
-    static let credentialHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization", "host"]
+    /// Headers bound to the origin they were set for (credentials, and `Host`), always removed when it changes.
+    static let originBoundHeaders: Set<String> = ["authorization", "cookie", "proxy-authorization", "host"]
 
     init(maximum: Int, sensitiveHeaders: Set<String>, allowsInsecureRedirects: Bool) {
         precondition(maximum >= 0, "followingRedirects(max:) needs a number of redirects of 0 or more")
         self.maximum = maximum
-        self.strippedOnOriginChange = Self.credentialHeaders
+        self.strippedOnOriginChange = Self.originBoundHeaders
             .union(Redaction.sensitiveHeaderNames)
             .union(sensitiveHeaders.map { $0.lowercased() })
         self.allowsInsecureRedirects = allowsInsecureRedirects
