@@ -19,6 +19,9 @@ public import FoundationNetworking
 /// let custom = MockTransport { request in .json(["path": request.url!.path]) }
 /// ```
 ///
+/// Like the real transports, the mock refuses a request that could not be sent safely (see
+/// `RequestValidation`) with `CourierError.Code.invalidRequest`, and does not record it.
+///
 /// A scripted sequence answers the calls in order and repeats its last reply once it runs out. A routed
 /// mock answers a request with the first route whose method and path match; a request that matches no
 /// route fails with an error that lists the routes.
@@ -128,8 +131,11 @@ public final class MockTransport: Transport {
     ///
     /// - Parameter request: The request.
     /// - Returns: The scripted response.
-    /// - Throws: The scripted error, or `CancellationError`.
+    /// - Throws: The scripted error, `CancellationError`, or `CourierError` (`.invalidRequest`) for a request
+    ///   that could not be sent safely.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
+        try RequestValidation.validate(request)
         let call = state.withLock { state in
             state.requests.append(request)
             defer { state.position += 1 }

@@ -62,8 +62,11 @@ public final class RecordingTransport: Transport {
     ///
     /// - Parameter request: The request.
     /// - Returns: The wrapped transport's response.
-    /// - Throws: The wrapped transport's error.
+    /// - Throws: The wrapped transport's error, or `CourierError` (`.invalidRequest`) for a request that could
+    ///   not be sent safely (it is not recorded).
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
+        try RequestValidation.validate(request)
         let index = exchanges.withLock { exchanges in
             exchanges.append(Exchange(request: request, outcome: nil))
             return exchanges.count - 1

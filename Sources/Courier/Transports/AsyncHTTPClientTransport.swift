@@ -126,10 +126,11 @@ public final class AsyncHTTPClientTransport: Transport {
     ///
     /// - Parameter request: The request.
     /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
-    /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/bodyTooLarge``,
-    ///   ``CourierError/Code/invalidRequest`` for a request without a URL,
+    /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
+    ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,
     ///   ``CourierError/Code/clientShutDown`` after ``shutdown()``, or AsyncHTTPClient's error.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try RequestValidation.validate(request)
         // AsyncHTTPClient 1.37 still sends a request whose task was cancelled before `execute`.
         try Task.checkCancellation()
         let outgoing = try Self.makeRequest(from: request)

@@ -124,9 +124,11 @@ public final class URLSessionTransport: Transport {
     ///
     /// - Parameter request: The request.
     /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
-    /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/bodyTooLarge``,
+    /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
+    ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,
     ///   ``CourierError/Code/nonHTTPResponse``, or the session's `URLError`.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try RequestValidation.validate(request)
         var request = request
         Self.raiseSubsecondTimeout(&request)
         if let delegate {

@@ -210,6 +210,20 @@ struct TransportLoopbackTests {
         #expect(received.body == Data(#"{"name":"courier"}"#.utf8))
     }
 
+    @Test("a header value with CR or LF is refused before anything is sent", arguments: TransportKind.allCases)
+    func invalidHeaderRefused(kind: TransportKind) async throws {
+        let server = try SocketServer { _ in .response(status: 200) }
+        defer { server.shutdown() }
+        var request = URLRequest(url: server.url("/x"))
+        // `setValue` drops such a value on Linux; assigning the fields directly keeps it.
+        request.allHTTPHeaderFields = ["X-Note": "a\r\nX-Injected: 1"]
+        try await kind.withTransport { transport in
+            let error = try await #require(throws: CourierError.self) { try await transport.send(request) }
+            #expect(error.code == .invalidRequest)
+        }
+        #expect(server.requests.isEmpty)
+    }
+
     @Test(
         "with followingRedirects, a cross-origin hop over real sockets carries no Authorization or Cookie",
         arguments: TransportKind.allCases
