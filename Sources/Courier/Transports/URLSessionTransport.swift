@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -23,7 +22,9 @@ public import FoundationNetworking
 /// - **Its own session**: ``init(configuration:maximumResponseSize:)`` creates a session just for this
 ///   transport, by default with ``defaultConfiguration``: no cookie storage, no cache and no credential
 ///   storage shared with the rest of the process (a server calling APIs for many users must not mix their
-///   cookies). The session is invalidated when the transport is released.
+///   cookies), and no cookie jar at all: a jar matches cookies by host, not port, so it would send a
+///   cookie to another origin on the same host, behind the redirect middleware's back. The session is
+///   invalidated when the transport is released.
 /// - **Cancellation**: cancelling the calling task cancels the `URLSessionTask` and the call throws
 ///   `CancellationError` at once.
 /// - **Timeouts**: do not rely on `URLRequest.timeoutInterval` for sub-second timeouts. On Linux it is
@@ -97,7 +98,8 @@ public final class URLSessionTransport: Transport {
     ///   `urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` with `nil`) if the
     ///   session can meet a redirect to another origin;
     /// - the body is collected by the session and checked against `maximumResponseSize` only when it is
-    ///   complete, so a huge body is buffered before it is refused.
+    ///   complete, so a huge body is buffered before it is refused;
+    /// - on Linux, the body of a 3xx response comes back empty.
     ///
     /// - Parameters:
     ///   - session: The session.
@@ -115,9 +117,9 @@ public final class URLSessionTransport: Transport {
     }
 
     deinit {
-        if ownsSession {
-            session.finishTasksAndInvalidate()
-        }
+        // Only a session this transport made: invalidating a caller's session would make its next use
+        // fail (on Linux, a fatal error).
+        if ownsSession { session.finishTasksAndInvalidate() }
     }
 
     /// Sends the request with the session.
@@ -209,7 +211,7 @@ private final class TaskState: Sendable {
         case cancelled
     }
 
-    private let phase = Mutex<Phase>(.waiting)
+    private let phase = LockedState<Phase>(.waiting)
 
     var wasCancelled: Bool {
         phase.withLock {

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -13,8 +12,8 @@ import FoundationNetworking
 /// One delegate serves every task of its session; each task's state lives in an ``URLSessionExchange``
 /// found by the task's identifier.
 final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    /// The exchanges in flight, by task identifier; guarded by the mutex.
-    private let exchanges = Mutex<[Int: URLSessionExchange]>([:])
+    /// The exchanges in flight, by task identifier; guarded by the lock.
+    private let exchanges = LockedState<[Int: URLSessionExchange]>([:])
 
     /// Sends `request` as a data task of `session` (whose delegate must be `self`).
     func send(
@@ -82,7 +81,7 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
 }
 
 /// One `send` through a ``URLSessionTransportDelegate``: the task, the caller's continuation and the body
-/// collected so far; guarded by a mutex because the session's callbacks and the caller's cancellation run
+/// collected so far; guarded by a lock because the session's callbacks and the caller's cancellation run
 /// concurrently.
 final class URLSessionExchange: Sendable {
     private enum Phase {
@@ -99,11 +98,11 @@ final class URLSessionExchange: Sendable {
     }
 
     private let request: URLRequest
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     init(request: URLRequest, limit: Int) {
         self.request = request
-        self.state = Mutex(State(body: ResponseBodyAccumulator(limit: limit)))
+        self.state = LockedState(State(body: ResponseBodyAccumulator(limit: limit)))
     }
 
     /// Records the task and the continuation; returns `false` (after resuming the continuation with

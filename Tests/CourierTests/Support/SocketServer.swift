@@ -1,6 +1,5 @@
 import CourierTesting
 import Foundation
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -75,7 +74,7 @@ final class SocketServer: Sendable {
 
     private let listener: Int32
     private let handler: @Sendable (Request) -> Reply
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private struct State {
         var requests: [Request] = []

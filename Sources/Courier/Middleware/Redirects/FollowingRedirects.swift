@@ -6,7 +6,8 @@ extension Middleware {
     ///     baseURL: URL(string: "https://api.example.com")!,
     ///     middleware: [
     ///         .retry(.default),
-    ///         .authenticating(with: auth),
+    ///         .authenticating(token: apiToken),
+    ///         .validatingStatus(),
     ///         .followingRedirects(max: 10, sensitiveHeaders: ["X-Tenant-Key"]),
     ///     ]
     /// )
@@ -27,11 +28,11 @@ extension Middleware {
     ///   the same method) fails with ``CourierError/Code/redirectLoop``; more than `max` redirects fail with
     ///   ``CourierError/Code/tooManyRedirects``. Each error carries the 3xx response that was refused.
     ///
-    /// **Order.** List it *after* (inside) the authenticating middleware and *after* a status-validating
-    /// middleware, and before a per-attempt timeout if you want each hop timed on its own:
-    /// `… → retry → authenticating → validatingStatus → followingRedirects → timeout(per attempt)`. Then the
-    /// credential is added once, to the first request, and stripped here on a hop to another origin; status
-    /// validation sees the final response instead of the 3xx.
+    /// **Order.** List it last (innermost), after the authenticating middleware and after status
+    /// validation: `… → retry → authenticating → timeout(per attempt) → validatingStatus → followingRedirects`.
+    /// Then the credential is added once, to the first request, and stripped here on the first hop to
+    /// another origin; status validation and a token refresh on `401` see the final response instead of the
+    /// 3xx; and a per-attempt timeout covers the whole chain of hops.
     ///
     /// Listed the other way round, it stays safe with authenticating middleware that respects
     /// ``RedirectContext``: around every hop it sets ``RedirectContext/currentHop``, and
