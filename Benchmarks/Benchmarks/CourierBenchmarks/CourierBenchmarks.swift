@@ -13,4 +13,5 @@ let benchmarks: @Sendable () -> Void = {
     registerOpenAPIPeerBenchmarks()
     registerFanOutBenchmarks()
     registerEndToEndBenchmarks()
+    registerEndToEndBreakdown()
 }

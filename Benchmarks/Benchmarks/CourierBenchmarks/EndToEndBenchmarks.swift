@@ -65,6 +65,37 @@ func registerEndToEndBenchmarks() {
     }
 }
 
+/// Where the difference over AsyncHTTPClient comes from: Courier with no middleware, and with the default
+/// stack minus its two timeouts, each against the bare client (serial).
+func registerEndToEndBreakdown() {
+    for (label, client) in [
+        ("no middleware", \Loopback.bareCourierOverAsyncHTTPClient),
+        ("default stack without its timeouts", \Loopback.untimedCourierOverAsyncHTTPClient),
+    ] {
+        Paired.register(
+            "Loopback breakdown: Courier, \(label), over AsyncHTTPClientTransport vs bare AsyncHTTPClient, serial",
+            calls: 400,
+            maxDuration: .seconds(15),
+            maxIterations: 30,
+            setup: { try await Loopback.start() },
+            teardown: { try await Loopback.stop() },
+            baseline: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: 1) {
+                    blackHole(try await fixture.bareAsyncHTTPClientGet())
+                }
+            },
+            candidate: { calls in
+                let fixture = try Loopback.current
+                let courier = fixture[keyPath: client]
+                try await concurrently(calls, width: 1) {
+                    blackHole(try await courier.send(fixture.request))
+                }
+            }
+        )
+    }
+}
+
 /// Runs `body` `calls` times, `width` at a time (each of `width` child tasks makes its share in turn).
 func concurrently(
     _ calls: Int,
@@ -99,6 +130,10 @@ final class Loopback: Sendable {
     /// Courier over the same `HTTPClient` as the bare calls (borrowed, so both share one connection pool
     /// configuration and event loop group).
     let courierOverAsyncHTTPClient: Client
+    /// The same transport with no middleware, and with the stack minus its two timeouts: where the
+    /// end-to-end difference comes from.
+    let bareCourierOverAsyncHTTPClient: Client
+    let untimedCourierOverAsyncHTTPClient: Client
 
     private static let running = Mutex<Loopback?>(nil)
 
@@ -118,6 +153,11 @@ final class Loopback: Sendable {
         courierOverAsyncHTTPClient = Client(
             transport: AsyncHTTPClientTransport(client: asyncHTTPClient),
             middleware: DefaultStack.middleware()
+        )
+        bareCourierOverAsyncHTTPClient = Client(transport: AsyncHTTPClientTransport(client: asyncHTTPClient))
+        untimedCourierOverAsyncHTTPClient = Client(
+            transport: AsyncHTTPClientTransport(client: asyncHTTPClient),
+            middleware: DefaultStack.middleware().filter { $0.name != "timeout" }
         )
         var ahcRequest = HTTPClientRequest(url: server.url)
         ahcRequest.headers.add(name: "Accept", value: "application/json")

@@ -18,8 +18,8 @@ func registerFanOutBenchmarks() {
         configuration: .init(
             metrics: [.wallClock, .peakMemoryResident, .peakMemoryResidentDelta, .mallocCountTotal],
             warmupIterations: 1,
-            maxDuration: .seconds(30),
-            maxIterations: 5
+            maxDuration: Quick.duration(.seconds(30)),
+            maxIterations: Quick.iterations(5)
         )
     ) { benchmark in
         let requests = (0..<100_000).lazy.map { _ in Request<User>.get("/users/42") }

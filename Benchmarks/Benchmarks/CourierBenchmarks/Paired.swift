@@ -51,8 +51,8 @@ enum Paired {
             configuration: .init(
                 metrics: metrics,
                 warmupIterations: 2,
-                maxDuration: maxDuration,
-                maxIterations: maxIterations,
+                maxDuration: Quick.duration(maxDuration),
+                maxIterations: Quick.iterations(maxIterations),
                 setup: setup,
                 teardown: teardown
             )

@@ -22,8 +22,8 @@ enum PerRequest {
                 metrics: metrics,
                 warmupIterations: 3,
                 scalingFactor: .kilo,
-                maxDuration: maxDuration,
-                maxIterations: 100_000
+                maxDuration: Quick.duration(maxDuration),
+                maxIterations: Quick.iterations(100_000)
             )
         ) { benchmark in
             try await body(benchmark.scaledIterations.count)
