@@ -130,6 +130,21 @@ struct LoggingTests {
         #expect(sink.records.value.first?.duration == nil)
     }
 
+    @Test("a request with a method that is not a token is logged without it, so it cannot forge log lines")
+    func invalidMethodNotLogged() async throws {
+        let sink = CollectingSink()
+        let client = makeClient(MockTransport.ok, [.logging(to: sink, options: LoggingOptions(startLevel: .debug))])
+        var request = URLRequest(url: testURL)
+        request.httpMethod = "GET\r\n[critical] forged line"
+        await #expect(throws: CourierError.self) { try await client.send(request) }
+        let records = sink.records.value
+        #expect(records.map(\.event) == [.started, .failed])
+        for record in records {
+            #expect(!record.method.contains("forged"))
+            #expect(!record.description.contains("\n") && !record.description.contains("\r"))
+        }
+    }
+
     @Test("records below the sink's level are not delivered")
     func respectsSinkLevel() async throws {
         let sink = CollectingSink(minimumLevel: .warning)

@@ -158,6 +158,18 @@ struct URLSessionTransportTests {
         #expect(server.requests.isEmpty)
     }
 
+    @Test("a request whose method could split the request line never reaches the server")
+    func badMethodRefused() async throws {
+        let server = try LoopbackServer { _ in .response(status: 200) }
+        defer { server.stop() }
+        var request = URLRequest(url: server.url("/x"))
+        // Written as it is into the request line, this would make the server read a second request.
+        request.httpMethod = "GET /smuggled HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET"
+        let error = await #expect(throws: CourierError.self) { try await URLSessionTransport().send(request) }
+        #expect(error?.code == .invalidRequest)
+        #expect(server.requests.isEmpty)
+    }
+
     @Test("a cookie one default transport receives is kept for it but never sent by another transport")
     func cookiesStayWithTheirTransport() async throws {
         let server = try LoopbackServer { _ in
