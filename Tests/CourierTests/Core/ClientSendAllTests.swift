@@ -159,11 +159,7 @@ struct ClientSendAllTests {
     @Test("cancelling the caller cancels every request in flight and starts no other", .timeLimit(.minutes(1)))
     func cancellationReachesEveryChild() async throws {
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = Client(baseURL: baseURL, transport: transport)
         let batch = Task {
             await client.sendAll((0..<20).map { Request<EmptyResponse>.get("/slow/\($0)") }, maxConcurrency: 4)
@@ -242,11 +238,7 @@ struct ClientSendAllTests {
     @Test("sendAllOrThrow reports the caller's cancellation as CancellationError", .timeLimit(.minutes(1)))
     func allOrThrowCancelled() async throws {
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = Client(baseURL: baseURL, transport: transport)
         let batch = Task {
             try await client.sendAllOrThrow((0..<8).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)

@@ -99,11 +99,7 @@ struct LoggingTests {
     func logsCancellation() async throws {
         let sink = CollectingSink()
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = makeClient(transport, [.logging(to: sink)])
         let task = Task { try await client.send(URLRequest(url: testURL)) }
         await arrived.wait(for: 1)

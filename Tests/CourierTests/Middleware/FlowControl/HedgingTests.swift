@@ -215,11 +215,7 @@ struct HedgingTests {
     @Test("cancelling the caller cancels every attempt and throws CancellationError", .timeLimit(.minutes(1)))
     func callerCancelled() async throws {
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let clock = ManualClock()
         let client = Client(transport: transport, middleware: [.hedging(after: .seconds(1), clock: clock)])
 
