@@ -181,6 +181,44 @@ struct CoalescingTests {
         #expect(transport.callCount == 2)
     }
 
+    @Test(
+        "the shared call does not run under the first caller's deadline, which would cut it short for the others",
+        .timeLimit(.minutes(1))
+    )
+    func sharedCallIgnoresFirstCallersDeadline() async throws {
+        let clock = ManualClock()
+        let transport = heldTransport()
+        let coalescer = RequestCoalescer()
+        let client = Client(
+            transport: transport,
+            middleware: [.coalescing(coalescer), .timeout(.seconds(30), clock: clock)]
+        )
+        // The first caller has one second left; the second has a hundred.
+        let hurried = Task {
+            try await Deadline.$current.withValue(Deadline(after: .seconds(1), clock: clock)) {
+                try await client.send(get(url))
+            }
+        }
+        await transport.waitUntilHolding(1)
+        let patient = Task {
+            try await Deadline.$current.withValue(Deadline(after: .seconds(100), clock: clock)) {
+                try await client.send(get(url))
+            }
+        }
+        try await waitUntil { coalescer.waitingCallers == 2 }
+
+        // The timeout inside the shared call waits its own 30 s, not the 1 s the first caller had left.
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(30))])
+        clock.advance(by: .seconds(1))
+        #expect(transport.heldCount == 1)
+        transport.open()
+
+        #expect(String(decoding: try await patient.value.0, as: UTF8.self) == "anonymous")
+        #expect(String(decoding: try await hurried.value.0, as: UTF8.self) == "anonymous")
+        #expect(transport.requests.count == 1)
+    }
+
     @Test("once a shared call has finished, the next identical request is sent again")
     func nothingIsCached() async throws {
         let transport = MockTransport { _ in .ok }
