@@ -61,6 +61,8 @@ public actor Client {
     public private(set) var errorBody: ErrorBodyDecoder?
 
     private let current: Mutex<Snapshot>
+    /// Requests in flight and the shutdown state; see `Client+Shutdown.swift`.
+    nonisolated let lifecycle = ClientLifecycle()
 
     /// Creates a client.
     ///
@@ -203,7 +205,7 @@ public actor Client {
     /// - Throws: ``CourierError``, `CancellationError`, or an error of your own middleware.
     public nonisolated func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let chain = current.withLock { $0.chain }
-        return try await chain.send(request, from: 0)
+        return try await lifecycle.send(request, through: chain)
     }
 
     /// Sends a typed request and decodes its response.
@@ -228,7 +230,7 @@ public actor Client {
     ) async throws -> (value: Response, response: HTTPURLResponse) {
         let snapshot = self.snapshot
         let urlRequest = try request.urlRequest(baseURL: snapshot.baseURL, encoder: snapshot.encoder)
-        let (data, response) = try await snapshot.chain.send(urlRequest, from: 0)
+        let (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
         let context = ResponseDecodingContext(decoder: snapshot.decoder, request: urlRequest)
         guard request.acceptableStatus.contains(response.statusCode) else {
             var error = CourierError.unacceptableStatus(
