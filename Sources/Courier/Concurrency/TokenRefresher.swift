@@ -231,6 +231,13 @@ public actor TokenRefresher {
             // A refresh of this very token failed after the caller read it: same wave, same error.
             throw lastFailure
         }
+        if Self.isRefreshing(ObjectIdentifier(self)) {
+            // The refresh closure itself is asking for a new token: waiting would wait for itself forever.
+            throw CourierError(
+                .refreshFailed,
+                message: "the refresh closure asked its own refresher for a new token, which would never come"
+            )
+        }
         if refresh == nil {
             try startRefresh(of: credential)
         }

@@ -275,6 +275,68 @@ struct TokenRefresherTests {
         #expect(refresher.version == 2)
     }
 
+    @Test(
+        "a request sent before a refresh failed gets that failure instead of starting another refresh",
+        .timeLimit(.minutes(1))
+    )
+    func stragglerAfterFailedRefresh() async throws {
+        let holdStraggler = Gate()
+        let stragglerSent = Gate()
+        let attempts = Locked(0)
+        let refresher = TokenRefresher(token: .init("v1")) { _ in
+            let attempt = attempts.withLock { value in
+                value += 1
+                return value
+            }
+            if attempt == 1 { throw RefreshError(attempt: attempt) }
+            return .init("v2")
+        }
+        let transport = MockTransport { request in
+            if Self.bearer(request) == "Bearer v2" { return .ok }
+            if request.url?.lastPathComponent == "straggler" {
+                stragglerSent.open()
+                await holdStraggler.wait()
+            }
+            return .status(401)
+        }
+        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+
+        let straggler = Task { try await client.send(Self.request("straggler")) }
+        await stragglerSent.wait()  // sent with v1, its 401 held back
+        let first = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
+        #expect(first?.code == .refreshFailed)
+
+        holdStraggler.open()  // its 401 arrives after the refresh of v1 failed
+        let late = await #expect(throws: CourierError.self) { try await straggler.value }
+        #expect(late?.code == .refreshFailed)
+        #expect(late?.underlying as? RefreshError == RefreshError(attempt: 1))
+        #expect(attempts.value == 1)
+        #expect(transport.callCount == 2)
+
+        // A request sent after the failure may refresh again.
+        #expect(try await client.send(Self.request()).1.statusCode == 200)
+        #expect(attempts.value == 2)
+    }
+
+    @Test(
+        "a refresh closure that asks its own refresher for a new token fails instead of deadlocking",
+        .timeLimit(.minutes(1))
+    )
+    func refreshWaitingForItself() async throws {
+        let refresher = Locked<TokenRefresher?>(nil)
+        refresher.withLock { box in
+            box = TokenRefresher(token: .init("v1")) { _ in
+                let inner = try #require(refresher.value)
+                return try await inner.refresh()
+            }
+        }
+        let outer = try #require(refresher.value)
+        let error = await #expect(throws: CourierError.self) { try await outer.refresh() }
+        #expect(error?.code == .refreshFailed)
+        #expect((error?.underlying as? CourierError)?.code == .refreshFailed)
+        #expect(outer.version == 1)
+    }
+
     @Test("a refreshed token that is empty or contains CR or LF is refused")
     func unusableRefreshedToken() async throws {
         let refresher = TokenRefresher(token: .init("v1")) { _ in .init("v2\r\nX-Injected: 1") }

@@ -23,6 +23,24 @@ struct ClientShutdownTests {
         }
     }
 
+    /// Awaits `task`, cancelling it if the test is cancelled (by its time limit), so a broken shutdown
+    /// fails the test instead of hanging it.
+    private static func result<T: Sendable>(of task: Task<T, Never>) async -> T {
+        await withTaskCancellationHandler {
+            await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
+    private static func result<T: Sendable>(of task: Task<T, any Error>) async throws -> T {
+        try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
+    }
+
     private static func code(of body: () async throws -> Void) async -> CourierError.Code? {
         do {
             try await body()
@@ -76,8 +94,8 @@ struct ClientShutdownTests {
         #expect(endedWhenShutdownReturned.value == nil)
 
         gate.open()
-        await shutdown.value
-        for request in requests { #expect(try await request.value.1.statusCode == 200) }
+        await Self.result(of: shutdown)
+        for request in requests { #expect(try await Self.result(of: request).1.statusCode == 200) }
         #expect(endedWhenShutdownReturned.value == 3)
         #expect(transport.callCount == 3)
     }
@@ -112,9 +130,9 @@ struct ClientShutdownTests {
         clock.advance(by: .seconds(4))
         #expect(transport.cancellationCount == 0)
         clock.advance(by: .seconds(1))
-        await shutdown.value
+        await Self.result(of: shutdown)
 
-        for request in requests { #expect(await request.value == .clientShutDown) }
+        for request in requests { #expect(await Self.result(of: request) == .clientShutDown) }
         #expect(callerCancelled.value == [false, false])
         #expect(transport.cancellationCount == 2)
         #expect(client.requestsInFlight == 0)
@@ -141,8 +159,8 @@ struct ClientShutdownTests {
         #expect(client.requestsInFlight == 1)
 
         gate.open()
-        await shutdown.value
-        #expect(try await request.value.1.statusCode == 200)
+        await Self.result(of: shutdown)
+        #expect(try await Self.result(of: request).1.statusCode == 200)
         #expect(transport.cancellationCount == 0)
     }
 
@@ -162,12 +180,12 @@ struct ClientShutdownTests {
         let shutdown = Task { await client.shutdown() }
         await Self.eventually { client.lifecycle.idleWaiterCount == 1 }
         shutdown.cancel()
-        await shutdown.value
+        await Self.result(of: shutdown)
         #expect(client.requestsInFlight == 1)
         #expect(client.isShutDown)
 
         gate.open()
-        #expect(try await request.value.1.statusCode == 200)
+        #expect(try await Self.result(of: request).1.statusCode == 200)
     }
 
     @Test("a cancellable request behaves like any other until a shutdown cancels it", .timeLimit(.minutes(1)))
