@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("RequestCounter and .counting")
+@Suite("RequestCounter and .counting", .timeLimit(.minutes(2)))
 struct RequestCounterTests {
     private static let base = URL(string: "https://api.example.test")!
 

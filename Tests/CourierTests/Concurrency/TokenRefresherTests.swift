@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("TokenRefresher and .authenticating(with:)")
+@Suite("TokenRefresher and .authenticating(with:)", .timeLimit(.minutes(3)))
 struct TokenRefresherTests {
     private static let base = URL(string: "https://api.example.test")!
 

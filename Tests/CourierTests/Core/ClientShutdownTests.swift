@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Client graceful shutdown")
+@Suite("Client graceful shutdown", .timeLimit(.minutes(1)))
 struct ClientShutdownTests {
     private static let url = URL(string: "https://api.example.test/x")!
 
@@ -73,7 +73,8 @@ struct ClientShutdownTests {
     func waitsForInFlight() async throws {
         let gate = Gate()
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
+        let transport = MockTransport { request in
+            guard request.url?.lastPathComponent != "late" else { return .ok }
             arrived.arrive()
             await gate.wait()
             return .ok
@@ -89,7 +90,8 @@ struct ClientShutdownTests {
             endedWhenShutdownReturned.withLock { $0 = transport.callCount - client.requestsInFlight }
         }
         await Self.eventually { client.lifecycle.idleWaiterCount == 1 }
-        let refused = await Self.code { _ = try await client.send(URLRequest(url: Self.url)) }
+        let late = Self.url.appendingPathComponent("late")
+        let refused = await Self.code { _ = try await client.send(URLRequest(url: late)) }
         #expect(refused == .clientShutDown)
         #expect(endedWhenShutdownReturned.value == nil)
 
