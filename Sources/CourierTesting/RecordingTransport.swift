@@ -1,6 +1,5 @@
 public import Courier
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -14,8 +13,11 @@ public import FoundationNetworking
 /// let client = Client(baseURL: base, transport: recorder)
 /// _ = try await client.send(URLRequest(url: base))
 /// #expect(recorder.requests.count == 1)
+/// #expect(recorder.lastRequest?.header("Authorization") == nil)
 /// ```
-public final class RecordingTransport: Transport {
+///
+/// See ``RequestRecording`` for the reads it offers.
+public final class RecordingTransport: Transport, RequestRecording {
     /// How a recorded call ended.
     public enum Outcome: Sendable {
         /// The call returned a response with this status.
@@ -35,7 +37,7 @@ public final class RecordingTransport: Transport {
     }
 
     private let base: any Transport
-    private let exchanges = Mutex<[Exchange]>([])
+    private let exchanges = LockedState<[Exchange]>([])
 
     /// Creates a recorder around `base`.
     ///
@@ -62,8 +64,11 @@ public final class RecordingTransport: Transport {
     ///
     /// - Parameter request: The request.
     /// - Returns: The wrapped transport's response.
-    /// - Throws: The wrapped transport's error.
+    /// - Throws: The wrapped transport's error, or `CourierError` (`.invalidRequest`) for a request that could
+    ///   not be sent safely (it is not recorded).
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
+        try RequestValidation.validate(request)
         let index = exchanges.withLock { exchanges in
             exchanges.append(Exchange(request: request, outcome: nil))
             return exchanges.count - 1

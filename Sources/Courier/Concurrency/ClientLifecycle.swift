@@ -26,7 +26,7 @@ final class ClientLifecycle: Sendable {
     }
 
     // Guards the cancellable tasks, the idle waiters and the cancelling flag.
-    private let registry = Mutex(Registry())
+    private let registry = LockedState(Registry())
 
     init() {}
 

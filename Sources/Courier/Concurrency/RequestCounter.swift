@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Counts the requests that pass through ``Middleware/counting(_:)``: how many are in flight, the peak,
 /// and how each one ended.
 ///
@@ -34,7 +32,7 @@ public actor RequestCounter {
         public var peak: Int
         /// Requests that have started.
         public var started: Int
-        /// Requests that ended with a response (whatever its status: put ``Middleware/validatingStatus(_:)``
+        /// Requests that ended with a response (whatever its status: put `.validatingStatus()`
         /// inside the counting middleware to count bad statuses as failures).
         public var succeeded: Int
         /// Requests that ended with an error other than cancellation (a timeout is a failure).
@@ -117,7 +115,7 @@ public actor RequestCounter {
 
     // Every count, subscriber and waiter is guarded by this one mutex, so that a change and its delivery to
     // the streams happen in one order for everybody.
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// Creates a counter with every count at zero.
     public init() {}

@@ -3,7 +3,7 @@ import Synchronization
 /// Holds an expiring credential and refreshes it: once for any number of concurrent failures, in a task
 /// that no caller can cancel, within a budget of refreshes per time window.
 ///
-/// Use it with ``Middleware/authenticating(with:header:scheme:failure:)``:
+/// Use it with ``Middleware/authenticating(with:scheme:failure:)``:
 ///
 /// ```swift
 /// let auth = TokenRefresher(token: .init(storedToken, expiresIn: .seconds(3600))) { rejected in
@@ -112,7 +112,7 @@ public actor TokenRefresher {
     public nonisolated let limit: RefreshLimit
 
     // The current credential; written only by the actor, read by the middleware without awaiting it.
-    private let current: Mutex<Credential>
+    private let current: LockedState<Credential>
     private let refreshesStarted = Atomic<Int>(0)
     private nonisolated let elapsed: @Sendable () -> Duration
     private let operation: @Sendable (Token) async throws -> Token
@@ -144,7 +144,7 @@ public actor TokenRefresher {
         self.leeway = leeway
         self.limit = limit
         self.operation = refresh
-        self.current = Mutex(
+        self.current = LockedState(
             Credential(value: token.value, version: 1, expiresAt: token.expiresIn, failedRefreshes: 0)
         )
     }
@@ -348,7 +348,7 @@ private final class RefreshWaiter: Sendable {
     }
 
     // Guards the one-shot state.
-    private let state = Mutex(State.pending)
+    private let state = LockedState(State.pending)
 
     func wait() async throws -> TokenRefresher.Credential {
         try await withCheckedThrowingContinuation { continuation in

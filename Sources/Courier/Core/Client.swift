@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -60,7 +59,7 @@ public actor Client {
     /// How to decode API error bodies for requests that declare none.
     public private(set) var errorBody: ErrorBodyDecoder?
 
-    private let current: Mutex<Snapshot>
+    private let current: LockedState<Snapshot>
     /// Requests in flight and the shutdown state; see `Client+Shutdown.swift`.
     nonisolated let lifecycle = ClientLifecycle()
 
@@ -87,7 +86,7 @@ public actor Client {
         self.encoder = encoder
         self.decoder = decoder
         self.errorBody = errorBody
-        self.current = Mutex(
+        self.current = LockedState(
             Snapshot(
                 middleware: middleware,
                 transport: transport,
@@ -198,7 +197,7 @@ public actor Client {
     /// Sends a `URLRequest` through the middleware and the transport, and returns the response as it is.
     ///
     /// The request is sent as it is (its URL must be absolute). No status is checked here; add
-    /// ``Middleware/validatingStatus(_:)`` for that.
+    /// ``Middleware/validatingStatus(_:errorBody:decoder:)-(Range<Int>,_,_)`` for that.
     ///
     /// - Parameter request: The request.
     /// - Returns: The response body and the HTTP response.
@@ -230,7 +229,14 @@ public actor Client {
     ) async throws -> (value: Response, response: HTTPURLResponse) {
         let snapshot = self.snapshot
         let urlRequest = try request.urlRequest(baseURL: snapshot.baseURL, encoder: snapshot.encoder)
-        let (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
+        let (data, response): (Data, HTTPURLResponse)
+        do {
+            (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
+        } catch let error as CourierError where error.code == .unacceptableStatus {
+            // A status-validating middleware threw before this request's own check: decode the error body
+            // the request (or the client) declares, unless the middleware already did.
+            throw error.decodingAPIError(with: request.errorBody ?? snapshot.errorBody, decoder: snapshot.decoder)
+        }
         let context = ResponseDecodingContext(decoder: snapshot.decoder, request: urlRequest)
         guard request.acceptableStatus.contains(response.statusCode) else {
             var error = CourierError.unacceptableStatus(
@@ -248,6 +254,8 @@ public actor Client {
             return (try request.decode(data, response, context), response)
         } catch let error as CourierError {
             throw error.attributed(toMiddleware: nil)
+        } catch let error as CancellationError {
+            throw error
         } catch {
             throw CourierError(
                 .decodingFailed,

@@ -39,24 +39,28 @@ extension Middleware {
     ///
     /// - Parameters:
     ///   - refresher: Holds the token and refreshes it.
-    ///   - header: The header field that carries the credential.
-    ///   - scheme: The authentication scheme written before the token (`Bearer <token>`), or `nil` to send
-    ///     the bare token (for example in an `X-API-Key` header).
+    ///   - scheme: Which header carries the token and what comes before it: ``AuthorizationScheme/bearer``
+    ///     (`Authorization: Bearer <token>`) by default, or for example `.header("X-API-Key")` for the bare
+    ///     token in another header. An invalid header name or scheme makes every request fail with
+    ///     ``CourierError/Code/invalidRequest`` before anything is sent.
     ///   - failure: Which responses mean the token was rejected.
     /// - Returns: The middleware, named `"authenticating"`.
     public static func authenticating(
         with refresher: TokenRefresher,
-        header: String = "Authorization",
-        scheme: String? = "Bearer",
+        scheme: AuthorizationScheme = .bearer,
         failure: AuthenticationFailure = .unauthorized
     ) -> Middleware {
+        let name = "authenticating"
+        if let problem = scheme.problem {
+            return .failing(name: name, message: problem)
+        }
         let authenticator = RefreshingAuthenticator(
             refresher: refresher,
-            header: header,
-            prefix: scheme.map { $0 + " " } ?? "",
+            header: scheme.headerName,
+            prefix: scheme.scheme.map { $0 + " " } ?? "",
             failure: failure
         )
-        return Middleware(name: "authenticating") { request, next in
+        return Middleware(name: name) { request, next in
             try await authenticator.send(request, next: next)
         }
     }

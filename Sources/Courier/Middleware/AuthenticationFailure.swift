@@ -5,7 +5,7 @@ public import FoundationNetworking
 #endif
 
 /// Decides whether a response means "the credential was rejected", for
-/// ``Middleware/authenticating(with:header:scheme:failure:)``.
+/// ``Middleware/authenticating(with:scheme:failure:)``.
 ///
 /// ```swift
 /// .authenticating(with: auth)                                   // 401 (the default)
@@ -17,7 +17,7 @@ public import FoundationNetworking
 /// ```
 ///
 /// It is asked about every response, whether it came back as a response or as a thrown ``CourierError``
-/// with a status (as ``Middleware/validatingStatus(_:)`` throws), so keep it cheap: check the status first.
+/// with a status (as `.validatingStatus()` throws), so keep it cheap: check the status first.
 public struct AuthenticationFailure: Sendable {
     /// What the predicate sees of a response.
     public struct Response: Sendable {

@@ -1,14 +1,26 @@
-import Foundation
-
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+import Foundation
+public import FoundationNetworking
+#else
+public import Foundation
 #endif
 
-/// Checks a request just before it reaches the transport, so that bad input is never sent.
-enum RequestValidation {
-    /// Throws ``CourierError/Code/invalidRequest`` for a request without a usable URL, or with a header
-    /// name that is not an RFC 9110 token, or a header value containing CR, LF or NUL.
-    static func validate(_ request: URLRequest) throws {
+/// Checks that a request can be sent safely: an absolute URL, header names that are RFC 9110 tokens, and
+/// header values without CR, LF or NUL (which would let a value inject headers or split the request).
+///
+/// Typed ``Request``s are checked when they are built. Transports check every request just before it
+/// would reach the wire — ``URLSessionTransport``, the AsyncHTTPClient transport and the test transports
+/// in `CourierTesting` all do — so a bad header added by a middleware is refused too. The check is not
+/// part of the middleware chain itself because it costs several times a whole in-memory round trip; a
+/// transport of your own should call ``validate(_:)`` first.
+public enum RequestValidation {
+    /// Throws unless `request` can be sent safely.
+    ///
+    /// - Parameter request: The request.
+    /// - Throws: ``CourierError`` with code ``CourierError/Code/invalidRequest`` for a request without an
+    ///   absolute URL, a header name that is not an RFC 9110 token, or a header value containing CR, LF or
+    ///   NUL.
+    public static func validate(_ request: URLRequest) throws {
         guard let url = request.url else {
             throw CourierError.invalidRequest("the request has no URL", request: request)
         }

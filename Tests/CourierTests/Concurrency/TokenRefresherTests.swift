@@ -519,8 +519,8 @@ struct TokenRefresherTests {
             transport: transport,
             middleware: [
                 .authenticating(with: refresher),
-                .authenticating(with: refresher, header: "X-API-Key", scheme: nil),
-                .authenticating(with: refresher, header: "X-Token", scheme: "Token"),
+                .authenticating(with: refresher, scheme: .header("X-API-Key")),
+                .authenticating(with: refresher, scheme: AuthorizationScheme(header: "X-Token", scheme: "Token")),
             ]
         )
         _ = try await client.send(Self.request())
@@ -528,6 +528,20 @@ struct TokenRefresherTests {
         #expect(sent.value(forHTTPHeaderField: "Authorization") == "Bearer secret")
         #expect(sent.value(forHTTPHeaderField: "X-API-Key") == "secret")
         #expect(sent.value(forHTTPHeaderField: "X-Token") == "Token secret")
+    }
+
+    @Test("an invalid header name fails every request before anything is sent")
+    func invalidScheme() async throws {
+        let transport = MockTransport.ok
+        let refresher = TokenRefresher(token: .init("secret")) { _ in .init("other") }
+        let client = Client(
+            transport: transport,
+            middleware: [.authenticating(with: refresher, scheme: .header("X Bad\r\n"))]
+        )
+        let error = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
+        #expect(error?.code == .invalidRequest)
+        #expect(transport.callCount == 0)
+        #expect(error.map { String(describing: $0).contains("secret") } == false)
     }
 
     private struct APIError: Codable {

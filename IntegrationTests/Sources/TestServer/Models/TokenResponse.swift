@@ -1,0 +1,17 @@
+/// What `POST /auth/:realm/token` answers: a new bearer token, which revokes the previous one.
+public struct TokenResponse: Codable, Sendable, Equatable {
+    /// The token to send as `Authorization: Bearer <token>`.
+    public var token: String
+    /// Seconds until the server stops accepting the token.
+    public var expiresIn: Int
+
+    /// Creates a token response.
+    ///
+    /// - Parameters:
+    ///   - token: The token.
+    ///   - expiresIn: Its lifetime in seconds.
+    public init(token: String, expiresIn: Int) {
+        self.token = token
+        self.expiresIn = expiresIn
+    }
+}

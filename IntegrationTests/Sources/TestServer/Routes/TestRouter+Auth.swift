@@ -1,0 +1,110 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+extension TestRouter {
+    /// The realm the routes without `:realm` (`/auth/token`, `/protected`, …) use.
+    static let defaultRealm = "default"
+
+    /// `/auth/:realm/{token,expire,stats,protected,protected-403}`, and the same without the realm
+    /// (`/auth/token`, `/auth/expire`, `/auth/stats`, `/protected`, `/protected-403`) for the
+    /// default realm.
+    static func addAuthRoutes(to router: Router<BasicRequestContext>, state: ServerState) {
+        let realm: @Sendable (BasicRequestContext) -> String = { context in
+            context.parameters.get("realm") ?? defaultRealm
+        }
+        for prefix in ["auth/:realm", "auth"] {
+            router.post("\(prefix)/token") { request, context in
+                try await Self.token(request, realm: realm(context), state: state)
+            }
+            router.post("\(prefix)/expire") { _, context in
+                let expired = await state.expireToken(realm: realm(context))
+                return try Response.json(["expired": expired])
+            }
+            router.get("\(prefix)/stats") { _, context in
+                try Response.json(await state.authStats(realm: realm(context)))
+            }
+        }
+        for prefix in ["auth/:realm/", ""] {
+            router.get("\(prefix)protected") { request, context in
+                try await Self.protected(request, realm: realm(context), state: state, rejectWith403: false)
+            }
+            router.get("\(prefix)protected-403") { request, context in
+                try await Self.protected(request, realm: realm(context), state: state, rejectWith403: true)
+            }
+        }
+    }
+
+    /// Issues a token: `?expiresIn=SECONDS` (default 3600; 0 issues a token that is already
+    /// expired), `?delayMs=` to answer slowly, `?fail=STATUS` to answer that status and issue
+    /// nothing.
+    private static func token(_ request: Request, realm: String, state: ServerState) async throws -> Response {
+        let query = QueryItems(request.uri.query)
+        guard let expiresIn = Int(query["expiresIn"] ?? "3600"), expiresIn >= 0 else {
+            return Response.badRequest("expiresIn must be whole seconds")
+        }
+        guard let delay = Self.milliseconds(query["delayMs"]) else {
+            return Response.badRequest("delayMs must be 0...\(maximumWaitMilliseconds)")
+        }
+        if delay > 0 {
+            try await Task.sleep(for: .milliseconds(delay))
+        }
+        if let fail = query["fail"] {
+            guard let code = Int(fail), (400...599).contains(code) else {
+                return Response.badRequest("fail must be 400...599")
+            }
+            await state.recordFailedTokenRequest(realm: realm)
+            return try Response.json(
+                ErrorBody(reason: "Token issuance failed on request."),
+                status: HTTPResponse.Status(code: code)
+            )
+        }
+        let token = await state.issueToken(realm: realm, expiresIn: .seconds(expiresIn))
+        return try Response.json(TokenResponse(token: token, expiresIn: expiresIn))
+    }
+
+    private static func protected(
+        _ request: Request,
+        realm: String,
+        state: ServerState,
+        rejectWith403: Bool
+    ) async throws -> Response {
+        let token = Self.bearerToken(request.headers[.authorization])
+        guard let rejection = await state.checkToken(token, realm: realm) else {
+            return try Response.json(ProtectedBody(realm: realm))
+        }
+        if rejectWith403 {
+            return try Response.json(InvalidTokenBody(), status: .forbidden)
+        }
+        let reason: String
+        switch rejection {
+        case .missing: reason = "Missing bearer token."
+        case .notCurrent: reason = "Invalid token."
+        case .expired: reason = "Expired token."
+        }
+        var headers = HTTPFields()
+        headers[.wwwAuthenticate] = #"Bearer realm="\#(realm)", error="invalid_token""#
+        return try Response.json(ErrorBody(reason: reason), status: .unauthorized, headers: headers)
+    }
+
+    /// The token of an `Authorization: Bearer TOKEN` header; the scheme is case-insensitive.
+    static func bearerToken(_ header: String?) -> String? {
+        guard let header else { return nil }
+        let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
+        return String(parts[1]).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+/// What a protected endpoint answers to the current token.
+private struct ProtectedBody: Encodable {
+    var ok = true
+    var realm: String
+}
+
+/// The typed API error `/protected-403` answers to a bad token.
+private struct InvalidTokenBody: Encodable {
+    var error = true
+    var code = 999
+    var reason = "Invalid Token."
+}

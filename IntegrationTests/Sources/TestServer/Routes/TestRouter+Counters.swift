@@ -1,0 +1,90 @@
+import HTTPTypes
+import Hummingbird
+
+extension TestRouter {
+    /// `/count/:key`, `/wait/:key`, `/hit/:key` and `/reset`; none of them is counted.
+    static func addCounterRoutes(to router: Router<BasicRequestContext>, state: ServerState) {
+        router.get("count/:key") { _, context in
+            try Response.json(await state.snapshot(try context.parameters.require("key")))
+        }
+
+        router.get("wait/:key") { request, context in
+            try await Self.wait(request, context: context, state: state)
+        }
+
+        for method in Self.allMethods {
+            router.on("hit/:key", method: method) { _, context in
+                try Response.json(await state.hit(try context.parameters.require("key")))
+            }
+        }
+
+        router.post("reset") { _, _ in
+            await state.reset()
+            return Response(status: .noContent)
+        }
+    }
+
+    /// Long-polls until every counter named in the query has reached the given value.
+    ///
+    /// `GET /wait/KEY?hits=2&hangsEnded=1&timeoutMs=3000` answers 200 with the counters once
+    /// `hits >= 2` and `hangsEnded >= 1`, or 408 with the counters as they were when `timeoutMs`
+    /// (default and maximum: 5000) ran out or the server began to shut down.
+    private static func wait(
+        _ request: Request,
+        context: BasicRequestContext,
+        state: ServerState
+    ) async throws -> Response {
+        let key = try context.parameters.require("key")
+        let query = QueryItems(request.uri.query)
+        typealias Counter = @Sendable (CounterSnapshot) -> Int
+        var minimums: [(counter: Counter, value: Int)] = []
+        let counters: [(String, Counter)] = [
+            ("hits", { $0.hits }), ("flakyAttempts", { $0.flakyAttempts }),
+            ("hanging", { $0.hanging }), ("hangsEnded", { $0.hangsEnded }), ("waiting", { $0.waiting }),
+        ]
+        for (name, counter) in counters {
+            guard let text = query[name] else { continue }
+            guard let value = Int(text) else { return Response.badRequest("\(name) must be a whole number") }
+            minimums.append((counter, value))
+        }
+        guard let timeout = Self.milliseconds(query["timeoutMs"], default: Self.maximumWaitMilliseconds) else {
+            return Response.badRequest("timeoutMs must be 0...\(maximumWaitMilliseconds)")
+        }
+        let frozen = minimums
+        let condition: @Sendable (CounterSnapshot) -> Bool = { snapshot in
+            frozen.allSatisfy { $0.counter(snapshot) >= $0.value }
+        }
+        let snapshot = await withTaskGroup(of: CounterSnapshot?.self) { group in
+            group.addTask { await state.waitUntil(key, condition) }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(timeout))
+                return nil
+            }
+            // Whichever ends first wins; cancelling the other ends it promptly.
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
+        let final = await state.snapshot(key)
+        let met = snapshot.map(condition) ?? false
+        return try Response.json(final, status: met ? .ok : .requestTimeout)
+    }
+}
+
+/// Counts every request that names a key with `?countKey=KEY` or an `X-Count-Key: KEY` header.
+struct CountingMiddleware<Context: RequestContext>: RouterMiddleware {
+    let state: ServerState
+
+    static var headerName: HTTPField.Name { HTTPField.Name("X-Count-Key")! }
+
+    func handle(
+        _ request: Request,
+        context: Context,
+        next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        if let key = request.headers[Self.headerName] ?? QueryItems(request.uri.query)["countKey"] {
+            await self.state.hit(key)
+        }
+        return try await next(request, context)
+    }
+}
