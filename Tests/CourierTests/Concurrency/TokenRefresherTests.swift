@@ -509,6 +509,94 @@ struct TokenRefresherTests {
         #expect(refresher.refreshCount == 1)
     }
 
+    // MARK: In the recommended stack
+
+    @Test("in the recommended stack: validation inside, retry outside, one refresh, nothing resent by retry")
+    func recommendedStack() async throws {
+        let clock = ManualClock()
+        let refreshCalls = Locked(0)
+        let refresher = TokenRefresher(token: .init("expired")) { _ in
+            refreshCalls.withLock { $0 += 1 }
+            return .init("fresh")
+        }
+        let transport = Self.server(accepting: Locked(["Bearer fresh"]))
+        let counter = RequestCounter()
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .counting(counter),
+                .timeout(.seconds(30), clock: clock),
+                .retry(.default, clock: clock),
+                .authenticating(with: refresher),
+                .timeout(.seconds(10), clock: clock),
+                .validatingStatus(),
+            ]
+        )
+        let (ok, errors) = await Self.sendAll(100, through: client)
+        #expect(errors.count == 0, "first error: \(errors.first.map { String(describing: $0) } ?? "none")")
+        #expect(ok == 100)
+        #expect(refreshCalls.value == 1)
+        #expect(transport.callCount <= 200)
+        #expect(transport.requests.count { Self.bearer($0) == "Bearer fresh" } == 100)
+        #expect(counter.snapshot.started == 100 && counter.snapshot.succeeded == 100 && counter.snapshot.inFlight == 0)
+
+        // A token the server keeps rejecting is not resent by the retry layer: one refresh, one retry, done.
+        let rejecting = TokenRefresher(token: .init("a")) { _ in .init("b") }
+        let strict = Self.server(accepting: Locked([]))
+        let strictClient = Client(
+            transport: strict,
+            middleware: [.retry(.default, clock: clock), .authenticating(with: rejecting), .validatingStatus()]
+        )
+        let error = await #expect(throws: CourierError.self) { try await strictClient.send(Self.request()) }
+        #expect(error?.code == .authenticationRejected)
+        #expect(strict.callCount == 2)
+    }
+
+    @Test(
+        "a whole-call timeout ends a request waiting for a refresh; the refresh goes on for the others",
+        .timeLimit(.minutes(1))
+    )
+    func timeoutWhileWaitingForRefresh() async throws {
+        let clock = ManualClock()
+        let refreshStarted = Gate()
+        let releaseRefresh = Gate()
+        let refresher = TokenRefresher(token: .init("v1")) { _ in
+            refreshStarted.open()
+            await releaseRefresh.wait()
+            return .init("v2")
+        }
+        let transport = Self.server(accepting: Locked(["Bearer v2"]))
+        let counter = RequestCounter()
+        let hurried = Client(
+            transport: transport,
+            middleware: [
+                .counting(counter), .timeout(.seconds(5), clock: clock), .authenticating(with: refresher),
+                .validatingStatus(),
+            ]
+        )
+        let patient = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+
+        let waiting = Task { try await hurried.send(Self.request()) }
+        await refreshStarted.wait()
+        await clock.waitForSleepers(count: 1)  // the timeout's timer
+        let other = Task { try await patient.send(Self.request()) }
+        clock.advance(by: .seconds(5))
+        let error = await #expect(throws: CourierError.self) {
+            _ = try await withTaskCancellationHandler {
+                try await waiting.value
+            } onCancel: {
+                releaseRefresh.open()
+            }
+        }
+        #expect(error?.code == .timedOut)
+        #expect(counter.snapshot.failed == 1 && counter.snapshot.inFlight == 0)
+
+        releaseRefresh.open()
+        #expect(try await other.value.1.statusCode == 200)
+        #expect(refresher.refreshCount == 1)
+        #expect(refresher.version == 2)
+    }
+
     // MARK: Configuration
 
     @Test("the header name and scheme are configurable; Authorization: Bearer by default")
