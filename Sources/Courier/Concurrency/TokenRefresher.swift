@@ -7,7 +7,9 @@ import Synchronization
 ///
 /// ```swift
 /// let auth = TokenRefresher(token: .init(storedToken, expiresIn: .seconds(3600))) { rejected in
-///     let reply: TokenReply = try await client.send(.post("/oauth/token", form: ["grant_type": "refresh_token"]))
+///     let reply: TokenReply = try await client.send(
+///         .post("/oauth/token", body: .form(["grant_type": "refresh_token", "refresh_token": refreshToken]))
+///     )
 ///     return .init(reply.accessToken, expiresIn: .seconds(reply.expiresIn))
 /// }
 /// await client.use(.authenticating(with: auth))
