@@ -28,6 +28,9 @@ extension Middleware {
     ///   fails with ``CourierError/Code/authenticationRejected`` (carrying the last status and body).
     /// - Requests sent from inside the refresher's `refresh` closure pass through untouched, so `refresh`
     ///   can send its token request through the same client without deadlocking.
+    /// - On a redirect hop that has left the first origin (``RedirectContext/mayAttachCredentials`` is
+    ///   `false`, when `.followingRedirects` is listed outside this middleware) no credential is added and
+    ///   nothing is refreshed.
     ///
     /// **Where to put it**: inside `.retry` (every retried attempt picks up the current token) and the
     /// whole-call `.timeout` (which also bounds the wait for a refresh); outside a per-attempt timeout,
@@ -94,6 +97,11 @@ private struct RefreshingAuthenticator: Sendable {
         if TokenRefresher.isRefreshing(refresherID) {
             return try await next(request)
         }
+        // A redirect hop (with `.followingRedirects` listed outside) that left the first origin: no credential,
+        // and its 401 says nothing about the token.
+        guard RedirectContext.mayAttachCredentials else {
+            return try await next(request)
+        }
         var credential = refresher.credential
         if refresher.isExpiring(credential) {
             credential = try await refresher.newerCredential(than: credential)
@@ -151,20 +159,9 @@ private struct RefreshingAuthenticator: Sendable {
         }
     }
 
-    /// Whether `other` has the origin (scheme, host, port) of `url`; `true` when either is unknown.
+    /// Whether `other` has the origin of `url`; `true` when either is unknown.
     private static func isSameOrigin(_ url: URL?, _ other: URL?) -> Bool {
-        guard let url, let other, let host = url.host, let otherHost = other.host else { return true }
-        let scheme = url.scheme?.lowercased()
-        return scheme == other.scheme?.lowercased()
-            && host.lowercased() == otherHost.lowercased()
-            && (url.port ?? defaultPort(scheme)) == (other.port ?? defaultPort(scheme))
-    }
-
-    private static func defaultPort(_ scheme: String?) -> Int? {
-        switch scheme {
-        case "https": 443
-        case "http": 80
-        default: nil
-        }
+        guard let url, let other else { return true }
+        return RedirectContext.isSameOrigin(url, other)
     }
 }

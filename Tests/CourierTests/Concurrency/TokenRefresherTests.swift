@@ -697,6 +697,32 @@ struct TokenRefresherTests {
         #expect(foreign.callCount == 1)
     }
 
+    @Test(
+        "with real redirects, in either order: the token reaches only the first origin, a foreign 401 is passed on",
+        arguments: [true, false]
+    )
+    func redirects(redirectsInside: Bool) async throws {
+        let refresher = TokenRefresher(token: .init("t0k3n")) { _ in .init("other") }
+        let transport = MockTransport { request in
+            switch (request.url?.host, request.url?.path) {
+            case ("api.example.test", "/start"): .status(307, headers: ["Location": "/moved"])
+            case ("api.example.test", "/moved"): .status(302, headers: ["Location": "https://evil.example.test/x"])
+            default: .status(401)
+            }
+        }
+        let auth = Middleware.authenticating(with: refresher)
+        let client = Client(
+            transport: transport,
+            middleware: redirectsInside ? [auth, .followingRedirects()] : [.followingRedirects(), auth]
+        )
+        let (_, response) = try await client.send(URLRequest(url: URL(string: "https://api.example.test/start")!))
+
+        #expect(response.statusCode == 401)
+        #expect(response.url?.host == "evil.example.test")
+        #expect(transport.requests.map { Self.bearer($0) } == ["Bearer t0k3n", "Bearer t0k3n", nil])
+        #expect(refresher.refreshCount == 0)
+    }
+
     @Test("setToken stores the next version, and wins over a refresh in progress", .timeLimit(.minutes(1)))
     func setTokenDuringRefresh() async throws {
         let releaseRefresh = Gate()
