@@ -14,9 +14,26 @@ let package = Package(
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
     ],
+    traits: [
+        // Observability integrations. Each is off by default: a default build resolves and fetches no package.
+        .trait(name: "Logging", description: "`.logging(logger:)`: request logs through swift-log."),
+        .trait(name: "Metrics", description: "`.metrics(...)`: request metrics through swift-metrics."),
+        .trait(name: "Tracing", description: "`.tracing()`: client spans through swift-distributed-tracing."),
+        .default(enabledTraits: []),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+    ],
     targets: [
         .target(
             name: "Courier",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .target(
@@ -26,7 +43,17 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierTests",
-            dependencies: ["Courier", "CourierTesting"],
+            dependencies: [
+                "Courier",
+                "CourierTesting",
+                .product(name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(
+                    name: "InMemoryTracing",
+                    package: "swift-distributed-tracing",
+                    condition: .when(traits: ["Tracing"])
+                ),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(
