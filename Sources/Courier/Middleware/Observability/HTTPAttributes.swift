@@ -66,10 +66,33 @@ enum HTTPAttributes {
         return String(reflecting: type(of: error))
     }
 
+    /// The attempt that is running, when a retry layer around the current layer says which one; `nil`
+    /// otherwise.
+    ///
+    /// TODO: read the retry middleware's task-local attempt (`RetryContext.current?.attempt`) once it is on
+    /// main; until then no layer reports one.
+    static var currentAttempt: Int? {
+        nil
+    }
+
     /// Whether `error` means the caller's task was cancelled rather than that the request failed (the same
     /// rule as the request counter's).
     static func isCancellation(_ error: any Error) -> Bool {
         error is CancellationError || Task.isCancelled
+    }
+}
+
+/// What a span or a log line carries in place of an error that is not a ``CourierError``: its type's name and
+/// its description with secrets redacted, since tracers and log handlers print an error's description.
+struct RedactedError: Error, CustomStringConvertible {
+    /// The original error's type, for example `MyApp.SigningError`.
+    let typeName: String
+    /// The original error's description, redacted.
+    let description: String
+
+    init(_ error: any Error) {
+        self.typeName = String(reflecting: type(of: error))
+        self.description = "\(typeName): \(Redaction.redactedText(String(describing: error)))"
     }
 }
 #endif

@@ -49,7 +49,8 @@ extension Middleware {
     /// define), with attributes from the OpenTelemetry semantic conventions for HTTP clients:
     /// `http.request.method` (and `http.request.method_original`), `url.full` (redacted with ``Redaction``:
     /// no user-info, no sensitive query values), `server.address`, `server.port`,
-    /// `http.response.status_code`, and `error.type` on failure. The span's context becomes the current
+    /// `http.response.status_code`, `http.request.resend_count` (on a retry, when the retry layer around
+    /// this one says which attempt runs), and `error.type` on failure. The span's context becomes the current
     /// context for the layers inside, and the tracer injects it into the request's headers with a
     /// ``URLRequestHeaderInjector`` (a W3C `traceparent`, when the tracer speaks W3C Trace Context).
     ///
@@ -122,6 +123,9 @@ struct RequestTracing: Sendable {
         if normalizedMethod != method {
             attributes[HTTPAttributes.methodOriginal] = method
         }
+        if let attempt = HTTPAttributes.currentAttempt, attempt > 1 {
+            attributes[HTTPAttributes.resendCount] = attempt - 1
+        }
         guard let url = request.url else { return }
         attributes[HTTPAttributes.urlFull] = Redaction.redactedURL(url)
         if let host = url.host, !host.isEmpty {
@@ -177,20 +181,6 @@ struct RequestTracing: Sendable {
         case "http", "ws": 80
         default: nil
         }
-    }
-}
-
-/// What a span records in place of an error that is not a ``CourierError``: its type's name and its
-/// description with secrets redacted, since tracers export an error's description.
-struct RedactedError: Error, CustomStringConvertible {
-    /// The original error's type, for example `MyApp.SigningError`.
-    let typeName: String
-    /// The original error's description, redacted.
-    let description: String
-
-    init(_ error: any Error) {
-        self.typeName = String(reflecting: type(of: error))
-        self.description = "\(typeName): \(Redaction.redactedText(String(describing: error)))"
     }
 }
 #endif
