@@ -120,7 +120,8 @@ struct SwiftLogTests {
         }
 
         let entry = try #require(handler.entries.only)
-        let printed = entry.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        let printed =
+            entry.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             + " \(entry.error.map { String(describing: $0) } ?? "")"
         for secret in ["abcdef123456", "hunter2", "s3cr3t"] {
             #expect(!printed.contains(secret), "\(secret) was logged: \(printed)")
