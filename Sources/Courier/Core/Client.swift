@@ -196,7 +196,7 @@ public actor Client {
     /// Sends a `URLRequest` through the middleware and the transport, and returns the response as it is.
     ///
     /// The request is sent as it is (its URL must be absolute). No status is checked here; add
-    /// ``Middleware/validatingStatus(_:)`` for that.
+    /// ``Middleware/validatingStatus(_:errorBody:decoder:)-(Range<Int>,_,_)`` for that.
     ///
     /// - Parameter request: The request.
     /// - Returns: The response body and the HTTP response.
@@ -228,7 +228,14 @@ public actor Client {
     ) async throws -> (value: Response, response: HTTPURLResponse) {
         let snapshot = self.snapshot
         let urlRequest = try request.urlRequest(baseURL: snapshot.baseURL, encoder: snapshot.encoder)
-        let (data, response) = try await snapshot.chain.send(urlRequest, from: 0)
+        let (data, response): (Data, HTTPURLResponse)
+        do {
+            (data, response) = try await snapshot.chain.send(urlRequest, from: 0)
+        } catch let error as CourierError where error.code == .unacceptableStatus {
+            // A status-validating middleware threw before this request's own check: decode the error body
+            // the request (or the client) declares, unless the middleware already did.
+            throw error.decodingAPIError(with: request.errorBody ?? snapshot.errorBody, decoder: snapshot.decoder)
+        }
         let context = ResponseDecodingContext(decoder: snapshot.decoder, request: urlRequest)
         guard request.acceptableStatus.contains(response.statusCode) else {
             var error = CourierError.unacceptableStatus(

@@ -1,0 +1,82 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Middleware {
+    /// Adds a fixed credential to every request: `Authorization: Bearer <token>` by default.
+    ///
+    /// ```swift
+    /// let client = Client(
+    ///     baseURL: URL(string: "https://api.example.com")!,
+    ///     middleware: [.retry(.default), .authenticating(token: apiToken), .validatingStatus()]
+    /// )
+    /// ```
+    ///
+    /// The header value is built and checked once, here. An empty token, or one containing CR, LF or NUL,
+    /// makes every request fail with ``CourierError/Code/invalidRequest`` before anything is sent; no
+    /// error message contains the token. The middleware replaces any value the request already has in
+    /// that header. For tokens that expire, see ``authenticating(scheme:tokenProvider:)``.
+    ///
+    /// - Parameters:
+    ///   - token: The credential.
+    ///   - scheme: Which header carries it and what comes before it; ``AuthorizationScheme/bearer`` by
+    ///     default.
+    /// - Returns: A middleware named `"authenticating"`.
+    public static func authenticating(token: String, scheme: AuthorizationScheme = .bearer) -> Middleware {
+        let name = "authenticating"
+        let value: String
+        do {
+            value = try scheme.headerValue(for: token)
+        } catch let error as CourierError {
+            return .failing(name: name, message: error.message)
+        } catch {
+            return .failing(name: name, message: "the credential is not valid")
+        }
+        let header = scheme.headerName
+        return Middleware(name: name) { request, next in
+            var request = request
+            request.setValue(value, forHTTPHeaderField: header)
+            return try await next(request)
+        }
+    }
+
+    /// Adds a credential that `tokenProvider` supplies for each request (from a keychain, a secrets
+    /// manager, or a cache of your own).
+    ///
+    /// ```swift
+    /// let tokens = TokenStore()      // your actor
+    /// let client = Client(
+    ///     baseURL: URL(string: "https://api.example.com")!,
+    ///     middleware: [.authenticating { try await tokens.current() }, .validatingStatus()]
+    /// )
+    /// ```
+    ///
+    /// The provider is called once per pass through the middleware (so a retry outside it asks again).
+    /// What it throws is passed on unchanged (a `CancellationError` stays one) and nothing is sent. An
+    /// empty token, or one containing CR, LF or NUL, fails with ``CourierError/Code/invalidRequest``;
+    /// no error message contains the token. For a credential that the server can reject and that must
+    /// then be refreshed exactly once for many concurrent requests, use a `TokenRefresher`.
+    ///
+    /// - Parameters:
+    ///   - scheme: Which header carries the credential and what comes before it;
+    ///     ``AuthorizationScheme/bearer`` by default.
+    ///   - tokenProvider: Returns the current credential.
+    /// - Returns: A middleware named `"authenticating"`.
+    public static func authenticating(
+        scheme: AuthorizationScheme = .bearer,
+        tokenProvider: @escaping @Sendable () async throws -> String
+    ) -> Middleware {
+        let name = "authenticating"
+        if let problem = scheme.problem {
+            return .failing(name: name, message: problem)
+        }
+        return Middleware(name: name) { request, next in
+            let token = try await tokenProvider()
+            var request = request
+            try scheme.authorize(&request, with: token)
+            return try await next(request)
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Middleware {
+    /// Adds header fields to every request, replacing any value the request already has under the same
+    /// name.
+    ///
+    /// ```swift
+    /// let client = Client(
+    ///     baseURL: URL(string: "https://api.example.com")!,
+    ///     middleware: [.headers(["User-Agent": "courier/1.0", "Accept-Language": "en"])]
+    /// )
+    /// ```
+    ///
+    /// The first field of a name replaces the request's value; further fields of the same name (made with
+    /// ``HTTPHeaders/add(name:value:)``) are added after it, so a header can carry several values.
+    ///
+    /// The fields are checked once, when the middleware is made. A name that is not an HTTP token, or a
+    /// value containing CR, LF or NUL (header injection), makes every request through this middleware
+    /// fail with ``CourierError/Code/invalidRequest`` before anything is sent. It does not crash: header
+    /// values often come from configuration, and a server should report them, not trap.
+    ///
+    /// - Parameter headers: The fields to set.
+    /// - Returns: A middleware named `"headers"`.
+    public static func headers(_ headers: HTTPHeaders) -> Middleware {
+        let name = "headers"
+        let patch: HeaderPatch
+        do {
+            patch = try HeaderPatch(headers)
+        } catch let error as CourierError {
+            return .failing(name: name, message: error.message)
+        } catch {
+            return .failing(name: name, message: "the headers are not valid")
+        }
+        if patch.isEmpty {
+            return Middleware(name: name) { request, next in try await next(request) }
+        }
+        return Middleware(name: name) { request, next in
+            var request = request
+            patch.apply(to: &request)
+            return try await next(request)
+        }
+    }
+
+    /// Asks for JSON: sets `Accept: application/json`, and `Content-Type: application/json` on requests
+    /// that have a body.
+    ///
+    /// ```swift
+    /// let client = Client(baseURL: base, middleware: [.jsonHeaders, .validatingStatus()])
+    /// ```
+    ///
+    /// Values the request already has win: an existing `Accept` (say `application/problem+json`) or
+    /// `Content-Type` is kept. A request whose body is empty gets no `Content-Type`.
+    ///
+    /// The middleware is named `"jsonHeaders"`.
+    public static let jsonHeaders = Middleware(name: "jsonHeaders") { request, next in
+        let needsAccept = request.value(forHTTPHeaderField: "Accept") == nil
+        let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
+        let needsContentType = hasBody && request.value(forHTTPHeaderField: "Content-Type") == nil
+        guard needsAccept || needsContentType else { return try await next(request) }
+        var request = request
+        if needsAccept { request.setValue("application/json", forHTTPHeaderField: "Accept") }
+        if needsContentType { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        return try await next(request)
+    }
+}

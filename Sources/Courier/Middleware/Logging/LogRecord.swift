@@ -1,0 +1,214 @@
+/// One structured log entry about a request, made by the ``Middleware/logging(to:options:clock:)``
+/// middleware and handed to a ``LogSink``.
+///
+/// Everything in a record is safe to print: the URL has its user-info and sensitive query values
+/// redacted, sensitive header values (`Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, …)
+/// are replaced, and error text and body previews pass through ``Redaction``.
+///
+/// ```swift
+/// .logging { record in
+///     if record.event == .failed { alerts.notify(record.description) }
+/// }
+/// ```
+///
+/// ``description`` is a one-line summary such as
+/// `[info] GET https://api.example.com/users/42 → 200 (12.3 ms)`; ``metadata`` holds the same facts as
+/// key-value pairs for structured loggers.
+public struct LogRecord: Sendable, CustomStringConvertible {
+    /// How important a record is; the levels match swift-log's.
+    public enum Level: Int, Sendable, Hashable, Comparable, CaseIterable, CustomStringConvertible {
+        /// Very fine detail.
+        case trace
+        /// Detail useful when debugging.
+        case debug
+        /// Normal operation.
+        case info
+        /// Normal but noteworthy.
+        case notice
+        /// Something went wrong that the caller may handle (an error status, say).
+        case warning
+        /// A request failed.
+        case error
+        /// A failure that needs attention now.
+        case critical
+
+        /// Whether `lhs` is less important than `rhs`.
+        ///
+        /// - Parameters:
+        ///   - lhs: A level.
+        ///   - rhs: Another level.
+        /// - Returns: `true` when `lhs` is less important.
+        public static func < (lhs: Level, rhs: Level) -> Bool {
+            lhs.rawValue < rhs.rawValue
+        }
+
+        /// The level's name, for example `warning`.
+        public var description: String {
+            switch self {
+            case .trace: "trace"
+            case .debug: "debug"
+            case .info: "info"
+            case .notice: "notice"
+            case .warning: "warning"
+            case .error: "error"
+            case .critical: "critical"
+            }
+        }
+    }
+
+    /// What a record is about.
+    public enum Event: String, Sendable, Hashable, CustomStringConvertible {
+        /// The request is about to be sent on (only logged when ``LoggingOptions/startLevel`` is set).
+        case started
+        /// A response arrived (whatever its status).
+        case completed
+        /// The rest of the chain threw an error.
+        case failed
+        /// The request was cancelled.
+        case cancelled
+
+        /// The event's name, for example `completed`.
+        public var description: String { rawValue }
+    }
+
+    /// How important the record is.
+    public let level: Level
+    /// What the record is about.
+    public let event: Event
+    /// The request's method.
+    public let method: String
+    /// The request's URL, redacted.
+    public let url: String
+    /// The response status, when there was a response (also for an unacceptable-status error).
+    public let statusCode: Int?
+    /// How long the rest of the chain took; `nil` for ``Event/started``.
+    public let duration: Duration?
+    /// The error's code, when a ``CourierError`` was thrown.
+    public let errorCode: CourierError.Code?
+    /// The error's type and message, redacted, when an error was thrown.
+    public let error: String?
+    /// The middleware the error came from, when a ``CourierError`` names one.
+    public let middleware: String?
+    /// The request's headers, redacted, when ``LoggingOptions/includesHeaders`` is on.
+    public let requestHeaders: [String: String]?
+    /// The response's headers, redacted, when ``LoggingOptions/includesHeaders`` is on and there was a
+    /// response.
+    public let responseHeaders: [String: String]?
+    /// The start of the response body, redacted, when ``LoggingOptions/includesBodyPreview`` is on.
+    public let bodyPreview: String?
+
+    /// Creates a record.
+    ///
+    /// The initializer stores what it is given: pass values that are already redacted (see
+    /// ``Redaction``). The logging middleware does.
+    ///
+    /// - Parameters:
+    ///   - level: How important the record is.
+    ///   - event: What the record is about.
+    ///   - method: The request's method.
+    ///   - url: The request's URL, redacted.
+    ///   - statusCode: The response status.
+    ///   - duration: How long the request took.
+    ///   - errorCode: The error's code.
+    ///   - error: The error's description, redacted.
+    ///   - middleware: The middleware the error came from.
+    ///   - requestHeaders: The request's headers, redacted.
+    ///   - responseHeaders: The response's headers, redacted.
+    ///   - bodyPreview: The start of the response body, redacted.
+    public init(
+        level: Level,
+        event: Event,
+        method: String,
+        url: String,
+        statusCode: Int? = nil,
+        duration: Duration? = nil,
+        errorCode: CourierError.Code? = nil,
+        error: String? = nil,
+        middleware: String? = nil,
+        requestHeaders: [String: String]? = nil,
+        responseHeaders: [String: String]? = nil,
+        bodyPreview: String? = nil
+    ) {
+        self.level = level
+        self.event = event
+        self.method = method
+        self.url = url
+        self.statusCode = statusCode
+        self.duration = duration
+        self.errorCode = errorCode
+        self.error = error
+        self.middleware = middleware
+        self.requestHeaders = requestHeaders
+        self.responseHeaders = responseHeaders
+        self.bodyPreview = bodyPreview
+    }
+
+    /// A short message without the level, for example `GET https://api.example.com/users/42 → 200 (12.3 ms)`.
+    public var message: String {
+        var text = "\(method) \(url)"
+        switch event {
+        case .started:
+            text += " started"
+        case .completed:
+            if let statusCode { text += " → \(statusCode)" }
+        case .failed:
+            text += " failed"
+            if let errorCode { text += ": \(errorCode)" }
+            if let statusCode { text += " (status \(statusCode))" }
+        case .cancelled:
+            text += " cancelled"
+        }
+        if let duration { text += " (\(Self.milliseconds(duration)) ms)" }
+        return text
+    }
+
+    /// The same facts as key-value pairs, for structured loggers: `http.method`, `http.url`,
+    /// `http.status_code`, `duration_ms`, `event`, `error.code`, `error`, `middleware`,
+    /// `http.request.header.<name>`, `http.response.header.<name>` and `http.response.body_preview`, each
+    /// present only when known.
+    public var metadata: [String: String] {
+        var metadata = ["event": event.rawValue, "http.method": method, "http.url": url]
+        if let statusCode { metadata["http.status_code"] = String(statusCode) }
+        if let duration { metadata["duration_ms"] = Self.milliseconds(duration) }
+        if let errorCode { metadata["error.code"] = errorCode.description }
+        if let error { metadata["error"] = error }
+        if let middleware { metadata["middleware"] = middleware }
+        for (name, value) in requestHeaders ?? [:] {
+            metadata["http.request.header.\(name.lowercased())"] = value
+        }
+        for (name, value) in responseHeaders ?? [:] {
+            metadata["http.response.header.\(name.lowercased())"] = value
+        }
+        if let bodyPreview { metadata["http.response.body_preview"] = bodyPreview }
+        return metadata
+    }
+
+    /// A one-line summary: the level, the ``message``, and the error, middleware, headers and body preview
+    /// when present.
+    public var description: String {
+        var text = "[\(level)] \(message)"
+        if let error { text += ": \(error)" }
+        if let middleware { text += " [middleware: \(middleware)]" }
+        if let requestHeaders, !requestHeaders.isEmpty {
+            text += "; request headers: \(Self.format(requestHeaders))"
+        }
+        if let responseHeaders, !responseHeaders.isEmpty {
+            text += "; response headers: \(Self.format(responseHeaders))"
+        }
+        if let bodyPreview { text += "; body: \(bodyPreview)" }
+        return text
+    }
+
+    private static func format(_ headers: [String: String]) -> String {
+        "[" + headers.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + "]"
+    }
+
+    /// `duration` in milliseconds with one decimal, for example `12.3`.
+    static func milliseconds(_ duration: Duration) -> String {
+        let (seconds, attoseconds) = duration.components
+        let tenthsOfMilliseconds = seconds * 10_000 + attoseconds / 100_000_000_000_000
+        let sign = tenthsOfMilliseconds < 0 ? "-" : ""
+        let magnitude = tenthsOfMilliseconds.magnitude
+        return "\(sign)\(magnitude / 10).\(magnitude % 10)"
+    }
+}

@@ -1,0 +1,49 @@
+// The public API mentions only `URLRequest`, which lives in FoundationNetworking on Linux.
+#if canImport(FoundationNetworking)
+import Foundation
+public import FoundationNetworking
+#else
+public import Foundation
+#endif
+
+extension Middleware {
+    /// Measures how long the rest of the chain takes for each request and reports it.
+    ///
+    /// ```swift
+    /// let client = Client(
+    ///     baseURL: URL(string: "https://api.example.com")!,
+    ///     middleware: [
+    ///         .timing { request, outcome, duration in
+    ///             print(request.httpMethod ?? "GET", outcome, duration)
+    ///         },
+    ///         .retry(.default),
+    ///     ]
+    /// )
+    /// ```
+    ///
+    /// The time runs from the moment the request enters this middleware until the rest of the chain
+    /// returns or throws, so what is inside (retries, backoff, the transport) is included. Errors and
+    /// cancellation are reported and then passed on unchanged. `report` runs in the request's task and
+    /// delays the response while it runs: keep it short.
+    ///
+    /// - Parameters:
+    ///   - clock: The clock that measures; `ContinuousClock` by default (tests pass a manual clock).
+    ///   - report: Receives the request as it entered this middleware, how it ended, and how long it took.
+    /// - Returns: A middleware named `"timing"`.
+    public static func timing(
+        clock: some Clock<Duration> = ContinuousClock(),
+        _ report: @escaping @Sendable (URLRequest, RequestOutcome, Duration) -> Void
+    ) -> Middleware {
+        Middleware(name: "timing") { request, next in
+            let start = clock.now
+            do {
+                let (data, response) = try await next(request)
+                report(request, .success(status: response.statusCode), start.duration(to: clock.now))
+                return (data, response)
+            } catch {
+                report(request, RequestOutcome(error: error), start.duration(to: clock.now))
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("headers and jsonHeaders")
+struct HeadersTests {
+    @Test("headers are added, and a header the request already has is replaced")
+    func addsAndReplaces() async throws {
+        let transport = MockTransport.ok
+        let client = makeClient(transport, [.headers(["User-Agent": "courier/1.0", "accept": "application/json"])])
+        var request = URLRequest(url: testURL)
+        request.setValue("text/plain", forHTTPHeaderField: "Accept")
+        request.setValue("kept", forHTTPHeaderField: "X-Other")
+        _ = try await client.send(request)
+        let sent = try #require(transport.requests.first)
+        #expect(sent.value(forHTTPHeaderField: "User-Agent") == "courier/1.0")
+        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
+        #expect(sent.value(forHTTPHeaderField: "X-Other") == "kept")
+    }
+
+    @Test("repeated names in the list are all sent")
+    func repeatedNames() async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Accept-Language", value: "en")
+        headers.add(name: "Accept-Language", value: "fr")
+        let transport = MockTransport.ok
+        let client = makeClient(transport, [.headers(headers)])
+        var request = URLRequest(url: testURL)
+        request.setValue("de", forHTTPHeaderField: "Accept-Language")
+        _ = try await client.send(request)
+        let value = try #require(transport.requests.first?.value(forHTTPHeaderField: "Accept-Language"))
+        let values = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        #expect(values == ["en", "fr"])
+    }
+
+    @Test("an empty list leaves the request as it is")
+    func emptyList() async throws {
+        let transport = MockTransport.ok
+        let client = makeClient(transport, [.headers([:])])
+        var request = URLRequest(url: testURL)
+        request.setValue("1", forHTTPHeaderField: "X-One")
+        _ = try await client.send(request)
+        #expect(transport.requests.first?.allHTTPHeaderFields == ["X-One": "1"])
+    }
+
+    @Test(
+        "a bad header is rejected before anything is sent, without echoing its value",
+        arguments: [
+            ("X-Evil", "ok\r\nX-Injected: private-value"),
+            ("X-Evil", "ok\nprivate-value"),
+            ("X-Evil", "ok\rprivate-value"),
+            ("X-Evil", "ok\u{0}private-value"),
+            ("Bad Name", "private-value"),
+            ("", "private-value"),
+            ("X-Colon:", "private-value"),
+        ]
+    )
+    func rejectsBadHeaders(name: String, value: String) async throws {
+        let transport = MockTransport.ok
+        let reached = Locked(0)
+        let client = makeClient(transport, [.headers([name: value]), reachedMarker(reached)])
+        let error = try await #require(throws: CourierError.self) { try await client.send(URLRequest(url: testURL)) }
+        #expect(error.code == .invalidRequest)
+        #expect(error.middleware == "headers")
+        #expect(transport.callCount == 0)
+        #expect(reached.value == 0)
+        #expect(!error.description.contains("private-value"))
+        #expect(!error.debugDescription.contains("private-value"))
+    }
+
+    @Test("jsonHeaders sets Accept on a request without a body, and no Content-Type")
+    func jsonHeadersWithoutBody() async throws {
+        let transport = MockTransport.ok
+        let client = makeClient(transport, [.jsonHeaders])
+        _ = try await client.send(URLRequest(url: testURL))
+        let sent = try #require(transport.requests.first)
+        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
+        #expect(sent.value(forHTTPHeaderField: "Content-Type") == nil)
+    }
+
+    @Test("jsonHeaders sets Accept and Content-Type on a request with a body")
+    func jsonHeadersWithBody() async throws {
+        let transport = MockTransport.ok
+        let client = makeClient(transport, [.jsonHeaders])
+        var request = URLRequest(url: testURL)
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"name":"Ada"}"#.utf8)
+        _ = try await client.send(request)
+        let sent = try #require(transport.requests.first)
+        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
+        #expect(sent.value(forHTTPHeaderField: "Content-Type") == "application/json")
+    }
+
+    @Test("jsonHeaders keeps an Accept and a Content-Type the request already has")
+    func jsonHeadersKeepsExisting() async throws {
+        let transport = MockTransport.ok
+        let client = makeClient(transport, [.jsonHeaders])
+        var request = URLRequest(url: testURL)
+        request.httpMethod = "POST"
+        request.httpBody = Data("a=1".utf8)
+        request.setValue("application/problem+json", forHTTPHeaderField: "Accept")
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        _ = try await client.send(request)
+        let sent = try #require(transport.requests.first)
+        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/problem+json")
+        #expect(sent.value(forHTTPHeaderField: "Content-Type") == "application/x-www-form-urlencoded")
+    }
+
+    @Test("jsonHeaders adds no Content-Type for an empty body")
+    func jsonHeadersEmptyBody() async throws {
+        let transport = MockTransport.ok
+        let client = makeClient(transport, [.jsonHeaders])
+        var request = URLRequest(url: testURL)
+        request.httpMethod = "POST"
+        request.httpBody = Data()
+        _ = try await client.send(request)
+        let sent = try #require(transport.requests.first)
+        #expect(sent.value(forHTTPHeaderField: "Content-Type") == nil)
+        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
+    }
+
+    @Test("the built-in header middleware have stable names")
+    func names() {
+        #expect(Middleware.headers(["A": "b"]).name == "headers")
+        #expect(Middleware.jsonHeaders.name == "jsonHeaders")
+    }
+}

@@ -1,0 +1,280 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A sink that keeps every record, for assertions.
+private struct CollectingSink: LogSink {
+    let records = Locked<[LogRecord]>([])
+    var minimumLevel: LogRecord.Level = .trace
+
+    func accepts(_ level: LogRecord.Level) -> Bool { level >= minimumLevel }
+
+    func log(_ record: LogRecord) { records.withLock { $0.append(record) } }
+}
+
+@Suite("logging")
+struct LoggingTests {
+    private struct Boom: Error, CustomStringConvertible {
+        var description: String { "boom with Bearer s3cr3t-bearer-token" }
+    }
+
+    @Test("a response is logged once with method, redacted URL, status and the virtual duration")
+    func logsResponse() async throws {
+        let clock = ManualClock()
+        let sink = CollectingSink()
+        let transport = MockTransport { _ in
+            clock.advance(by: .milliseconds(42))
+            return .status(201)
+        }
+        let client = makeClient(transport, [.logging(to: sink, clock: clock)])
+        var request = URLRequest(url: testURL)
+        request.httpMethod = "POST"
+        _ = try await client.send(request)
+
+        let record = try #require(sink.records.value.only)
+        #expect(record.event == .completed)
+        #expect(record.level == .info)
+        #expect(record.method == "POST")
+        #expect(record.url == testURL.absoluteString)
+        #expect(record.statusCode == 201)
+        #expect(record.duration == .milliseconds(42))
+        #expect(record.errorCode == nil)
+        #expect(record.requestHeaders == nil)
+        #expect(record.description == "[info] POST \(testURL.absoluteString) → 201 (42.0 ms)")
+    }
+
+    @Test("a response with an error status is logged at the error-status level")
+    func errorStatusLevel() async throws {
+        let sink = CollectingSink()
+        let client = makeClient(MockTransport(.status(404)), [.logging(to: sink)])
+        _ = try await client.send(URLRequest(url: testURL))
+        let record = try #require(sink.records.value.only)
+        #expect(record.level == .warning)
+        #expect(record.statusCode == 404)
+    }
+
+    @Test("a failure is logged with its code, status and middleware, and passed on unchanged")
+    func logsFailure() async throws {
+        let clock = ManualClock()
+        let sink = CollectingSink()
+        let transport = MockTransport { _ in
+            clock.advance(by: .seconds(2))
+            return .status(503, body: "try later")
+        }
+        let client = makeClient(transport, [.logging(to: sink, clock: clock), .validatingStatus()])
+        let error = try await #require(throws: CourierError.self) { try await client.send(URLRequest(url: testURL)) }
+        #expect(error.code == .unacceptableStatus)
+        #expect(error.middleware == "validatingStatus")
+
+        let record = try #require(sink.records.value.only)
+        #expect(record.event == .failed)
+        #expect(record.level == .error)
+        #expect(record.errorCode == .unacceptableStatus)
+        #expect(record.middleware == "validatingStatus")
+        #expect(record.statusCode == 503)
+        #expect(record.duration == .seconds(2))
+        #expect(record.bodyPreview == nil)
+        #expect(record.description.contains("failed: unacceptableStatus"))
+        #expect(record.description.contains("[middleware: validatingStatus]"))
+    }
+
+    @Test("an error that is not a CourierError is logged by type and redacted message")
+    func logsForeignError() async throws {
+        let sink = CollectingSink()
+        let client = makeClient(MockTransport.ok, [.logging(to: sink), Middleware { _, _ in throw Boom() }])
+        await #expect(throws: Boom.self) { try await client.send(URLRequest(url: testURL)) }
+        let record = try #require(sink.records.value.only)
+        #expect(record.event == .failed)
+        #expect(record.errorCode == nil)
+        #expect(record.error?.hasPrefix("Boom: boom with Bearer") == true)
+        expectNoSecrets(record.description)
+    }
+
+    @Test("a cancelled request is logged as cancelled and stays a CancellationError", .timeLimit(.minutes(1)))
+    func logsCancellation() async throws {
+        let sink = CollectingSink()
+        let arrived = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            try await waitForCancellation()
+            return .ok
+        }
+        let client = makeClient(transport, [.logging(to: sink)])
+        let task = Task { try await client.send(URLRequest(url: testURL)) }
+        await arrived.wait(for: 1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        let record = try #require(sink.records.value.only)
+        #expect(record.event == .cancelled)
+        #expect(record.level == .info)
+        #expect(record.errorCode == nil)
+    }
+
+    @Test("with a start level, a record is made before the request goes on")
+    func logsStart() async throws {
+        let sink = CollectingSink()
+        let transport = MockTransport { _ in
+            // The start record must already be there when the transport runs.
+            #expect(sink.records.value.map(\.event) == [.started])
+            return .ok
+        }
+        let client = makeClient(transport, [.logging(to: sink, options: LoggingOptions(startLevel: .debug))])
+        _ = try await client.send(URLRequest(url: testURL))
+        #expect(sink.records.value.map(\.event) == [.started, .completed])
+        #expect(sink.records.value.first?.level == .debug)
+        #expect(sink.records.value.first?.duration == nil)
+    }
+
+    @Test("records below the sink's level are not delivered")
+    func respectsSinkLevel() async throws {
+        let sink = CollectingSink(minimumLevel: .warning)
+        let client = makeClient(
+            MockTransport(sequence: [.response(.ok), .response(.status(500))]),
+            [.logging(to: sink, options: LoggingOptions(startLevel: .debug))]
+        )
+        _ = try await client.send(URLRequest(url: testURL))
+        _ = try await client.send(URLRequest(url: testURL))
+        #expect(sink.records.value.map(\.statusCode) == [500])
+    }
+
+    @Test("the closure form receives records at or above its minimum level")
+    func closureForm() async throws {
+        let received = Locked<[LogRecord.Level]>([])
+        let client = makeClient(
+            MockTransport(sequence: [.response(.ok), .response(.status(404))]),
+            [.logging(minimumLevel: .warning) { record in received.withLock { $0.append(record.level) } }]
+        )
+        _ = try await client.send(URLRequest(url: testURL))
+        _ = try await client.send(URLRequest(url: testURL))
+        #expect(received.value == [.warning])
+    }
+
+    @Test("with headers and body previews on, no secret appears in any record, though the header names do")
+    func noSecretsInRecords() async throws {
+        let sink = CollectingSink()
+        let response = MockResponse(
+            status: 200,
+            headers: secretLadenResponseHeaders,
+            body: Data(secretLadenResponseBody.utf8)
+        )
+        let failing = MockResponse(
+            status: 401,
+            headers: secretLadenResponseHeaders,
+            body: Data(secretLadenResponseBody.utf8)
+        )
+        let options = LoggingOptions(startLevel: .debug, includesHeaders: true, includesBodyPreview: true)
+        let client = makeClient(
+            MockTransport(sequence: [.response(response), .response(failing)]),
+            [.logging(to: sink, options: options), .validatingStatus()]
+        )
+        _ = try await client.send(secretLadenRequest())
+        await #expect(throws: CourierError.self) { try await client.send(secretLadenRequest()) }
+
+        let records = sink.records.value
+        #expect(records.map(\.event) == [.started, .completed, .started, .failed])
+        for record in records {
+            expectNoSecrets(record.description)
+            expectNoSecrets(record.message)
+            expectNoSecrets(record.metadata.description)
+            expectNoSecrets(String(reflecting: record))
+            #expect(record.description.contains("Authorization: <redacted>"))
+            #expect(record.description.contains("Cookie: <redacted>"))
+            #expect(record.description.contains("Proxy-Authorization: <redacted>"))
+            #expect(record.description.contains("User-Agent: courier-tests"))
+        }
+        let completed = records[1]
+        #expect(completed.responseHeaders?["Set-Cookie"] == Redaction.placeholder)
+        #expect(completed.responseHeaders?["X-Trace"] == "abc")
+        #expect(completed.bodyPreview?.contains("note") == true)
+        #expect(records[3].bodyPreview?.contains("note") == true)
+        #expect(records[3].responseHeaders?["Set-Cookie"] == Redaction.placeholder)
+    }
+
+    @Test("metadata holds the record's facts under stable keys")
+    func metadata() {
+        let record = LogRecord(
+            level: .error,
+            event: .failed,
+            method: "GET",
+            url: "https://api.example.test/x",
+            statusCode: 500,
+            duration: .microseconds(1_250),
+            errorCode: .unacceptableStatus,
+            error: "the status 500 is not acceptable",
+            middleware: "validatingStatus",
+            requestHeaders: ["Accept": "application/json"],
+            responseHeaders: ["Retry-After": "3"],
+            bodyPreview: "oops"
+        )
+        #expect(
+            record.metadata == [
+                "event": "failed",
+                "http.method": "GET",
+                "http.url": "https://api.example.test/x",
+                "http.status_code": "500",
+                "duration_ms": "1.2",
+                "error.code": "unacceptableStatus",
+                "error": "the status 500 is not acceptable",
+                "middleware": "validatingStatus",
+                "http.request.header.accept": "application/json",
+                "http.response.header.retry-after": "3",
+                "http.response.body_preview": "oops",
+            ]
+        )
+        #expect(
+            record.description
+                == "[error] GET https://api.example.test/x failed: unacceptableStatus (status 500) (1.2 ms):"
+                + " the status 500 is not acceptable [middleware: validatingStatus];"
+                + " request headers: [Accept: application/json]; response headers: [Retry-After: 3]; body: oops"
+        )
+    }
+
+    @Test(
+        "durations print in milliseconds with one decimal",
+        arguments: [
+            (Duration.zero, "0.0"),
+            (.microseconds(50), "0.0"),
+            (.microseconds(150), "0.1"),
+            (.milliseconds(12) + .microseconds(340), "12.3"),
+            (.seconds(3), "3000.0"),
+        ]
+    )
+    func durationFormatting(duration: Duration, expected: String) {
+        let record = LogRecord(level: .info, event: .completed, method: "GET", url: "u", duration: duration)
+        #expect(record.metadata["duration_ms"] == expected)
+    }
+
+    @Test("levels are ordered from trace to critical")
+    func levelOrder() {
+        #expect(LogRecord.Level.allCases.sorted() == [.trace, .debug, .info, .notice, .warning, .error, .critical])
+        #expect(
+            LogRecord.Level.allCases.map(\.description) == [
+                "trace", "debug", "info", "notice", "warning", "error", "critical",
+            ]
+        )
+    }
+
+    @Test("the standard-error sink writes only records at or above its minimum level")
+    func standardErrorSinkLevel() {
+        let sink = StandardErrorLogSink(minimumLevel: .notice)
+        #expect(!sink.accepts(.info))
+        #expect(sink.accepts(.notice))
+        #expect(sink.accepts(.critical))
+        #expect(StandardErrorLogSink.standardError.minimumLevel == .info)
+    }
+
+    @Test("the logging middleware is named logging")
+    func name() {
+        #expect(Middleware.logging(to: CollectingSink()).name == "logging")
+    }
+}
+
+extension Array {
+    /// The only element, or `nil` when there are none or several.
+    fileprivate var only: Element? { count == 1 ? first : nil }
+}
