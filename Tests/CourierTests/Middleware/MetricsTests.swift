@@ -112,22 +112,9 @@ struct MetricsTests {
     @Test("an unacceptable-status error counts under its status class and its error code")
     func unacceptableStatus() async throws {
         let factory = TestMetrics()
-        let validating = Middleware(name: "validating") { request, next in
-            let (data, response) = try await next(request)
-            guard response.statusCode < 400 else {
-                throw CourierError(
-                    .unacceptableStatus,
-                    message: "bad",
-                    request: request,
-                    response: response,
-                    body: data
-                )
-            }
-            return (data, response)
-        }
         let client = Client(
             transport: MockTransport(.status(404)),
-            middleware: [.metrics(factory: factory), validating]
+            middleware: [.metrics(factory: factory), .validatingStatus()]
         )
 
         await #expect(throws: CourierError.self) { try await client.send(request("/missing")) }

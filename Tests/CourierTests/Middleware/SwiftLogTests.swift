@@ -25,7 +25,7 @@ struct SwiftLogTests {
         return request
     }
 
-    @Test("a response is one info line with the method, the redacted URL, the status and the duration")
+    @Test("a response is one info entry with the method, the redacted URL, the status and the duration")
     func response() async throws {
         let handler = InMemoryLogHandler()
         let clock = ManualClock()
@@ -39,14 +39,14 @@ struct SwiftLogTests {
 
         let entry = try #require(handler.entries.only)
         #expect(entry.level == .info)
-        #expect(entry.message == "Request completed")
-        #expect(entry.metadata["http.request.method"] == "GET")
-        #expect(entry.metadata["http.response.status_code"] == "200")
+        #expect(entry.message == "HTTP request completed")
+        #expect(entry.metadata["event"] == "completed")
+        #expect(entry.metadata["http.method"] == "GET")
+        #expect(entry.metadata["http.status_code"] == "200")
         #expect(entry.metadata["duration_ms"] == "12.3")
-        #expect(entry.metadata["url.full"] == "https://api.example.test/users/42?access_token=REDACTED&page=2")
-        #expect(entry.metadata["error.type"] == nil)
+        #expect(entry.metadata["http.url"] == "https://api.example.test/users/42?access_token=REDACTED&page=2")
+        #expect(entry.metadata["error.code"] == nil)
         #expect(entry.metadata["attempt"] == nil)
-        #expect(entry.error == nil)
     }
 
     @Test("the logger's own metadata is kept")
@@ -61,75 +61,73 @@ struct SwiftLogTests {
         #expect(handler.entries.only?.metadata["request.id"] == "abc-1")
     }
 
-    @Test("a status of 400 or more is logged at the error-status level")
-    func errorStatus() async throws {
+    @Test("the levels come from the logging options")
+    func levels() async throws {
         let handler = InMemoryLogHandler()
+        let options = LoggingOptions(level: .debug, errorStatusLevel: .notice, startLevel: .trace)
         let client = Client(
-            transport: MockTransport(.status(404)),
-            middleware: [.logging(logger: logger(handler), errorStatusLevel: .notice)]
+            transport: MockTransport(sequence: [.response(.ok), .response(.status(404))]),
+            middleware: [.logging(logger: logger(handler), options: options)]
         )
 
+        _ = try await client.send(request("https://api.example.test/found"))
         _ = try await client.send(request("https://api.example.test/missing"))
 
-        let entry = try #require(handler.entries.only)
-        #expect(entry.level == .notice)
-        #expect(entry.metadata["http.response.status_code"] == "404")
+        #expect(handler.entries.map(\.level) == [.trace, .debug, .trace, .notice])
+        #expect(
+            handler.entries.map(\.message) == [
+                "HTTP request started", "HTTP request completed", "HTTP request started", "HTTP request completed",
+            ]
+        )
+        #expect(handler.entries.last?.metadata["http.status_code"] == "404")
     }
 
     @Test("a failure names its error code and the middleware it came from, at the failure level")
     func failure() async throws {
         let handler = InMemoryLogHandler()
-        let validating = Middleware(name: "validating") { request, next in
-            let (data, response) = try await next(request)
-            throw CourierError(
-                .unacceptableStatus,
-                message: "the status \(response.statusCode) is not acceptable",
-                request: request,
-                response: response,
-                body: data
-            )
-        }
         let client = Client(
             transport: MockTransport(.status(503)),
-            middleware: [.logging(logger: logger(handler), failureLevel: .critical), validating]
+            middleware: [
+                .logging(logger: logger(handler), options: LoggingOptions(failureLevel: .critical)),
+                .validatingStatus(),
+            ]
         )
 
         await #expect(throws: CourierError.self) { try await client.send(request("https://api.example.test/x")) }
 
         let entry = try #require(handler.entries.only)
         #expect(entry.level == .critical)
-        #expect(entry.message == "Request failed")
-        #expect(entry.metadata["error.type"] == "unacceptableStatus")
-        #expect(entry.metadata["middleware"] == "validating")
-        #expect(entry.metadata["http.response.status_code"] == "503")
-        #expect(entry.metadata["error.message"] == "the status 503 is not acceptable")
-        #expect((entry.error as? CourierError)?.code == .unacceptableStatus)
+        #expect(entry.message == "HTTP request failed")
+        #expect(entry.metadata["error.code"] == "unacceptableStatus")
+        #expect(entry.metadata["middleware"] == "validatingStatus")
+        #expect(entry.metadata["http.status_code"] == "503")
     }
 
-    @Test("secrets never reach the log handler: not in the URL, the error message or the error")
+    @Test("secrets never reach the log handler: not in the URL, the headers or the error")
     func secretsAreRedacted() async throws {
         struct SigningFailed: Error, CustomStringConvertible {
             var description: String { "could not sign with Authorization: Bearer abcdef123456" }
         }
         let handler = InMemoryLogHandler()
         let failing = Middleware { _, _ in throw SigningFailed() }
-        let client = Client(transport: MockTransport.ok, middleware: [.logging(logger: logger(handler)), failing])
+        let client = Client(
+            transport: MockTransport.ok,
+            middleware: [.logging(logger: logger(handler), options: LoggingOptions(includesHeaders: true)), failing]
+        )
+        var request = request("https://alice:hunter2@api.example.test/x?token=s3cr3t")
+        request.setValue("Bearer tok_987654321", forHTTPHeaderField: "Authorization")
 
-        await #expect(throws: SigningFailed.self) {
-            try await client.send(request("https://alice:hunter2@api.example.test/x?token=s3cr3t"))
-        }
+        await #expect(throws: SigningFailed.self) { try await client.send(request) }
 
         let entry = try #require(handler.entries.only)
-        let printed =
-            entry.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            + " \(entry.error.map { String(describing: $0) } ?? "")"
-        for secret in ["abcdef123456", "hunter2", "s3cr3t"] {
+        let printed = entry.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        for secret in ["abcdef123456", "hunter2", "s3cr3t", "tok_987654321"] {
             #expect(!printed.contains(secret), "\(secret) was logged: \(printed)")
         }
-        #expect(entry.metadata["error.type"].map { "\($0)".hasSuffix("SigningFailed") } == true)
+        #expect(entry.metadata["http.request.header.authorization"] == "<redacted>")
     }
 
-    @Test("a cancelled request is logged as cancelled at the normal level", .timeLimit(.minutes(1)))
+    @Test("a cancelled request is logged as cancelled", .timeLimit(.minutes(1)))
     func cancellation() async throws {
         let handler = InMemoryLogHandler()
         let arrived = Arrivals()
@@ -147,22 +145,34 @@ struct SwiftLogTests {
 
         let entry = try #require(handler.entries.only)
         #expect(entry.level == .info)
-        #expect(entry.message == "Request cancelled")
-        #expect(entry.metadata["error.type"] == nil)
+        #expect(entry.message == "HTTP request cancelled")
+        #expect(entry.metadata["error.code"] == nil)
     }
 
-    @Test("nothing is logged below the logger's level")
+    @Test("nothing reaches the handler below the logger's level")
     func belowLevel() async throws {
         let handler = InMemoryLogHandler()
+        let sink = SwiftLogSink(logger(handler, level: .error))
         let client = Client(
             transport: MockTransport(sequence: [.response(.ok), .response(.status(500))]),
-            middleware: [.logging(logger: logger(handler, level: .error))]
+            middleware: [.logging(to: sink)]
         )
 
         _ = try await client.send(request("https://api.example.test/a"))
         _ = try await client.send(request("https://api.example.test/b"))
 
         #expect(handler.entries.isEmpty)
+        #expect(!sink.accepts(.warning))
+        #expect(sink.accepts(.error))
+    }
+
+    @Test("every record level maps to the swift-log level of the same name", arguments: LogRecord.Level.allCases)
+    func levelMapping(level: LogRecord.Level) throws {
+        let handler = InMemoryLogHandler()
+        SwiftLogSink(logger(handler)).log(LogRecord(level: level, event: .completed, method: "GET", url: "/"))
+
+        let entry = try #require(handler.entries.only)
+        #expect(entry.level.rawValue == level.description)
     }
 }
 

@@ -81,18 +81,4 @@ enum HTTPAttributes {
         error is CancellationError || Task.isCancelled
     }
 }
-
-/// What a span or a log line carries in place of an error that is not a ``CourierError``: its type's name and
-/// its description with secrets redacted, since tracers and log handlers print an error's description.
-struct RedactedError: Error, CustomStringConvertible {
-    /// The original error's type, for example `MyApp.SigningError`.
-    let typeName: String
-    /// The original error's description, redacted.
-    let description: String
-
-    init(_ error: any Error) {
-        self.typeName = String(reflecting: type(of: error))
-        self.description = "\(typeName): \(Redaction.redactedText(String(describing: error)))"
-    }
-}
 #endif
