@@ -49,7 +49,8 @@ public import Foundation
 /// environment), pass a factory made with swift-metrics' `withLabelAndDimensionsMapping`.
 ///
 /// **Cost.** The metric objects are made once per distinct set of dimensions and kept; a request takes two
-/// short lock sections to find them, plus whatever the metrics backend does.
+/// short lock sections to find them (one when it starts, one when it ends), plus whatever the metrics
+/// backend does.
 public final class ClientMetrics: Sendable {
     /// The labels of the metrics, for dashboards and tests.
     public enum Label {
@@ -191,28 +192,49 @@ public final class ClientMetrics: Sendable {
         var refreshes: [String: Counter] = [:]
     }
 
-    /// The dimensions a request is reported under; the host is `_OTHER` once the limit of hosts is reached.
-    func seriesKey(for request: URLRequest) -> SeriesKey {
-        let method = HTTPAttributes.normalizedMethod(HTTPAttributes.method(of: request))
-        guard options.includesServerAddress else { return SeriesKey(method: method, serverAddress: nil) }
-        guard let host = request.url?.host?.lowercased(), !host.isEmpty else {
-            return SeriesKey(method: method, serverAddress: HTTPAttributes.other)
+    /// Starts recording `request`: returns the dimensions it is reported under and its meter of requests in
+    /// flight, in one lock section once the meter exists.
+    func begin(_ request: URLRequest) -> (key: SeriesKey, activeRequests: Meter) {
+        let (method, host) = methodAndHost(of: request)
+        let (key, existing) = cache.withLock { cache -> (SeriesKey, Meter?) in
+            let key = Self.admit(method: method, host: host, limit: options.maximumServerAddresses, in: &cache)
+            return (key, cache.active[key])
         }
-        let limit = options.maximumServerAddresses
-        let admitted = cache.withLock { cache in
-            if cache.serverAddresses.contains(host) { return true }
-            guard cache.serverAddresses.count < limit else { return false }
-            cache.serverAddresses.insert(host)
-            return true
-        }
-        return SeriesKey(method: method, serverAddress: admitted ? host : HTTPAttributes.other)
-    }
-
-    /// The meter of requests in flight for `key`.
-    func activeRequests(_ key: SeriesKey) -> Meter {
-        metric(\.active, key) { factory in
+        if let existing { return (key, existing) }
+        let made = metric(\.active, key) { factory in
             Meter(label: Label.activeRequests, dimensions: self.dimensions(key), factory: factory)
         }
+        return (key, made)
+    }
+
+    /// The dimensions `request` is reported under.
+    func seriesKey(for request: URLRequest) -> SeriesKey {
+        let (method, host) = methodAndHost(of: request)
+        return cache.withLock { cache in
+            Self.admit(method: method, host: host, limit: options.maximumServerAddresses, in: &cache)
+        }
+    }
+
+    /// The normalized method, and the lower-cased host (`_OTHER` when the URL has none; `nil` when hosts
+    /// are not reported).
+    private func methodAndHost(of request: URLRequest) -> (method: String, host: String?) {
+        let method = HTTPAttributes.normalizedMethod(HTTPAttributes.method(of: request))
+        guard options.includesServerAddress else { return (method, nil) }
+        guard let host = request.url?.host, !host.isEmpty else { return (method, HTTPAttributes.other) }
+        return (method, host.lowercased())
+    }
+
+    /// The series key for `method` and `host`; a host not seen before gets a series of its own while fewer
+    /// than `limit` hosts have one, and is reported as `_OTHER` after that.
+    private static func admit(method: String, host: String?, limit: Int, in cache: inout Cache) -> SeriesKey {
+        guard let host, host != HTTPAttributes.other, !cache.serverAddresses.contains(host) else {
+            return SeriesKey(method: method, serverAddress: host)
+        }
+        guard cache.serverAddresses.count < limit else {
+            return SeriesKey(method: method, serverAddress: HTTPAttributes.other)
+        }
+        cache.serverAddresses.insert(host)
+        return SeriesKey(method: method, serverAddress: host)
     }
 
     /// Records a request that ended with a response.

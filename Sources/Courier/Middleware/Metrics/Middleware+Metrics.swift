@@ -35,8 +35,7 @@ extension Middleware {
         clock: some Clock<Duration> = ContinuousClock()
     ) -> Middleware {
         Middleware(name: "metrics") { request, next in
-            let key = metrics.seriesKey(for: request)
-            let active = metrics.activeRequests(key)
+            let (key, active) = metrics.begin(request)
             active.increment()
             let start = clock.now
             do {
