@@ -115,9 +115,12 @@ public final class ClientMetrics: Sendable {
     /// - Parameter request: The request being retried (only its method and host are used).
     public func recordRetry(for request: URLRequest) {
         let key = seriesKey(for: request)
-        metric(\.retries, key) { factory in
-            Counter(label: Label.retries, dimensions: self.dimensions(key), factory: factory)
-        }.increment()
+        metric(
+            in: { $0.retries.value(for: key, storing: $1) },
+            make: { factory in
+                Counter(label: Label.retries, dimensions: self.dimensions(key), factory: factory)
+            }
+        ).increment()
     }
 
     /// Wraps a credential refresh operation so that each call is counted in `http.client.token.refreshes`
@@ -155,9 +158,12 @@ public final class ClientMetrics: Sendable {
     /// - Parameter succeeded: Whether the refresh produced a new credential.
     public func recordRefresh(succeeded: Bool) {
         let outcome = succeeded ? "success" : "failure"
-        metric(\.refreshes, outcome) { factory in
-            Counter(label: Label.refreshes, dimensions: [(Dimension.outcome, outcome)], factory: factory)
-        }.increment()
+        metric(
+            in: { $0.refreshes.value(for: outcome, storing: $1) },
+            make: { factory in
+                Counter(label: Label.refreshes, dimensions: [(Dimension.outcome, outcome)], factory: factory)
+            }
+        ).increment()
     }
 
     // MARK: Used by the middleware
@@ -201,9 +207,12 @@ public final class ClientMetrics: Sendable {
             return (key, cache.active[key])
         }
         if let existing { return (key, existing) }
-        let made = metric(\.active, key) { factory in
-            Meter(label: Label.activeRequests, dimensions: self.dimensions(key), factory: factory)
-        }
+        let made = metric(
+            in: { $0.active.value(for: key, storing: $1) },
+            make: { factory in
+                Meter(label: Label.activeRequests, dimensions: self.dimensions(key), factory: factory)
+            }
+        )
         return (key, made)
     }
 
@@ -220,7 +229,9 @@ public final class ClientMetrics: Sendable {
     private func methodAndHost(of request: URLRequest) -> (method: String, host: String?) {
         let method = HTTPAttributes.normalizedMethod(HTTPAttributes.method(of: request))
         guard options.includesServerAddress else { return (method, nil) }
-        guard let host = request.url?.host, !host.isEmpty else { return (method, HTTPAttributes.other) }
+        guard let host = request.url?.host(percentEncoded: true), !host.isEmpty else {
+            return (method, HTTPAttributes.other)
+        }
         return (method, host.lowercased())
     }
 
@@ -251,28 +262,35 @@ public final class ClientMetrics: Sendable {
         let statusClass = (error as? CourierError)?.statusCode.map(HTTPAttributes.statusClass) ?? "error"
         recordOutcome(key, statusClass: statusClass, duration: duration)
         let errorKey = ErrorKey(series: key, errorType: HTTPAttributes.errorType(of: error))
-        metric(\.errors, errorKey) { factory in
-            Counter(
-                label: Label.errors,
-                dimensions: self.dimensions(key, (Dimension.errorType, errorKey.errorType)),
-                factory: factory
-            )
-        }.increment()
+        metric(
+            in: { $0.errors.value(for: errorKey, storing: $1) },
+            make: { factory in
+                Counter(
+                    label: Label.errors,
+                    dimensions: self.dimensions(key, (Dimension.errorType, errorKey.errorType)),
+                    factory: factory
+                )
+            }
+        ).increment()
     }
 
     private func recordOutcome(_ key: SeriesKey, statusClass: String, duration: Duration) {
-        let outcome = metric(\.outcomes, OutcomeKey(series: key, statusClass: statusClass)) { factory in
-            let dimensions = self.dimensions(key, (Dimension.statusClass, statusClass))
-            return Outcome(
-                requests: Counter(label: Label.requests, dimensions: dimensions, factory: factory),
-                duration: Timer(
-                    label: Label.duration,
-                    dimensions: dimensions,
-                    preferredDisplayUnit: .seconds,
-                    factory: factory
+        let outcomeKey = OutcomeKey(series: key, statusClass: statusClass)
+        let outcome = metric(
+            in: { $0.outcomes.value(for: outcomeKey, storing: $1) },
+            make: { factory in
+                let dimensions = self.dimensions(key, (Dimension.statusClass, statusClass))
+                return Outcome(
+                    requests: Counter(label: Label.requests, dimensions: dimensions, factory: factory),
+                    duration: Timer(
+                        label: Label.duration,
+                        dimensions: dimensions,
+                        preferredDisplayUnit: .seconds,
+                        factory: factory
+                    )
                 )
-            )
-        }
+            }
+        )
         outcome.requests.increment()
         outcome.duration.record(duration: duration)
     }
@@ -286,22 +304,28 @@ public final class ClientMetrics: Sendable {
         return dimensions
     }
 
-    /// Returns the cached metric for `key` in the dictionary at `path`, making it on first use.
+    /// Returns a cached metric, making it on first use.
     ///
-    /// The metric is made outside the lock (a backend may take locks of its own); if two requests race to
-    /// make the same one, the first stored wins and both use it.
-    private func metric<Key: Hashable, Value: Sendable>(
-        _ path: WritableKeyPath<Cache, [Key: Value]>,
-        _ key: Key,
+    /// `access` looks the metric up in the cache and, when it is given one that was just made, stores it
+    /// unless another is there already. The metric is made outside the lock (a backend may take locks of its
+    /// own); if two requests race to make the same one, the first stored wins and both use it.
+    private func metric<Value: Sendable>(
+        in access: (inout Cache, _ made: Value?) -> Value?,
         make: (any MetricsFactory) -> Value
     ) -> Value {
-        if let existing = cache.withLock({ $0[keyPath: path][key] }) { return existing }
+        if let existing = cache.withLock({ access(&$0, nil) }) { return existing }
         let made = make(factory ?? MetricsSystem.factory)
-        return cache.withLock { cache in
-            if let existing = cache[keyPath: path][key] { return existing }
-            cache[keyPath: path][key] = made
-            return made
-        }
+        return cache.withLock { access(&$0, made) } ?? made
+    }
+}
+
+extension Dictionary {
+    /// The value for `key`; when there is none and `made` is given, stores and returns `made`.
+    fileprivate mutating func value(for key: Key, storing made: Value?) -> Value? {
+        if let existing = self[key] { return existing }
+        guard let made else { return nil }
+        self[key] = made
+        return made
     }
 }
 #endif

@@ -68,8 +68,9 @@ extension Middleware {
     /// the attempt spans become its children. When only an outer layer is present, its span is the one
     /// propagated.
     ///
-    /// **Cost.** Attributes are built only when the span is recording; the request is copied only when the
-    /// tracer injects a header.
+    /// **Cost.** With `NoOpTracer` (what `InstrumentationSystem` has when nothing was bootstrapped) the layer
+    /// passes the request straight on. Otherwise attributes are built only when the span is recording, and
+    /// the request is copied only when the tracer injects a header.
     ///
     /// - Parameters:
     ///   - tracer: The tracer; an `InMemoryTracer` in tests.
@@ -88,6 +89,8 @@ struct RequestTracing: Sendable {
     let kind: SpanKind
 
     func send<T: Tracer>(_ request: URLRequest, next: Next, tracer: T) async throws -> (Data, HTTPURLResponse) {
+        // With no tracer bootstrapped, a span would record nothing, inject nothing and change no context.
+        if T.self == NoOpTracer.self { return try await next(request) }
         let method = HTTPAttributes.method(of: request)
         let normalizedMethod = HTTPAttributes.normalizedMethod(method)
         let span = tracer.startSpan(
