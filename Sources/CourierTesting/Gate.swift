@@ -15,6 +15,8 @@ public final class Gate: Sendable {
     private struct State {
         var isOpen = false
         var waiters: [CheckedContinuation<Void, Never>] = []
+        var cancellableWaiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var nextID = 0
     }
 
     private let state = Mutex(State())
@@ -37,14 +39,44 @@ public final class Gate: Sendable {
         }
     }
 
+    /// Suspends until the gate is open, or throws `CancellationError` when the task is cancelled first.
+    ///
+    /// - Throws: `CancellationError`.
+    public func waitUnlessCancelled() async throws {
+        let id = state.withLock { state -> Int in
+            state.nextID += 1
+            return state.nextID
+        }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let outcome = state.withLock { state -> Result<Void, any Error>? in
+                    if state.isOpen { return .success(()) }
+                    // Checked under the lock: `onCancel` takes the lock after the flag is set, so either it
+                    // finds this waiter or this check sees the cancellation.
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    state.cancellableWaiters[id] = continuation
+                    return nil
+                }
+                if let outcome { continuation.resume(with: outcome) }
+            }
+        } onCancel: {
+            let waiter = state.withLock { $0.cancellableWaiters.removeValue(forKey: id) }
+            waiter?.resume(throwing: CancellationError())
+        }
+    }
+
     /// Opens the gate and resumes every waiting task. Opening an open gate does nothing.
     public func open() {
-        let waiters = state.withLock { state in
+        let (waiters, cancellableWaiters) = state.withLock { state in
             state.isOpen = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer {
+                state.waiters = []
+                state.cancellableWaiters = [:]
+            }
+            return (state.waiters, Array(state.cancellableWaiters.values))
         }
         for waiter in waiters { waiter.resume() }
+        for waiter in cancellableWaiters { waiter.resume() }
     }
 }
 

@@ -3,15 +3,26 @@ import Synchronization
 /// A clock whose time moves only when a test advances it, so that retry backoff, timeouts, circuit
 /// breakers and token expiry run in virtual time.
 ///
+/// Inject it wherever the code under test takes a `some Clock<Duration>`, then either drive it step by
+/// step:
+///
 /// ```swift
 /// let clock = ManualClock()
 /// let task = Task { try await clock.sleep(for: .seconds(5)) }
 /// await clock.waitForSleepers(count: 1)   // the task is asleep now
+/// #expect(clock.pendingDeadlines == [.init(offset: .seconds(5))])
 /// clock.advance(by: .seconds(5))          // and wakes up
 /// ```
 ///
+/// or let ``run(whenSleeping:_:)`` move it to each deadline while the code runs:
+///
+/// ```swift
+/// let profile = try await clock.run { try await service.loadProfile() }
+/// #expect(clock.now.offset == .seconds(3))
+/// ```
+///
 /// Sleepers wake in deadline order when time reaches their deadline. A sleeping task that is cancelled
-/// throws `CancellationError` at once.
+/// throws `CancellationError` at once, also when the cancellation comes just as it starts to sleep.
 public final class ManualClock: Clock, Sendable {
     /// A point in the clock's virtual time: an offset from its start.
     public struct Instant: InstantProtocol, Sendable, Hashable, Comparable, CustomStringConvertible {
@@ -63,7 +74,8 @@ public final class ManualClock: Clock, Sendable {
 
     private struct SleeperWaiter {
         let count: Int
-        let continuation: CheckedContinuation<Void, Never>
+        let run: Int?
+        let continuation: CheckedContinuation<Bool, Never>
     }
 
     private struct State {
@@ -72,6 +84,7 @@ public final class ManualClock: Clock, Sendable {
         var sleepers: [Sleeper] = []
         var sleeperWaiters: [SleeperWaiter] = []
         var totalSleeps = 0
+        var finishedRuns: Set<Int> = []
     }
 
     private let state = Mutex(State())
@@ -108,15 +121,17 @@ public final class ManualClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (wakeNow, waiters) = state.withLock { state -> (Bool, [SleeperWaiter]) in
+                let (outcome, waiters) = state.withLock { state -> (Result<Void, any Error>?, [SleeperWaiter]) in
                     state.totalSleeps += 1
-                    if deadline <= state.now { return (true, []) }
-                    if id < 0 { return (true, []) }
+                    if deadline <= state.now { return (.success(()), []) }
+                    // Checked under the lock: `onCancel` takes the lock after the cancellation flag is set, so
+                    // either it finds this sleeper or this check sees the cancellation.
+                    if Task.isCancelled { return (.failure(CancellationError()), []) }
                     state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-                    return (false, Self.takeReadyWaiters(&state))
+                    return (nil, Self.takeReadyWaiters(&state))
                 }
-                if wakeNow { continuation.resume() }
-                for waiter in waiters { waiter.continuation.resume() }
+                if let outcome { continuation.resume(with: outcome) }
+                for waiter in waiters { waiter.continuation.resume(returning: true) }
             }
         } onCancel: {
             let sleeper = state.withLock { state -> Sleeper? in
@@ -125,20 +140,22 @@ public final class ManualClock: Clock, Sendable {
             }
             sleeper?.continuation.resume(throwing: CancellationError())
         }
-        // A cancellation that arrived before the sleeper registered is seen here.
-        try Task.checkCancellation()
     }
 
-    /// Moves time forward by `duration` and wakes every sleeper whose deadline has come.
+    /// Moves time forward by `duration` and wakes every sleeper whose deadline has come, earliest first.
     ///
     /// - Parameter duration: How far to move; must not be negative.
     public func advance(by duration: Duration) {
         precondition(duration >= .zero, "ManualClock cannot go back in time")
-        advance(to: now.advanced(by: duration))
+        let target = state.withLock { $0.now.advanced(by: duration) }
+        advance(to: target)
     }
 
     /// Moves time forward to `instant` (if it is later than now) and wakes every sleeper whose deadline
     /// has come, earliest first.
+    ///
+    /// The woken tasks run concurrently once resumed; to see them one at a time, advance one deadline at
+    /// a time (``advanceToNextDeadline()``) and wait for each (with ``Arrivals``, for example).
     ///
     /// - Parameter instant: The new time.
     public func advance(to instant: Instant) {
@@ -164,16 +181,83 @@ public final class ManualClock: Clock, Sendable {
 
     /// Suspends until at least `count` tasks are asleep on this clock.
     ///
+    /// Cancellation does not end the wait; put a time limit on the test.
+    ///
     /// - Parameter count: The number of sleepers to wait for.
     public func waitForSleepers(count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { state in
-                if state.sleepers.count >= count { return true }
-                state.sleeperWaiters.append(SleeperWaiter(count: count, continuation: continuation))
-                return false
-            }
-            if resumeNow { continuation.resume() }
+        _ = await waitForSleepers(count: count, run: nil)
+    }
+
+    /// Runs `operation`, moving time to the next deadline whenever `sleepers` tasks are asleep, until the
+    /// operation finishes; returns its result.
+    ///
+    /// This runs code that sleeps one step at a time (retry backoff, polling, token expiry) in virtual
+    /// time without scripting each step:
+    ///
+    /// ```swift
+    /// let profile = try await clock.run { try await service.loadProfile() }
+    /// #expect(clock.now.offset == .seconds(3))   // it backed off 1 s, then 2 s
+    /// ```
+    ///
+    /// Time moves only when exactly the expected number of tasks sleep, so the outcome is the same on
+    /// every run. For code that sleeps in several tasks at once (a timeout racing a slow reply), pass
+    /// that number, or drive the clock step by step with ``waitForSleepers(count:)`` and
+    /// ``advance(by:)``.
+    ///
+    /// - Parameters:
+    ///   - sleepers: How many tasks must be asleep before time moves to the next deadline.
+    ///   - operation: The code under test.
+    /// - Returns: What `operation` returns.
+    /// - Throws: What `operation` throws.
+    public func run<Result: Sendable>(
+        whenSleeping sleepers: Int = 1,
+        _ operation: @escaping @Sendable () async throws -> Result
+    ) async throws -> Result {
+        let run = state.withLock { state in
+            state.nextID += 1
+            return state.nextID
         }
+        return try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask {
+                defer { self.finishRun(run) }
+                return try await operation()
+            }
+            group.addTask {
+                while await self.waitForSleepers(count: sleepers, run: run) {
+                    self.advanceToNextDeadline()
+                }
+                return nil
+            }
+            var result: Result?
+            for try await value in group {
+                if let value { result = value }
+            }
+            // The operation's child returned (it did not throw), so its value was collected.
+            return result!
+        }
+    }
+
+    /// Waits until `count` tasks sleep (returns `true`) or the run `run` finishes (returns `false`).
+    private func waitForSleepers(count: Int, run: Int?) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let ready = state.withLock { state -> Bool? in
+                if let run, state.finishedRuns.contains(run) { return false }
+                if state.sleepers.count >= count { return true }
+                state.sleeperWaiters.append(SleeperWaiter(count: count, run: run, continuation: continuation))
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    private func finishRun(_ run: Int) {
+        let waiters = state.withLock { state -> [SleeperWaiter] in
+            state.finishedRuns.insert(run)
+            let waiters = state.sleeperWaiters.filter { $0.run == run }
+            state.sleeperWaiters.removeAll { $0.run == run }
+            return waiters
+        }
+        for waiter in waiters { waiter.continuation.resume(returning: false) }
     }
 
     private static func takeReadyWaiters(_ state: inout State) -> [SleeperWaiter] {

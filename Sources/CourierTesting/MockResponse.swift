@@ -79,6 +79,59 @@ public struct MockResponse: Sendable {
         return MockResponse(status: status, headers: headers, body: Data(json.utf8))
     }
 
+    /// A plain-text response.
+    ///
+    /// - Parameters:
+    ///   - text: The body.
+    ///   - status: The status code.
+    ///   - headers: Extra header fields; `Content-Type: text/plain; charset=utf-8` is added.
+    /// - Returns: The response.
+    public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> MockResponse {
+        var headers = headers
+        headers["Content-Type"] = headers["Content-Type"] ?? "text/plain; charset=utf-8"
+        return MockResponse(status: status, headers: headers, body: Data(text.utf8))
+    }
+
+    /// `503 Service Unavailable`, with a `Retry-After` header when `retryAfter` is given.
+    ///
+    /// - Parameter retryAfter: The delay to announce, sent in whole seconds (rounded up).
+    /// - Returns: The response.
+    public static func serviceUnavailable(retryAfter: Duration? = nil) -> MockResponse {
+        MockResponse(status: 503, headers: retryAfterHeader(retryAfter))
+    }
+
+    /// `429 Too Many Requests`, with a `Retry-After` header when `retryAfter` is given.
+    ///
+    /// - Parameter retryAfter: The delay to announce, sent in whole seconds (rounded up).
+    /// - Returns: The response.
+    public static func tooManyRequests(retryAfter: Duration? = nil) -> MockResponse {
+        MockResponse(status: 429, headers: retryAfterHeader(retryAfter))
+    }
+
+    /// Returns a copy with the header field `name` set to `value`.
+    ///
+    /// - Parameters:
+    ///   - name: The header's name.
+    ///   - value: Its value.
+    /// - Returns: The changed response.
+    public func header(_ name: String, _ value: String) -> MockResponse {
+        var copy = self
+        copy.headers[name] = value
+        return copy
+    }
+
+    /// The `Retry-After` value for `delay`: whole seconds, rounded up, never negative.
+    static func retryAfterSeconds(_ delay: Duration) -> Int {
+        let (seconds, attoseconds) = delay.components
+        if seconds < 0 { return 0 }
+        return Int(seconds) + (attoseconds > 0 ? 1 : 0)
+    }
+
+    private static func retryAfterHeader(_ delay: Duration?) -> [String: String] {
+        guard let delay else { return [:] }
+        return ["Retry-After": String(retryAfterSeconds(delay))]
+    }
+
     /// Makes the `HTTPURLResponse` for `request`.
     ///
     /// - Parameter request: The request being answered.

@@ -6,79 +6,81 @@ import Synchronization
 public import FoundationNetworking
 #endif
 
-/// A ``Transport`` that answers from a script instead of the network, and records what it was sent.
+/// A ``Transport`` that answers from a script or a set of routes instead of the network, and records
+/// what it was sent.
 ///
 /// ```swift
 /// let transport = MockTransport.ok                                  // every request: 200
-/// let flaky = MockTransport(sequence: [.response(.status(503)), .response(.json(user))])
-/// let routed = MockTransport(routes: [
-///     .init(.get, "/users/42", .response(.json(user))),
-///     .init(.post, "/users", .response(.status(201))),
-/// ])
+/// let flaky = MockTransport(sequence: [.status(503), .json(user)])  // first 503, then 200 with JSON
 /// let failing = MockTransport(error: URLError(.notConnectedToInternet))
 /// let custom = MockTransport { request in .json(["path": request.url!.path]) }
+/// let api = MockTransport {                                         // routed, see MockRoute
+///     MockRoute.get("/users/:id") { request in .json(User(id: request.parameters["id"]!)) }
+///     MockRoute.post("/login").replies(.status(401), then: .json(token)).expectCalls(2)
+/// }
 /// ```
 ///
 /// Like the real transports, the mock refuses a request that could not be sent safely (see
 /// `RequestValidation`) with `CourierError.Code.invalidRequest`, and does not record it.
 ///
 /// A scripted sequence answers the calls in order and repeats its last reply once it runs out. A routed
-/// mock answers a request with the first route whose method and path match; a request that matches no
-/// route fails with an error that lists the routes.
-public final class MockTransport: Transport {
-    /// What the mock does for one call.
-    public enum Reply: Sendable {
-        /// Return this response.
-        case response(MockResponse)
-        /// Throw this error.
-        case failure(any Error)
-        /// Wait until the calling task is cancelled, then throw `CancellationError`.
-        case hang
-    }
+/// mock answers a request with the first route that matches (see ``MockRoute``); a request that matches
+/// no route fails with a ``MockTransportError`` that lists the routes, and is reported by
+/// ``unmetExpectations`` — unless you give an `unmatched` reply, such as `.status(404)`.
+///
+/// Every mock records the requests it receives (see ``RequestRecording``), so tests can check what was
+/// sent: `#expect(api.lastRequest?.header("Authorization") == "Bearer t2")`.
+///
+/// In a Swift Testing suite, the `.mockTransport` trait makes a fresh mock for each test and installs
+/// it as ``MockTransport/current`` and ``TestTransport/current``; see ``TestTransport``.
+public final class MockTransport: Transport, RequestRecording {
+    /// What the mock does for one call; see ``MockReply``.
+    public typealias Reply = MockReply
 
-    /// A reply for requests with a given method and path.
-    public struct Route: Sendable {
-        /// The method to match, or `nil` for any.
-        public var method: HTTPMethod?
-        /// The URL path to match exactly (without query).
-        public var path: String
-        /// The reply.
-        public var reply: Reply
+    /// A reply for requests with a given method and path; see ``MockRoute``.
+    public typealias Route = MockRoute
 
-        /// Creates a route.
-        ///
-        /// - Parameters:
-        ///   - method: The method to match, or `nil` for any.
-        ///   - path: The URL path to match exactly.
-        ///   - reply: The reply.
-        public init(_ method: HTTPMethod?, _ path: String, _ reply: Reply) {
-            self.method = method
-            self.path = path
-            self.reply = reply
-        }
+    /// The mock installed for the current task by the `.mockTransport` test trait or by
+    /// ``withTestTransport(_:isolation:operation:)``, or `nil`.
+    @TaskLocal public static var current: MockTransport?
+
+    private enum Responder: Sendable {
+        case script(@Sendable (URLRequest, Int) async throws -> MockReply)
+        case routes([MockRoute], unmatched: MockReply?)
     }
 
     private struct State {
         var requests: [URLRequest] = []
         var cancellations = 0
         var position = 0
+        var routeCalls: [Int]
+        var unmatched: [URLRequest] = []
     }
 
-    private let responder: @Sendable (URLRequest, Int) async throws -> Reply
-    private let state = Mutex(State())
+    private let responder: Responder
+    private let state: Mutex<State>
+
+    private init(responder: Responder) {
+        self.responder = responder
+        if case .routes(let routes, _) = responder {
+            state = Mutex(State(routeCalls: Array(repeating: 0, count: routes.count)))
+        } else {
+            state = Mutex(State(routeCalls: []))
+        }
+    }
 
     /// Creates a mock that answers each request with a closure's response.
     ///
     /// - Parameter handler: Returns the response for a request, or throws.
-    public init(_ handler: @escaping @Sendable (URLRequest) async throws -> MockResponse) {
-        responder = { request, _ in .response(try await handler(request)) }
+    public convenience init(_ handler: @escaping @Sendable (URLRequest) async throws -> MockResponse) {
+        self.init(responder: .script { request, _ in .response(try await handler(request)) })
     }
 
     /// Creates a mock that gives every request the same reply.
     ///
     /// - Parameter reply: The reply.
-    public init(reply: Reply) {
-        responder = { _, _ in reply }
+    public convenience init(reply: Reply) {
+        self.init(responder: .script { _, _ in reply })
     }
 
     /// Creates a mock that gives every request the same response.
@@ -98,24 +100,36 @@ public final class MockTransport: Transport {
     /// Creates a mock that answers calls with `replies` in order, repeating the last one when it runs out.
     ///
     /// - Parameter replies: The replies; must not be empty.
-    public init(sequence replies: [Reply]) {
+    public convenience init(sequence replies: [Reply]) {
         precondition(!replies.isEmpty, "a scripted MockTransport needs at least one reply")
-        responder = { _, call in replies[min(call, replies.count - 1)] }
+        self.init(responder: .script { _, call in replies[min(call, replies.count - 1)] })
     }
 
     /// Creates a mock that answers by method and path.
     ///
-    /// - Parameter routes: The routes, tried in order.
-    public init(routes: [Route]) {
-        responder = { request, _ in
-            let method = HTTPMethod(rawValue: request.httpMethod ?? "GET")
-            let path = request.url?.path ?? ""
-            if let route = routes.first(where: { ($0.method == nil || $0.method == method) && $0.path == path }) {
-                return route.reply
-            }
-            let known = routes.map { "\($0.method?.rawValue ?? "*") \($0.path)" }.joined(separator: ", ")
-            return .failure(MockTransportError(message: "no route for \(method) \(path); routes: \(known)"))
-        }
+    /// - Parameters:
+    ///   - routes: The routes, tried in order.
+    ///   - unmatched: The reply to a request no route matches; `nil` (the default) throws a
+    ///     ``MockTransportError`` and reports the request in ``unmetExpectations``.
+    public convenience init(routes: [Route], unmatched: MockReply? = nil) {
+        self.init(responder: .routes(routes, unmatched: unmatched))
+    }
+
+    /// Creates a mock that answers by method and path, from routes written one per line.
+    ///
+    /// ```swift
+    /// let api = MockTransport {
+    ///     MockRoute.get("/users/:id") { request in .json(User(id: request.parameters["id"]!)) }
+    ///     MockRoute.post("/users").replies(.status(201)).expectCalls(1)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - unmatched: The reply to a request no route matches; `nil` (the default) throws a
+    ///     ``MockTransportError`` and reports the request in ``unmetExpectations``.
+    ///   - routes: The routes, tried in order.
+    public convenience init(unmatched: MockReply? = nil, @MockRouteBuilder routes: () -> [MockRoute]) {
+        self.init(responder: .routes(routes(), unmatched: unmatched))
     }
 
     /// Every request received, in order.
@@ -127,12 +141,70 @@ public final class MockTransport: Transport {
     /// How many calls were cancelled while the mock was answering them.
     public var cancellationCount: Int { state.withLock { $0.cancellations } }
 
-    /// Answers `request` from the script.
+    /// The routes of a routed mock, in order; empty for a scripted one.
+    public var routes: [MockRoute] {
+        if case .routes(let routes, _) = responder { return routes }
+        return []
+    }
+
+    /// How many calls each of ``routes`` answered, in the same order.
+    public var routeCallCounts: [Int] { state.withLock { $0.routeCalls } }
+
+    /// The requests that matched no route, in order.
+    public var unmatchedRequests: [URLRequest] { state.withLock { $0.unmatched } }
+
+    /// What the test expected and did not get: routes called too few or too many times (see
+    /// ``MockRoute/expectCalls(_:fileID:filePath:line:column:)-(Int,_,_,_,_)``) and requests that matched no
+    /// route (when the mock has no `unmatched` reply). Empty when all is well.
+    ///
+    /// ```swift
+    /// #expect(api.unmetExpectations.isEmpty)
+    /// ```
+    public var unmetExpectations: [String] { expectationFailures.map(\.message) }
+
+    /// One unmet expectation and where it was written.
+    struct ExpectationFailure {
+        let message: String
+        let position: MockRoute.SourcePosition?
+    }
+
+    var expectationFailures: [ExpectationFailure] {
+        guard case .routes(let routes, let unmatchedReply) = responder else { return [] }
+        let (calls, unmatched) = state.withLock { ($0.routeCalls, $0.unmatched) }
+        var failures: [ExpectationFailure] = []
+        for (route, count) in zip(routes, calls) {
+            guard let expected = route.expectedCalls, !expected.contains(count) else { continue }
+            let got = count == 1 ? "1 call" : "\(count) calls"
+            failures.append(
+                ExpectationFailure(
+                    message: "\(route) expected \(MockRoute.describe(expected)), got \(got)",
+                    position: route.expectationPosition
+                )
+            )
+        }
+        if unmatchedReply == nil {
+            for request in unmatched {
+                let message = "unexpected request \(request.summary): no route matches"
+                failures.append(ExpectationFailure(message: message, position: nil))
+            }
+        }
+        return failures
+    }
+
+    /// Forgets the recorded requests and resets the call counts of the routes and of a scripted sequence.
+    public func reset() {
+        state.withLock { state in
+            state = State(routeCalls: Array(repeating: 0, count: state.routeCalls.count))
+        }
+    }
+
+    /// Answers `request` from the script or the routes.
     ///
     /// - Parameter request: The request.
     /// - Returns: The scripted response.
-    /// - Throws: The scripted error, `CancellationError`, or `CourierError` (`.invalidRequest`) for a request
-    ///   that could not be sent safely.
+    /// - Throws: The scripted error, ``MockTransportError`` for a request no route matches,
+    ///   `CancellationError`, or `CourierError` (`.invalidRequest`) for a request that could not be sent
+    ///   safely.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
         try RequestValidation.validate(request)
@@ -141,28 +213,62 @@ public final class MockTransport: Transport {
             defer { state.position += 1 }
             return state.position
         }
-        let reply: Reply
         do {
             try Task.checkCancellation()
-            reply = try await responder(request, call)
+            switch responder {
+            case .script(let script):
+                let reply = try await script(request, call)
+                return try await reply.resolve(for: MockRequest(request, callIndex: call))
+            case .routes(let routes, let unmatched):
+                let (reply, mockRequest, route) = try choose(request, routes: routes, unmatched: unmatched)
+                if let delay = route?.delay { try await delay() }
+                return try await reply.resolve(for: mockRequest)
+            }
         } catch is CancellationError {
             recordCancellation()
             throw CancellationError()
         }
-        switch reply {
-        case .response(let response):
-            return response.httpResponse(for: request)
-        case .failure(let error):
-            throw error
-        case .hang:
-            do {
-                try await waitForCancellation()
-            } catch {
-                recordCancellation()
-                throw error
+    }
+
+    private func choose(
+        _ request: URLRequest,
+        routes: [MockRoute],
+        unmatched: MockReply?
+    ) throws -> (MockReply, MockRequest, MockRoute?) {
+        // Conditions are the test's own closures: run them outside the lock.
+        for (index, route) in routes.enumerated() {
+            guard let parameters = route.match(request) else { continue }
+            let callIndex = state.withLock { state in
+                defer { state.routeCalls[index] += 1 }
+                return state.routeCalls[index]
             }
-            fatalError("unreachable: waitForCancellation only returns by throwing")
+            let replies = route.replies.isEmpty ? [MockReply.ok] : route.replies
+            let reply = replies[min(callIndex, replies.count - 1)]
+            return (reply, MockRequest(request, parameters: parameters, callIndex: callIndex), route)
         }
+        let calls = state.withLock { state in
+            state.unmatched.append(request)
+            return state.routeCalls
+        }
+        if let unmatched {
+            return (unmatched, MockRequest(request), nil)
+        }
+        throw MockTransportError(message: Self.unmatchedMessage(request, routes: routes, calls: calls))
+    }
+
+    private static func unmatchedMessage(_ request: URLRequest, routes: [MockRoute], calls: [Int]) -> String {
+        var lines = ["MockTransport: no route matches \(request.summary)"]
+        let headers = request.redactedHeaderSummary
+        if !headers.isEmpty { lines.append("  headers: \(headers)") }
+        if routes.isEmpty {
+            lines.append("  the mock has no routes")
+        } else {
+            lines.append("  routes:")
+            for (route, count) in zip(routes, calls) {
+                lines.append("    \(route) — called \(count == 1 ? "once" : "\(count) times")")
+            }
+        }
+        return lines.joined(separator: "\n")
     }
 
     private func recordCancellation() {
@@ -176,10 +282,18 @@ public final class MockTransport: Transport {
     public static var serverError: MockTransport { MockTransport(.serverError) }
 }
 
-/// The error a ``MockTransport`` throws for a request it has no route for.
+/// The error the testing kit throws for a request a mock cannot answer (no route matches, no transport
+/// installed, no body to decode).
 public struct MockTransportError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public let message: String
+
+    /// Creates an error.
+    ///
+    /// - Parameter message: What went wrong.
+    public init(message: String) {
+        self.message = message
+    }
 
     /// The message.
     public var description: String { message }

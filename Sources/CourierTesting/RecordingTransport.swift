@@ -14,8 +14,11 @@ public import FoundationNetworking
 /// let client = Client(baseURL: base, transport: recorder)
 /// _ = try await client.send(URLRequest(url: base))
 /// #expect(recorder.requests.count == 1)
+/// #expect(recorder.lastRequest?.header("Authorization") == nil)
 /// ```
-public final class RecordingTransport: Transport {
+///
+/// See ``RequestRecording`` for the reads it offers.
+public final class RecordingTransport: Transport, RequestRecording {
     /// How a recorded call ended.
     public enum Outcome: Sendable {
         /// The call returned a response with this status.

@@ -35,20 +35,134 @@ struct ManualClockTests {
     func order() async throws {
         let clock = ManualClock()
         let order = Locked<[Int]>([])
-        await withThrowingTaskGroup(of: Void.self) { group in
+        let woken = Arrivals()
+        try await withThrowingTaskGroup(of: Void.self) { group in
             for seconds in [3, 1, 2] {
                 group.addTask {
                     try await clock.sleep(for: .seconds(seconds))
                     order.withLock { $0.append(seconds) }
+                    woken.arrive()
                 }
             }
             await clock.waitForSleepers(count: 3)
-            clock.advanceToNextDeadline()
-            while order.value.count < 1 { await Task.yield() }
-            clock.advanceToNextDeadline()
-            while order.value.count < 2 { await Task.yield() }
-            clock.advanceToNextDeadline()
+            for step in 1...3 {
+                clock.advanceToNextDeadline()
+                await woken.wait(for: step)
+                #expect(clock.now.offset == .seconds(step))
+            }
+            try await group.waitForAll()
         }
         #expect(order.value == [1, 2, 3])
+    }
+
+    @Test("advance(to:) wakes everyone due by then and leaves later sleepers asleep", .timeLimit(.minutes(1)))
+    func advanceTo() async throws {
+        let clock = ManualClock()
+        let early = Task { try await clock.sleep(for: .seconds(1)) }
+        let onTime = Task { try await clock.sleep(for: .seconds(2)) }
+        let late = Task { try await clock.sleep(for: .seconds(3)) }
+        await clock.waitForSleepers(count: 3)
+        clock.advance(to: ManualClock.Instant(offset: .seconds(2)))
+        try await early.value
+        try await onTime.value
+        #expect(clock.sleeperCount == 1)
+        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(3))])
+        late.cancel()
+        await #expect(throws: CancellationError.self) { try await late.value }
+    }
+
+    @Test("advancing to an earlier instant does not move time back")
+    func noTimeTravel() {
+        let clock = ManualClock()
+        clock.advance(by: .seconds(5))
+        clock.advance(to: ManualClock.Instant(offset: .seconds(2)))
+        #expect(clock.now.offset == .seconds(5))
+    }
+
+    @Test("a sleep whose deadline has passed returns at once and is counted")
+    func pastDeadline() async throws {
+        let clock = ManualClock()
+        clock.advance(by: .seconds(10))
+        try await clock.sleep(until: ManualClock.Instant(offset: .seconds(3)))
+        #expect(clock.totalSleeps == 1)
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("a task cancelled before it sleeps throws at once and never registers", .timeLimit(.minutes(1)))
+    func cancelledBeforeSleeping() async throws {
+        let clock = ManualClock()
+        let gate = Gate()
+        let task = Task {
+            await gate.wait()
+            try await clock.sleep(for: .seconds(1))
+        }
+        task.cancel()
+        gate.open()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("waitForSleepers returns once enough tasks sleep, whatever order they come in", .timeLimit(.minutes(1)))
+    func waitForSleepers() async throws {
+        let clock = ManualClock()
+        let tasks = (1...4).map { seconds in Task { try await clock.sleep(for: .seconds(seconds)) } }
+        await clock.waitForSleepers(count: 4)
+        #expect(clock.sleeperCount == 4)
+        clock.advance(by: .seconds(4))
+        for task in tasks { try await task.value }
+        #expect(clock.sleeperCount == 0)
+        #expect(clock.totalSleeps == 4)
+    }
+
+    @Test("run drives sequential sleeps to completion in virtual time", .timeLimit(.minutes(1)))
+    func runSequential() async throws {
+        let clock = ManualClock()
+        let value = try await clock.run {
+            var waited: [Duration] = []
+            for delay in [Duration.seconds(1), .seconds(2), .seconds(4)] {
+                let start = clock.now
+                try await clock.sleep(for: delay)
+                waited.append(start.duration(to: clock.now))
+            }
+            return waited
+        }
+        #expect(value == [.seconds(1), .seconds(2), .seconds(4)])
+        #expect(clock.now.offset == .seconds(7))
+        #expect(clock.totalSleeps == 3)
+    }
+
+    @Test("run returns the operation's error and stops driving the clock", .timeLimit(.minutes(1)))
+    func runThrows() async throws {
+        struct Boom: Error {}
+        let clock = ManualClock()
+        await #expect(throws: Boom.self) {
+            try await clock.run {
+                try await clock.sleep(for: .seconds(1))
+                throw Boom()
+            }
+        }
+        #expect(clock.now.offset == .seconds(1))
+    }
+
+    @Test("run with two sleepers per step waits for both before moving time", .timeLimit(.minutes(1)))
+    func runTwoSleepers() async throws {
+        let clock = ManualClock()
+        let finished = try await clock.run(whenSleeping: 2) {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                group.addTask {
+                    try await clock.sleep(for: .seconds(5))
+                    return 5
+                }
+                group.addTask {
+                    try await clock.sleep(for: .seconds(1))
+                    return 1
+                }
+                let first = try await group.next()
+                group.cancelAll()
+                return first
+            }
+        }
+        #expect(finished == 1)
+        #expect(clock.now.offset == .seconds(1))
     }
 }

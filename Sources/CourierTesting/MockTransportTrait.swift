@@ -1,0 +1,200 @@
+#if canImport(Testing)
+public import Courier
+public import Testing
+
+/// A Swift Testing trait that gives each test (and each case of a parameterized test) its own transport,
+/// installed in a task-local scope, and fails the test when a mock's expectations were not met.
+///
+/// Make one with `.mockTransport { routes }`, `.mockTransport(someMock)` or `.testTransport(anyTransport)`,
+/// and put a wrapper around the mock with ``through(_:)``:
+///
+/// ```swift
+/// @Test(.mockTransport {
+///     MockRoute.post("/login").replies(.json(Token(value: "t1"))).expectCalls(1)
+///     MockRoute.get("/me").matchingHeader("Authorization", "Bearer t1").replies(.json(me))
+/// })
+/// func signsInThenLoadsTheProfile() async throws {
+///     let client = Client(baseURL: base, transport: TestTransport())
+///     let profile = try await AccountService(client: client).signIn(user: "ada", password: "pw")
+///     #expect(profile == me)
+/// }
+/// ```
+///
+/// During the test, ``TestTransport`` sends to the installed transport, and ``MockTransport/current`` is
+/// the mock (for checking what was sent). Tests with different traits run in parallel without seeing
+/// each other's transport: there is no shared global state.
+///
+/// After the test, the trait records an `Issue` for each of the mock's ``MockTransport/unmetExpectations``
+/// — a route called a wrong number of times (reported where `expectCalls` is written) or a request that
+/// matched no route (reported where the trait is written) — even when the code under test swallowed the
+/// error.
+///
+/// On a suite, the trait applies to every test in it, and each test still gets a fresh transport. A trait
+/// on a test replaces one inherited from its suite.
+public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
+    private let makeTransport: @Sendable () -> (transport: any Transport, mock: MockTransport?)
+    private let sourceLocation: SourceLocation
+
+    /// Applies to every test in a suite, each with a fresh transport.
+    public var isRecursive: Bool { true }
+
+    /// Creates a trait that installs what `makeTransport` makes, fresh for each test case.
+    ///
+    /// - Parameters:
+    ///   - makeTransport: Makes the transport for one test case.
+    ///   - sourceLocation: Where unmatched requests are reported.
+    public init(
+        _ makeTransport: @escaping @Sendable () -> any Transport,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        self.makeTransport = {
+            let transport = makeTransport()
+            return (transport, transport as? MockTransport)
+        }
+        self.sourceLocation = sourceLocation
+    }
+
+    init(
+        sourceLocation: SourceLocation,
+        _ makeTransport: @escaping @Sendable () -> (transport: any Transport, mock: MockTransport?)
+    ) {
+        self.makeTransport = makeTransport
+        self.sourceLocation = sourceLocation
+    }
+
+    /// Returns a copy that puts `wrapper` around each fresh transport: the test talks to the wrapper (a
+    /// ``FaultInjectingTransport``, a ``HoldingTransport``, a ``RecordingTransport``), while the mock stays
+    /// ``MockTransport/current`` and its unmet expectations still fail the test.
+    ///
+    /// ```swift
+    /// @Test(.mockTransport {
+    ///     MockRoute.get("/me").replies(.json(me)).expectCalls(1...)
+    /// }.through {
+    ///     FaultInjectingTransport(wrapping: $0, seed: 7, faults: [.droppedConnection(rate: 0.3)])
+    /// })
+    /// func survivesDroppedConnections() async throws { … }
+    /// ```
+    ///
+    /// - Parameter wrapper: Makes the transport the test talks to, around the fresh one.
+    /// - Returns: The changed trait.
+    public func through(_ wrapper: @escaping @Sendable (any Transport) -> any Transport) -> MockTransportTrait {
+        let makeTransport = self.makeTransport
+        return MockTransportTrait(sourceLocation: sourceLocation) {
+            let (transport, mock) = makeTransport()
+            return (wrapper(transport), mock)
+        }
+    }
+
+    /// Installs a fresh transport around the test, then reports the mock's unmet expectations.
+    ///
+    /// - Parameters:
+    ///   - test: The test.
+    ///   - testCase: The test case.
+    ///   - function: The test's body.
+    /// - Throws: What the test throws.
+    public func provideScope(
+        for test: Test,
+        testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
+        let (transport, mock) = makeTransport()
+        do {
+            try await MockTransport.$current.withValue(mock) {
+                try await TestTransport.$current.withValue(transport, operation: function)
+            }
+        } catch {
+            mock?.recordUnmetExpectations(defaultLocation: sourceLocation)
+            throw error
+        }
+        mock?.recordUnmetExpectations(defaultLocation: sourceLocation)
+    }
+}
+
+extension Trait where Self == MockTransportTrait {
+    /// A fresh routed ``MockTransport`` for each test, installed for ``TestTransport``; unmet
+    /// expectations fail the test.
+    ///
+    /// ```swift
+    /// @Test(.mockTransport {
+    ///     MockRoute.get("/users/:id") { request in .json(User(id: request.parameters["id"]!)) }
+    /// })
+    /// func loadsUsers() async throws { … }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - unmatched: The reply to a request no route matches; `nil` (the default) fails the request and
+    ///     the test.
+    ///   - sourceLocation: Where unmatched requests are reported.
+    ///   - routes: The routes, tried in order.
+    /// - Returns: The trait.
+    public static func mockTransport(
+        unmatched: MockReply? = nil,
+        sourceLocation: SourceLocation = #_sourceLocation,
+        @MockRouteBuilder _ routes: @escaping @Sendable () -> [MockRoute]
+    ) -> Self {
+        MockTransportTrait({ MockTransport(routes: routes(), unmatched: unmatched) }, sourceLocation: sourceLocation)
+    }
+
+    /// A mock made fresh for each test (the expression is evaluated once per test case), installed for
+    /// ``TestTransport``; unmet expectations fail the test.
+    ///
+    /// ```swift
+    /// @Test(.mockTransport(MockTransport(sequence: [.serviceUnavailable(), .json(user)])))
+    /// func retriesOnce() async throws { … }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - mock: Makes the mock.
+    ///   - sourceLocation: Where unmatched requests are reported.
+    /// - Returns: The trait.
+    public static func mockTransport(
+        _ mock: @autoclosure @escaping @Sendable () -> MockTransport,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Self {
+        MockTransportTrait({ mock() }, sourceLocation: sourceLocation)
+    }
+
+    /// Any transport, made fresh for each test (the expression is evaluated once per test case) and
+    /// installed for ``TestTransport``. When it is a ``MockTransport``, its unmet expectations fail the
+    /// test.
+    ///
+    /// ```swift
+    /// @Test(.testTransport(FaultInjectingTransport(wrapping: MockTransport.ok, seed: 7, faults: [.droppedConnection(rate: 0.2)])))
+    /// func survivesDroppedConnections() async throws { … }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - transport: Makes the transport.
+    ///   - sourceLocation: Where unmatched requests are reported.
+    /// - Returns: The trait.
+    public static func testTransport(
+        _ transport: @autoclosure @escaping @Sendable () -> any Transport,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> Self {
+        MockTransportTrait(transport, sourceLocation: sourceLocation)
+    }
+}
+
+extension MockTransport {
+    /// Records a test issue for each of ``unmetExpectations``: a route called a wrong number of times is
+    /// reported where its `expectCalls` is written, anything else at `sourceLocation`.
+    ///
+    /// The `.mockTransport` trait calls this after each test; call it yourself when you install a mock
+    /// another way.
+    ///
+    /// - Parameter sourceLocation: Where to report problems that have no place of their own.
+    public func verify(sourceLocation: SourceLocation = #_sourceLocation) {
+        recordUnmetExpectations(defaultLocation: sourceLocation)
+    }
+
+    fileprivate func recordUnmetExpectations(defaultLocation: SourceLocation) {
+        for failure in expectationFailures {
+            let location =
+                failure.position.map {
+                    SourceLocation(fileID: $0.fileID, filePath: $0.filePath, line: $0.line, column: $0.column)
+                } ?? defaultLocation
+            Issue.record(Comment(rawValue: failure.message), sourceLocation: location)
+        }
+    }
+}
+#endif

@@ -1,0 +1,274 @@
+// The example of the "Testing code that uses Courier" article: an app's service with retry and token
+// renewal of its own, tested with CourierTesting. The app's code is the same as in
+// Snippets/TestingExample.swift; keep the two in step.
+
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: The app's code
+
+struct Profile: Codable, Equatable, Sendable {
+    var id: Int
+    var name: String
+}
+
+struct TokenResponse: Codable, Sendable {
+    var accessToken: String
+}
+
+/// The signed-in user's tokens. Concurrent callers that saw the same token rejected share one renewal.
+actor Session {
+    private(set) var accessToken: String
+    private(set) var renewals = 0
+    private let refreshToken: String
+    private var renewing: Task<String, any Error>?
+
+    init(accessToken: String, refreshToken: String) {
+        self.accessToken = accessToken
+        self.refreshToken = refreshToken
+    }
+
+    /// Returns a token to use instead of `rejected`, renewing it through `tokenClient` at most once.
+    func renew(rejected: String, using tokenClient: Client) async throws -> String {
+        if accessToken != rejected { return accessToken }  // another request renewed it already
+        if let renewing { return try await renewing.value }
+        let form = ["grant_type": "refresh_token", "refresh_token": refreshToken]
+        let task = Task { () async throws -> String in
+            let response: TokenResponse = try await tokenClient.send(.post("/oauth/token", body: .form(form)))
+            return response.accessToken
+        }
+        renewing = task
+        defer { renewing = nil }
+        accessToken = try await task.value
+        renewals += 1
+        return accessToken
+    }
+}
+
+extension Middleware {
+    /// Sends idempotent requests again after a 503 (waiting the server's `Retry-After`) or a dropped
+    /// connection (waiting `base`, then twice as long each time), up to `attempts` in all.
+    static func retryingTransientFailures(
+        attempts: Int = 3,
+        base: Duration = .seconds(1),
+        clock: some Clock<Duration> = ContinuousClock()
+    ) -> Middleware {
+        Middleware(name: "retry") { request, next in
+            let idempotent = HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent
+            var attempt = 1
+            while true {
+                var delay = base * (1 << (attempt - 1))
+                do {
+                    let (data, response) = try await next(request)
+                    guard response.statusCode == 503, idempotent, attempt < attempts else { return (data, response) }
+                    if let seconds = response.value(forHTTPHeaderField: "Retry-After").flatMap(Int.init) {
+                        delay = .seconds(seconds)
+                    }
+                } catch let error as CourierError where error.code == .transport && idempotent && attempt < attempts {
+                    // The connection dropped before an answer came: back off and try again.
+                }
+                try await clock.sleep(for: delay)
+                attempt += 1
+            }
+        }
+    }
+
+    /// Sends the session's token; on a 401, renews it and sends the request once more.
+    static func bearerAuthentication(_ session: Session, renewingWith tokenClient: Client) -> Middleware {
+        Middleware(name: "auth") { request, next in
+            var request = request
+            let token = await session.accessToken
+            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await next(request)
+            guard response.statusCode == 401 else { return (data, response) }
+            let renewed = try await session.renew(rejected: token, using: tokenClient)
+            request.setValue("Bearer \(renewed)", forHTTPHeaderField: "Authorization")
+            return try await next(request)
+        }
+    }
+}
+
+extension Client {
+    /// The app's API client. Retry is outside authentication, so every attempt carries the current token;
+    /// the token client has no authentication, so renewing never passes through it.
+    static func accountAPI(
+        baseURL: URL,
+        session: Session,
+        transport: any Transport = URLSessionTransport(),
+        clock: some Clock<Duration> = ContinuousClock()
+    ) -> Client {
+        let tokenClient = Client(baseURL: baseURL, transport: transport)
+        return Client(
+            baseURL: baseURL,
+            transport: transport,
+            middleware: [
+                .retryingTransientFailures(clock: clock),
+                .bearerAuthentication(session, renewingWith: tokenClient),
+            ]
+        )
+    }
+}
+
+struct AccountService: Sendable {
+    let client: Client
+
+    func profile() async throws -> Profile {
+        try await client.send(.get("/me"))
+    }
+}
+
+// MARK: The tests
+
+private let base = URL(string: "https://api.example.com")!
+private let ada = Profile(id: 1, name: "Ada")
+
+@Suite("Example: AccountService's retry and token renewal")
+struct AccountServiceTests {
+    @Test(
+        "retries transient failures in virtual time",
+        .mockTransport {
+            MockRoute.get("/me")
+                .replies(.serviceUnavailable(retryAfter: .seconds(5)), then: .networkConnectionLost, .json(ada))
+                .expectCalls(3)
+        }
+    )
+    func retries() async throws {
+        let clock = ManualClock()
+        let session = Session(accessToken: "a1", refreshToken: "r1")
+        let client = Client.accountAPI(baseURL: base, session: session, transport: TestTransport(), clock: clock)
+        let service = AccountService(client: client)
+
+        let profile = try await clock.run { try await service.profile() }
+
+        #expect(profile == ada)
+        #expect(clock.now.offset == .seconds(7))  // 5 s as the server asked, then 2 s of backoff
+    }
+
+    @Test(
+        "waits for Retry-After, then backs off, step by step",
+        .timeLimit(.minutes(1)),
+        .mockTransport {
+            MockRoute.get("/me")
+                .replies(.serviceUnavailable(retryAfter: .seconds(5)), then: .networkConnectionLost, .json(ada))
+        }
+    )
+    func backoffSchedule() async throws {
+        let clock = ManualClock()
+        let session = Session(accessToken: "a1", refreshToken: "r1")
+        let service = AccountService(
+            client: .accountAPI(baseURL: base, session: session, transport: TestTransport(), clock: clock)
+        )
+        let call = Task { try await service.profile() }
+
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [.init(offset: .seconds(5))])
+        clock.advance(by: .seconds(5))
+
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [.init(offset: .seconds(7))])
+        clock.advance(by: .seconds(2))
+
+        #expect(try await call.value == ada)
+        #expect(MockTransport.current?.requests.count == 3)
+    }
+
+    @Test(
+        "gives up after three attempts with the last status",
+        .mockTransport { MockRoute.get("/me").replies(.serviceUnavailable()).expectCalls(3) }
+    )
+    func givesUp() async throws {
+        let clock = ManualClock()
+        let session = Session(accessToken: "a1", refreshToken: "r1")
+        let service = AccountService(
+            client: .accountAPI(baseURL: base, session: session, transport: TestTransport(), clock: clock)
+        )
+
+        let error = await #expect(throws: CourierError.self) { try await clock.run { try await service.profile() } }
+
+        #expect(error?.statusCode == 503)
+        #expect(clock.now.offset == .seconds(3))  // 1 s, then 2 s
+    }
+
+    @Test(
+        "renews a rejected token once and retries with it",
+        .mockTransport {
+            MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(ada))
+            MockRoute.get("/me").replies(.unauthorized())
+            MockRoute.post("/oauth/token").replies(.json(TokenResponse(accessToken: "fresh"))).expectCalls(1)
+        }
+    )
+    func renewsToken() async throws {
+        let session = Session(accessToken: "stale", refreshToken: "r1")
+        let service = AccountService(client: .accountAPI(baseURL: base, session: session, transport: TestTransport()))
+
+        #expect(try await service.profile() == ada)
+
+        let api = try #require(MockTransport.current)
+        #expect(api.requests.map(\.path) == ["/me", "/oauth/token", "/me"])
+        #expect(
+            api.requests(matching: .get, "/me").map { $0.header("Authorization") } == ["Bearer stale", "Bearer fresh"]
+        )
+        let renewal = try #require(api.requests(matching: .post, "/oauth/token").first)
+        #expect(renewal.formItems.contains(URLQueryItem(name: "refresh_token", value: "r1")))
+    }
+
+    @Test(
+        "twenty concurrent 401s cause one renewal",
+        .timeLimit(.minutes(1)),
+        .mockTransport {
+            MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(ada)).expectCalls(20)
+            MockRoute.get("/me").replies(.unauthorized()).expectCalls(20)
+            MockRoute.post("/oauth/token").replies(.json(TokenResponse(accessToken: "fresh"))).expectCalls(1)
+        }
+    )
+    func renewalStorm() async throws {
+        let holding = HoldingTransport(wrapping: TestTransport())
+        let session = Session(accessToken: "stale", refreshToken: "r1")
+        let service = AccountService(client: .accountAPI(baseURL: base, session: session, transport: holding))
+
+        let profiles = try await withThrowingTaskGroup(of: Profile.self) { group in
+            for _ in 0..<20 { group.addTask { try await service.profile() } }
+            await holding.waitUntilHolding(20)  // all twenty are in flight with the stale token
+            holding.open()  // answer them together
+            var profiles: [Profile] = []
+            for try await profile in group { profiles.append(profile) }
+            return profiles
+        }
+
+        #expect(profiles == Array(repeating: ada, count: 20))
+        #expect(await session.renewals == 1)
+    }
+
+    @Test("on a flaky network it sends at most three attempts", arguments: 0..<20 as Range<UInt64>)
+    func flakyNetwork(seed: UInt64) async throws {
+        let api = MockTransport { MockRoute.get("/me").replies(.json(ada)) }
+        let chaos = FaultInjectingTransport(
+            wrapping: api,
+            seed: seed,
+            faults: [.droppedConnection(rate: 0.4), .serviceUnavailable(rate: 0.2, retryAfter: .seconds(1))]
+        )
+        let clock = ManualClock()
+        let session = Session(accessToken: "a1", refreshToken: "r1")
+        let service = AccountService(
+            client: .accountAPI(baseURL: base, session: session, transport: chaos, clock: clock)
+        )
+
+        do {
+            let profile = try await clock.run { try await service.profile() }
+            #expect(profile == ada)
+            #expect(api.requests.count == 1)  // exactly one attempt got through to the server
+        } catch let error as CourierError {
+            #expect(chaos.requests.count == 3)
+            #expect(api.requests.isEmpty)
+            #expect(error.code == .transport || error.statusCode == 503)
+        }
+        #expect(chaos.requests.count <= 3)
+        #expect(chaos.requests.count == chaos.injected.count + api.requests.count)
+    }
+}

@@ -1,0 +1,88 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Recorded requests")
+struct RequestInspectionTests {
+    @Test("a recorder lists requests in order with their method, path, query, headers and body")
+    func inspection() async throws {
+        let recorder = RecordingTransport(wrapping: MockTransport.ok)
+        let client = Client(baseURL: testBase, transport: recorder)
+        let _: EmptyResponse = try await client.send(.get("/users", query: ["page": "2", "q": "a b"]))
+        let _: EmptyResponse = try await client.send(
+            .post("/users", json: NewUser(name: "Ada"), headers: ["Authorization": "Bearer t1"])
+        )
+        #expect(recorder.requests.map(\.method) == [.get, .post])
+        #expect(recorder.requests.map(\.path) == ["/users", "/users"])
+        #expect(recorder.firstRequest?.queryValue("q") == "a b")
+        #expect(recorder.firstRequest?.queryItems.map(\.name) == ["page", "q"])
+        #expect(recorder.firstRequest?.queryValue("missing") == nil)
+        #expect(recorder.firstRequest?.bodyData == nil)
+        let last = try #require(recorder.lastRequest)
+        #expect(last.header("authorization") == "Bearer t1")
+        #expect(last.header("Content-Type")?.hasPrefix("application/json") == true)
+        #expect(try last.decodedBody(as: NewUser.self) == NewUser(name: "Ada"))
+        #expect(last.bodyText == #"{"name":"Ada"}"#)
+    }
+
+    @Test("requests(matching:) and requests(to:) filter by method and path pattern")
+    func filtering() async throws {
+        let api = MockTransport(unmatched: .ok) {}
+        for (method, path) in [
+            (HTTPMethod.get, "/users/1"), (.post, "/users"), (.get, "/users/2"), (.delete, "/users/1"),
+        ] {
+            _ = try await api.send(request(method, path))
+        }
+        #expect(api.requests(matching: .get, "/users/:id").map(\.path) == ["/users/1", "/users/2"])
+        #expect(api.requests(matching: .post, "/users").count == 1)
+        #expect(api.requests(to: "/users/1").map(\.method) == [.get, .delete])
+        #expect(api.requests(matching: .put, "/users/:id").isEmpty)
+    }
+
+    @Test("decoding a body that is not there throws a clear error")
+    func missingBody() throws {
+        let error = #expect(throws: MockTransportError.self) {
+            _ = try request(.get, "/users").decodedBody(as: NewUser.self)
+        }
+        #expect(error?.message == "GET /users has no body to decode as NewUser")
+    }
+
+    @Test("a form body reads as items, with + as a space")
+    func formItems() async throws {
+        let recorder = RecordingTransport(wrapping: MockTransport.ok)
+        let client = Client(baseURL: testBase, transport: recorder)
+        let _: EmptyResponse = try await client.send(
+            .post("/oauth/token", body: .form(["grant_type": "refresh_token", "refresh_token": "r 1+2"]))
+        )
+        let items = try #require(recorder.lastRequest?.formItems)
+        #expect(
+            Dictionary(uniqueKeysWithValues: items.map { ($0.name, $0.value ?? "") }) == [
+                "grant_type": "refresh_token", "refresh_token": "r 1+2",
+            ]
+        )
+        let legacy = request(.post, "/form", body: Data("a=1+2&b=%2B".utf8))
+        #expect(legacy.formItems.map(\.value) == ["1 2", "+"])
+    }
+
+    @Test("a handler's MockRequest offers the same reads")
+    func mockRequest() async throws {
+        let seen = Locked<[String]>([])
+        let api = MockTransport {
+            MockRoute.put("/users/:id") { request in
+                let body = try request.decodedBody(as: NewUser.self)
+                seen.withLock { $0 = [request.parameters["id"]!, body.name, request.header("X-Trace") ?? "-"] }
+                return .noContent
+            }
+        }
+        let client = Client(baseURL: testBase, transport: api)
+        let _: EmptyResponse = try await client.send(
+            .put("/users/7", json: NewUser(name: "Bo"), headers: ["X-Trace": "t"])
+        )
+        #expect(seen.value == ["7", "Bo", "t"])
+    }
+}
