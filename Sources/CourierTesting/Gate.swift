@@ -1,4 +1,4 @@
-import Synchronization
+import Courier
 
 /// A one-shot gate: tasks that call ``wait()`` suspend until someone calls ``open()``; after that,
 /// ``wait()`` returns at once.
@@ -19,7 +19,7 @@ public final class Gate: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// Creates a closed gate.
     public init() {}
@@ -99,7 +99,7 @@ public final class Arrivals: Sendable {
         var waiters: [Waiter] = []
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// Creates a counter at zero.
     public init() {}

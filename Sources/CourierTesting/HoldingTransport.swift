@@ -1,6 +1,5 @@
 public import Courier
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -42,7 +41,7 @@ public final class HoldingTransport: Transport, RequestRecording {
     }
 
     private let base: any Transport
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// Creates a closed holding transport: every request waits until released.
     ///

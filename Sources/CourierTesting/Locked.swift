@@ -1,4 +1,4 @@
-import Synchronization
+import Courier
 
 /// A value guarded by a mutex, shareable between tasks and closures, for recording things in tests.
 ///
@@ -10,13 +10,13 @@ import Synchronization
 /// }
 /// ```
 public final class Locked<Value: Sendable>: Sendable {
-    private let mutex: Mutex<Value>
+    private let mutex: LockedState<Value>
 
     /// Creates a box holding `value`.
     ///
     /// - Parameter value: The initial value.
     public init(_ value: Value) {
-        mutex = Mutex(value)
+        mutex = LockedState(value)
     }
 
     /// The current value.

@@ -1,4 +1,4 @@
-import Synchronization
+import Courier
 
 /// A clock whose time moves only when a test advances it, so that retry backoff, timeouts, circuit
 /// breakers and token expiry run in virtual time.
@@ -87,7 +87,7 @@ public final class ManualClock: Clock, Sendable {
         var finishedRuns: Set<Int> = []
     }
 
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// Creates a clock at offset zero.
     public init() {}

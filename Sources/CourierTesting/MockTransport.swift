@@ -1,6 +1,5 @@
 public import Courier
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -58,14 +57,14 @@ public final class MockTransport: Transport, RequestRecording {
     }
 
     private let responder: Responder
-    private let state: Mutex<State>
+    private let state: LockedState<State>
 
     private init(responder: Responder) {
         self.responder = responder
         if case .routes(let routes, _) = responder {
-            state = Mutex(State(routeCalls: Array(repeating: 0, count: routes.count)))
+            state = LockedState(State(routeCalls: Array(repeating: 0, count: routes.count)))
         } else {
-            state = Mutex(State(routeCalls: []))
+            state = LockedState(State(routeCalls: []))
         }
     }
 

@@ -1,6 +1,5 @@
 public import Courier
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -38,7 +37,7 @@ public final class RecordingTransport: Transport, RequestRecording {
     }
 
     private let base: any Transport
-    private let exchanges = Mutex<[Exchange]>([])
+    private let exchanges = LockedState<[Exchange]>([])
 
     /// Creates a recorder around `base`.
     ///

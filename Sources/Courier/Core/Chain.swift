@@ -34,6 +34,8 @@ final class Chain: Sendable {
     }
 
     private func sendToTransport(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Errors made here belong to no middleware: they are attributed before they cross any layer, so that
+        // the innermost middleware does not take the blame for a transport error or a refused request.
         do {
             return try await transport.send(request)
         } catch let error as CourierError {
@@ -43,7 +45,7 @@ final class Chain: Sendable {
         } catch {
             // URLSession reports a cancelled task as URLError(.cancelled); callers see CancellationError.
             if Task.isCancelled { throw CancellationError() }
-            throw CourierError.transport(error, request: request)
+            throw CourierError.transport(error, request: request).attributed(toMiddleware: nil)
         }
     }
 }

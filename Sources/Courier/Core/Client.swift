@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -60,7 +59,7 @@ public actor Client {
     /// How to decode API error bodies for requests that declare none.
     public private(set) var errorBody: ErrorBodyDecoder?
 
-    private let current: Mutex<Snapshot>
+    private let current: LockedState<Snapshot>
 
     /// Creates a client.
     ///
@@ -85,7 +84,7 @@ public actor Client {
         self.encoder = encoder
         self.decoder = decoder
         self.errorBody = errorBody
-        self.current = Mutex(
+        self.current = LockedState(
             Snapshot(
                 middleware: middleware,
                 transport: transport,
@@ -253,6 +252,8 @@ public actor Client {
             return (try request.decode(data, response, context), response)
         } catch let error as CourierError {
             throw error.attributed(toMiddleware: nil)
+        } catch let error as CancellationError {
+            throw error
         } catch {
             throw CourierError(
                 .decodingFailed,

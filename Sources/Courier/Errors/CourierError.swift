@@ -138,7 +138,12 @@ public struct CourierError: Error, Sendable {
         self.statusCode = response?.statusCode
         self.responseHeaders = response.map(Redaction.redactedHeaders) ?? [:]
         if let body {
-            self.responseBody = body.count > Self.maximumStoredBodySize ? body.prefix(Self.maximumStoredBodySize) : body
+            if body.count > Self.maximumStoredBodySize {
+                // A copy, not a slice: a slice would keep the whole (possibly huge) body alive with the error.
+                self.responseBody = body.prefix(Self.maximumStoredBodySize).withUnsafeBytes { Data($0) }
+            } else {
+                self.responseBody = body
+            }
         }
         self.underlying = underlying
     }

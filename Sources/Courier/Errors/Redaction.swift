@@ -51,6 +51,17 @@ public enum Redaction {
                 return URLQueryItem(name: item.name, value: "REDACTED")
             }
         }
+        // OAuth callbacks carry tokens in the fragment (`#access_token=…&state=…`).
+        if let fragment = components.percentEncodedFragment, fragment.contains("=") {
+            components.percentEncodedFragment = fragment.split(separator: "&", omittingEmptySubsequences: false)
+                .map { pair in
+                    guard let equals = pair.firstIndex(of: "="),
+                        sensitiveParameterNames.contains(pair[..<equals].lowercased())
+                    else { return String(pair) }
+                    return pair[..<equals] + "=REDACTED"
+                }
+                .joined(separator: "&")
+        }
         return components.string ?? redactedText(url.absoluteString)
     }
 
@@ -86,8 +97,7 @@ public enum Redaction {
     /// - Returns: A printable preview; binary bodies are summarised by their size.
     public static func bodyPreview(_ body: Data, limit: Int = 256) -> String {
         let head = body.prefix(limit * 4)
-        guard let text = String(data: head, encoding: .utf8) ?? String(data: head.dropLast(3), encoding: .utf8)
-        else {
+        guard let text = utf8Text(head, cutFromLongerBody: body.count > head.count) else {
             return "<\(body.count) bytes>"
         }
         let redacted = redactedText(text)
@@ -104,14 +114,33 @@ public enum Redaction {
     /// - Returns: The text, safe to print.
     public static func redactedText(_ text: String) -> String {
         guard !text.isEmpty else { return text }
-        var result = text
-        for rule in rules {
-            result = result.replacing(rule.pattern) { match in
-                let kept = match.output[1].substring.map(String.init) ?? ""
-                return kept + rule.replacement
-            }
+        var utf8Text = text
+        let applicable = utf8Text.withUTF8 { bytes in
+            ruleSources.indices.filter { ruleSources[$0].trigger.matches(bytes) }
         }
-        return result
+        guard !applicable.isEmpty else { return text }
+        return rules.withLock { rules in
+            var result = text
+            for index in applicable {
+                guard let rule = rules[index] else { continue }
+                result = result.replacing(rule.pattern) { match in
+                    let kept = match.output[1].substring.map(String.init) ?? ""
+                    return kept + rule.replacement
+                }
+            }
+            return result
+        }
+    }
+
+    /// The text of `bytes` if they are UTF-8; when they were cut from a longer body, a character split at
+    /// the cut (up to three bytes) is dropped.
+    private static func utf8Text(_ bytes: Data, cutFromLongerBody: Bool) -> String? {
+        if let text = String(data: bytes, encoding: .utf8) { return text }
+        guard cutFromLongerBody else { return nil }
+        for dropped in 1...3 where bytes.count > dropped {
+            if let text = String(data: bytes.dropLast(dropped), encoding: .utf8) { return text }
+        }
+        return nil
     }
 
     /// A header name quoted for messages, shortened if it is long.
@@ -125,21 +154,90 @@ public enum Redaction {
         let replacement: String
     }
 
-    private static var rules: [Rule] {
-        // Each pattern's first capture group is kept; the rest of the match is replaced.
-        let sensitiveKeys =
-            "[A-Za-z0-9_-]*(?:token|secret|password|passwd|authorization|cookie|api[_-]?key|session)[A-Za-z0-9_-]*"
-        let parameters = sensitiveParameterNames.sorted().joined(separator: "|")
-        let sources: [(String, String)] = [
-            (#"(?i)(\b(?:proxy-authorization|authorization|set-cookie|cookie)\s*[:=]\s*)[^\r\n]+"#, placeholder),
-            (#"(?i)(\b(?:bearer|basic|digest|token)\s+)[A-Za-z0-9\-._~+/=]{4,}"#, placeholder),
-            (#"(?i)([a-z][a-z0-9+.\-]*://)[^/\s@]+@"#, "REDACTED@"),
-            (#"(?i)("\#(sensitiveKeys)"\s*:\s*)"(?:[^"\\]|\\.)*""#, "\"\(placeholder)\""),
-            (#"(?i)((?:^|[?&\s;,])(?:\#(parameters))=)[^&\s#";,]+"#, placeholder),
-        ]
-        return sources.compactMap { source, replacement in
-            guard let pattern = try? Regex(source) else { return nil }
-            return Rule(pattern: pattern, replacement: replacement)
+    /// A cheap check: a rule's pattern can only match text that contains (ignoring ASCII case) every string
+    /// of `all` and at least one of `any`. Most text (content types, dates, messages) passes no trigger and
+    /// is returned without running a regular expression.
+    private struct Trigger: Sendable {
+        let all: [[UInt8]]
+        let any: [[UInt8]]
+
+        /// - Parameters:
+        ///   - all: Lowercase ASCII strings that must all be present.
+        ///   - any: Lowercase ASCII strings of which one must be present.
+        init(all: [String], any: [String]) {
+            self.all = all.map { Array($0.utf8) }
+            self.any = any.map { Array($0.utf8) }
+        }
+
+        func matches(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
+            all.allSatisfy { Self.find($0, in: text) } && any.contains { Self.find($0, in: text) }
+        }
+
+        /// Whether `needle` (lowercase ASCII) occurs in `text`, ignoring ASCII case.
+        private static func find(_ needle: [UInt8], in text: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard !needle.isEmpty, needle.count <= text.count else { return needle.isEmpty }
+            candidates: for start in 0...(text.count - needle.count) {
+                for offset in 0..<needle.count where lowercased(text[start + offset]) != needle[offset] {
+                    continue candidates
+                }
+                return true
+            }
+            return false
+        }
+
+        private static func lowercased(_ byte: UInt8) -> UInt8 {
+            byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
         }
     }
+
+    private struct RuleSource: Sendable {
+        /// A regular expression whose first capture group is kept; the rest of the match is replaced.
+        let pattern: String
+        let replacement: String
+        let trigger: Trigger
+    }
+
+    private static let ruleSources: [RuleSource] = {
+        let sensitiveKeys =
+            "[A-Za-z0-9_-]*(?:token|secret|password|passwd|authorization|cookie|api[_-]?key|session)[A-Za-z0-9_-]*"
+        let parameters = sensitiveParameterNames.sorted()
+        return [
+            RuleSource(
+                pattern: #"(?i)(\b(?:proxy-authorization|authorization|set-cookie|cookie)\s*[:=]\s*)[^\r\n]+"#,
+                replacement: placeholder,
+                trigger: Trigger(all: [], any: ["authorization", "cookie"])
+            ),
+            RuleSource(
+                pattern: #"(?i)(\b(?:bearer|basic|digest|token)\s+)[A-Za-z0-9\-._~+/=]{4,}"#,
+                replacement: placeholder,
+                trigger: Trigger(all: [], any: ["bearer", "basic", "digest", "token"])
+            ),
+            RuleSource(
+                pattern: #"(?i)([a-z][a-z0-9+.\-]*://)[^/\s@]+@"#,
+                replacement: "REDACTED@",
+                trigger: Trigger(all: ["://"], any: ["@"])
+            ),
+            RuleSource(
+                pattern: #"(?i)("\#(sensitiveKeys)"\s*:\s*)"(?:[^"\\]|\\.)*""#,
+                replacement: "\"\(placeholder)\"",
+                trigger: Trigger(
+                    all: ["\""],
+                    any: ["token", "secret", "passw", "authorization", "cookie", "key", "session"]
+                )
+            ),
+            RuleSource(
+                pattern: #"(?i)((?:^|[?&\s;,])(?:\#(parameters.joined(separator: "|")))=)[^&\s#";,]+"#,
+                replacement: placeholder,
+                trigger: Trigger(all: ["="], any: parameters)
+            ),
+        ]
+    }()
+
+    /// The compiled rules, one per source (`nil` if a pattern did not compile). Compiling takes milliseconds,
+    /// so it happens once; `Regex` is not `Sendable`, so this mutex guards every use of them.
+    private static let rules = LockedState<[Rule?]>(
+        ruleSources.map { source in
+            (try? Regex(source.pattern)).map { Rule(pattern: $0, replacement: source.replacement) }
+        }
+    )
 }

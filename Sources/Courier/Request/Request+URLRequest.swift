@@ -61,7 +61,7 @@ extension Request {
             } else {
                 guard let baseURL else {
                     throw CourierError.invalidRequest(
-                        "the path \"\(path.prefix(100))\" is relative but the client has no base URL",
+                        "the path \"\(Redaction.redactedText(String(path.prefix(100))))\" is relative but the client has no base URL",
                         request: nil
                     )
                 }
@@ -69,12 +69,19 @@ extension Request {
             }
         }
         if !query.isEmpty {
+            // The query goes before a fragment (`https://host/doc#part`), never into it.
+            var fragment = ""
+            if let hash = string.firstIndex(of: "#") {
+                fragment = String(string[hash...])
+                string = String(string[..<hash])
+            }
             let encoded = PercentEncoding.formEncoded(query)
             if string.contains("?") {
                 string += string.hasSuffix("?") || string.hasSuffix("&") ? encoded : "&" + encoded
             } else {
                 string += "?" + encoded
             }
+            string += fragment
         }
         guard let url = URL(string: string), url.scheme != nil, url.host != nil else {
             throw CourierError.invalidRequest(

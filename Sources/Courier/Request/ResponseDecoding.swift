@@ -24,14 +24,14 @@ public struct EmptyResponse: Decodable, Sendable, Hashable {
 public struct ResponseDecodingContext: Sendable {
     /// The client's JSON decoder.
     public var decoder: JSONDecoder
-    /// The request that was sent (after every middleware).
+    /// The request as the client built it from the ``Request``, before any middleware changed it.
     public var request: URLRequest?
 
     /// Creates a context.
     ///
     /// - Parameters:
     ///   - decoder: The JSON decoder.
-    ///   - request: The request that was sent.
+    ///   - request: The request as the client built it.
     public init(decoder: JSONDecoder, request: URLRequest? = nil) {
         self.decoder = decoder
         self.request = request

@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -12,22 +11,31 @@ public import FoundationNetworking
 /// - Redirects are **not** followed by the session (the transport returns the 3xx response), because
 ///   `URLSession` on Linux forwards `Authorization` and `Cookie` to another origin. Follow redirects with
 ///   a middleware that strips credentials per origin.
+/// - By default each transport has its own in-memory cookie storage and cache (`.ephemeral`): a cookie one
+///   client receives is never sent by another client in the same process, and nothing is written to disk.
 /// - A response that is not an HTTP response throws ``CourierError/Code/nonHTTPResponse``.
 /// - Do not rely on `URLRequest.timeoutInterval` for sub-second timeouts (on Linux it is truncated to
 ///   whole seconds); use the timeout middleware.
 public final class URLSessionTransport: Transport {
     /// The session requests are sent with.
     public let session: URLSession
+    /// Whether this transport made the session (and so invalidates it when it goes away).
+    private let ownsSession: Bool
 
     /// Creates a transport with its own session.
     ///
-    /// - Parameter configuration: The session's configuration; `.default` by default.
-    public init(configuration: URLSessionConfiguration = .default) {
+    /// The default is `.ephemeral`, not `.default`: `.default` shares `HTTPCookieStorage.shared` with every
+    /// other session in the process, so a `Set-Cookie` received by one client (say, for one tenant) would be
+    /// sent by every other client to that host.
+    ///
+    /// - Parameter configuration: The session's configuration; `.ephemeral` by default.
+    public init(configuration: URLSessionConfiguration = .ephemeral) {
         self.session = URLSession(
             configuration: configuration,
             delegate: RedirectRefusingDelegate(),
             delegateQueue: nil
         )
+        self.ownsSession = true
     }
 
     /// Creates a transport over an existing session.
@@ -36,13 +44,18 @@ public final class URLSessionTransport: Transport {
     /// `nil` from `urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)`) if the
     /// session can meet redirects across origins.
     ///
+    /// The session stays the caller's: the transport never invalidates it.
+    ///
     /// - Parameter session: The session.
     public init(session: URLSession) {
         self.session = session
+        self.ownsSession = false
     }
 
     deinit {
-        session.finishTasksAndInvalidate()
+        // Only a session this transport made: invalidating a caller's session would make its next use
+        // fail (on Linux, a fatal error).
+        if ownsSession { session.finishTasksAndInvalidate() }
     }
 
     /// Sends the request with the session.
@@ -100,7 +113,7 @@ private final class TaskState: Sendable {
         case cancelled
     }
 
-    private let phase = Mutex<Phase>(.waiting)
+    private let phase = LockedState<Phase>(.waiting)
 
     var wasCancelled: Bool {
         phase.withLock {

@@ -1,6 +1,5 @@
 public import Courier
 public import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -93,7 +92,7 @@ public final class FaultInjectingTransport: Transport, RequestRecording {
     private let faults: [Fault]
     private let sleep: @Sendable (Duration) async throws -> Void
     private let elapsed: @Sendable () -> Duration
-    private let state = Mutex(State())
+    private let state = LockedState(State())
 
     /// Creates a fault-injecting wrapper.
     ///

@@ -1,6 +1,5 @@
 #if Metrics
 public import Metrics
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import Foundation
@@ -88,7 +87,7 @@ public final class ClientMetrics: Sendable {
     private let factory: (any MetricsFactory)?
     // Every cached metric object and the set of hosts seen so far; the lock is held only to look up or
     // insert, never while a metric is recorded.
-    private let cache = Mutex(Cache())
+    private let cache = LockedState(Cache())
 
     /// Creates the metrics of a client.
     ///

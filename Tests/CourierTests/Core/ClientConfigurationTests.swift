@@ -1,0 +1,191 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Client configuration")
+struct ClientConfigurationTests {
+    /// A middleware that stamps its name into the `X-Via` header.
+    private static func stamp(_ name: String) -> Middleware {
+        Middleware(name: name) { request, next in
+            var request = request
+            request.addValue(name, forHTTPHeaderField: "X-Via")
+            return try await next(request)
+        }
+    }
+
+    private static let request = URLRequest(url: exampleBaseURL)
+
+    /// The `X-Via` stamps of the last request `transport` received, outermost first.
+    private func stamps(_ transport: MockTransport) -> [String] {
+        let value = transport.requests.last?.value(forHTTPHeaderField: "X-Via") ?? ""
+        return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+    }
+
+    @Test("use, insert, setMiddleware and removeMiddleware(named:) apply to later sends")
+    func middlewareChanges() async throws {
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [Self.stamp("a")])
+        _ = try await client.send(Self.request)
+        #expect(stamps(transport) == ["a"])
+
+        await client.use(Self.stamp("b"), Self.stamp("c"))
+        _ = try await client.send(Self.request)
+        #expect(stamps(transport) == ["a", "b", "c"])
+
+        await client.insert(Self.stamp("z"), at: 0)
+        await client.insert(Self.stamp("end"), at: 99)
+        _ = try await client.send(Self.request)
+        #expect(stamps(transport) == ["z", "a", "b", "c", "end"])
+
+        await client.use(Self.stamp("b"))
+        await client.removeMiddleware(named: "b")
+        _ = try await client.send(Self.request)
+        #expect(stamps(transport) == ["z", "a", "c", "end"])
+        #expect(await client.middleware.compactMap(\.name) == ["z", "a", "c", "end"])
+
+        await client.setMiddleware([Self.stamp("only")])
+        _ = try await client.send(Self.request)
+        #expect(stamps(transport) == ["only"])
+    }
+
+    @Test("setTransport sends later requests to the new transport")
+    func transportChange() async throws {
+        let first = MockTransport.ok
+        let second = MockTransport(.status(202))
+        let client = Client(transport: first)
+        _ = try await client.send(Self.request)
+        await client.setTransport(second)
+        let (_, response) = try await client.send(Self.request)
+        #expect(response.statusCode == 202)
+        #expect(first.callCount == 1)
+        #expect(second.callCount == 1)
+    }
+
+    @Test("setBaseURL resolves later typed requests against the new base URL")
+    func baseURLChange() async throws {
+        let transport = MockTransport.ok
+        let client = Client(baseURL: exampleBaseURL, transport: transport)
+        let _: EmptyResponse = try await client.send(.get("/a"))
+        await client.setBaseURL(URL(string: "https://eu.example.test/v2")!)
+        let _: EmptyResponse = try await client.send(.get("/a"))
+        #expect(
+            transport.requests.map { $0.url?.absoluteString } == [
+                "https://api.example.test/a", "https://eu.example.test/v2/a",
+            ]
+        )
+        await client.setBaseURL(nil)
+        let error = await #expect(throws: CourierError.self) {
+            let _: EmptyResponse = try await client.send(.get("/a"))
+        }
+        #expect(error?.code == .invalidRequest)
+    }
+
+    @Test("setCoders changes the encoder for later request bodies")
+    func encoderChange() async throws {
+        struct Body: Encodable, Sendable { var firstName = "Ada" }
+        let transport = MockTransport.ok
+        let client = Client(baseURL: exampleBaseURL, transport: transport)
+        let snake = JSONEncoder()
+        snake.keyEncodingStrategy = .convertToSnakeCase
+        await client.setCoders(encoder: snake, decoder: JSONDecoder())
+        let _: EmptyResponse = try await client.send(.post("/x", json: Body()))
+        #expect(transport.onlyRequest?.bodyText == #"{"first_name":"Ada"}"#)
+    }
+
+    @Test("a request in flight keeps the chain it started with", .timeLimit(.minutes(1)))
+    func inFlightKeepsChain() async throws {
+        let oldTransport = MockTransport(.status(200, body: "old"))
+        let newTransport = MockTransport(.status(200, body: "new"))
+        let entered = Arrivals()
+        let release = Gate()
+        let holding = Middleware(name: "holding") { request, next in
+            entered.arrive()
+            await release.wait()
+            return try await next(request)
+        }
+        let client = Client(transport: oldTransport, middleware: [Self.stamp("old"), holding])
+        let task = Task { try await client.send(Self.request) }
+        await entered.wait(for: 1)
+
+        await client.setMiddleware([Self.stamp("new")])
+        await client.setTransport(newTransport)
+        release.open()
+
+        let (data, _) = try await task.value
+        #expect(data == Data("old".utf8))
+        #expect(stamps(oldTransport) == ["old"])
+        #expect(newTransport.callCount == 0)
+
+        let (later, _) = try await client.send(Self.request)
+        #expect(later == Data("new".utf8))
+        #expect(stamps(newTransport) == ["new"])
+    }
+
+    @Test("1,000 concurrent sends are all in flight at once and all complete", .timeLimit(.minutes(1)))
+    func manyConcurrentSends() async throws {
+        let count = 1_000
+        let barrier = Barrier(count: count)
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: BarrierTransport(barrier: barrier),
+            middleware: [Self.stamp("m")]
+        )
+        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for index in 0..<count {
+                group.addTask {
+                    let text: String = try await client.send(.get("/items/\(index)"))
+                    return (index, text)
+                }
+            }
+            var completed = 0
+            for try await (index, text) in group {
+                #expect(text == String(index))
+                completed += 1
+            }
+            #expect(completed == count)
+        }
+        #expect(await barrier.arrived == count)
+    }
+}
+
+/// Holds every caller until `count` have arrived, then lets them all go: a client that serialized sends
+/// would never get that many into the transport at once, and its test would run into the time limit.
+///
+/// An actor rather than the kit's `Arrivals` and `Gate`: those use `Synchronization.Mutex`, whose contended
+/// path on Linux runs in code the thread sanitizer cannot see, so a thousand tasks hitting them at once
+/// make it report races that are not there (Swift 6.3.1).
+private actor Barrier {
+    private let count: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private(set) var arrived = 0
+
+    init(count: Int) {
+        self.count = count
+    }
+
+    func arrive() async {
+        arrived += 1
+        guard arrived < count else {
+            let ready = waiting
+            waiting = []
+            for continuation in ready { continuation.resume() }
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+}
+
+/// Answers each request with its last path component, once the barrier lets it through.
+private struct BarrierTransport: Transport {
+    let barrier: Barrier
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        await barrier.arrive()
+        return MockResponse.status(200, body: request.url?.lastPathComponent ?? "").httpResponse(for: request)
+    }
+}

@@ -1,0 +1,155 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Request methods and URLs")
+struct RequestURLTests {
+    @Test(
+        "each factory sends its method",
+        arguments: [
+            (HTTPMethod.get, Request<EmptyResponse>.get("/r")),
+            (.post, .post("/r")),
+            (.put, .put("/r")),
+            (.patch, .patch("/r")),
+            (.delete, .delete("/r")),
+            (.head, .head("/r")),
+        ]
+    )
+    func methods(expected: HTTPMethod, request: Request<EmptyResponse>) async throws {
+        let request = try #require(try await sent(request))
+        #expect(request.httpMethod == expected.rawValue)
+        #expect(request.url?.absoluteString == "https://api.example.test/r")
+    }
+
+    @Test(
+        "paths join the base URL with exactly one slash, with or without a base path or trailing slash",
+        arguments: [
+            ("https://api.example.test", "/users/42", "https://api.example.test/users/42"),
+            ("https://api.example.test", "users/42", "https://api.example.test/users/42"),
+            ("https://api.example.test/", "/users/42", "https://api.example.test/users/42"),
+            ("https://api.example.test/", "users/42", "https://api.example.test/users/42"),
+            ("https://api.example.test/v1", "/users/42", "https://api.example.test/v1/users/42"),
+            ("https://api.example.test/v1", "users/42", "https://api.example.test/v1/users/42"),
+            ("https://api.example.test/v1/", "/users/42", "https://api.example.test/v1/users/42"),
+            ("https://api.example.test/v1/", "users/42/", "https://api.example.test/v1/users/42/"),
+            ("https://api.example.test:8443/a/b", "/c", "https://api.example.test:8443/a/b/c"),
+            ("https://api.example.test/v1", "", "https://api.example.test/v1/"),
+        ]
+    )
+    func pathJoining(base: String, path: String, expected: String) async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get(path), baseURL: URL(string: base)!))
+        #expect(request.url?.absoluteString == expected)
+    }
+
+    @Test("a path's unsafe characters are percent-encoded and existing escapes are kept")
+    func pathEncoding() async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get("/files/a b/é/100%25/x;v=1")))
+        #expect(request.url?.absoluteString == "https://api.example.test/files/a%20b/%C3%A9/100%25/x;v=1")
+    }
+
+    @Test("a path starting with // stays on the base URL's host")
+    func schemeRelativePathStaysHome() async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get("//evil.example/x")))
+        #expect(request.url?.host == "api.example.test")
+        #expect(request.url?.path == "/evil.example/x")
+    }
+
+    @Test("an absolute URL string ignores the base URL, in any letter case")
+    func absoluteString() async throws {
+        let lower = try #require(try await sent(Request<EmptyResponse>.get("https://other.example/x?y=1")))
+        #expect(lower.url?.absoluteString == "https://other.example/x?y=1")
+        let upper = try #require(try await sent(Request<EmptyResponse>.post("HTTP://other.example/x")))
+        #expect(upper.url?.host?.lowercased() == "other.example")
+        #expect(upper.url?.path == "/x")
+    }
+
+    @Test("an absolute URL works without a base URL, through the URL overload too")
+    func absoluteWithoutBase() async throws {
+        let viaString = try #require(
+            try await sent(Request<EmptyResponse>.get("https://other.example/a"), baseURL: nil)
+        )
+        #expect(viaString.url?.absoluteString == "https://other.example/a")
+        let viaURL = try #require(
+            try await sent(
+                Request<EmptyResponse>.get(URL(string: "https://other.example/b?x=1")!, query: ["y": "2"]),
+                baseURL: nil
+            )
+        )
+        #expect(viaURL.url?.absoluteString == "https://other.example/b?x=1&y=2")
+    }
+
+    @Test("query items go before a URL's fragment, not into it")
+    func queryBeforeFragment() async throws {
+        let request = try #require(
+            try await sent(
+                Request<EmptyResponse>.get(URL(string: "https://other.example/doc#part")!, query: ["a": "1"])
+            )
+        )
+        #expect(request.url?.query == "a=1")
+        #expect(request.url?.fragment == "part")
+    }
+}
+
+@Suite("Query encoding (RFC 3986)")
+struct QueryEncodingTests {
+    @Test(
+        "names and values keep only unreserved characters as they are",
+        arguments: [
+            ("a b", "a%20b"),
+            ("1+1", "1%2B1"),
+            ("x&y", "x%26y"),
+            ("k=v", "k%3Dv"),
+            ("é", "%C3%A9"),
+            ("日本", "%E6%97%A5%E6%9C%AC"),
+            ("AZaz09-._~", "AZaz09-._~"),
+            ("/?#[]@", "%2F%3F%23%5B%5D%40"),
+            ("100%", "100%25"),
+            ("emoji 🚀", "emoji%20%F0%9F%9A%80"),
+        ]
+    )
+    func valueEncoding(raw: String, encoded: String) async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get("/s", query: [raw: .init(raw)])))
+        #expect(request.encodedQuery == "\(encoded)=\(encoded)")
+    }
+
+    @Test("an array is a repeated key, nil is a bare key, and the written order is kept")
+    func arraysNilAndOrder() async throws {
+        let request = try #require(
+            try await sent(
+                Request<EmptyResponse>.get("/s", query: ["z": 1, "tag": ["x", "y z"], "flag": nil, "a": true])
+            )
+        )
+        #expect(request.encodedQuery == "z=1&tag=x&tag=y%20z&flag&a=true")
+    }
+
+    @Test("query items are appended to a query written in the path", arguments: ["/s?q=1", "/s?q=1&"])
+    func existingQuery(path: String) async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get(path, query: ["page": 2])))
+        #expect(request.encodedQuery == "q=1&page=2")
+        #expect(request.url?.path == "/s")
+    }
+
+    @Test("a query written in the path is encoded but its delimiters are kept")
+    func handWrittenQuery() async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get("/s?q=a b&lang=é")))
+        #expect(request.encodedQuery == "q=a%20b&lang=%C3%A9")
+    }
+
+    @Test("a trailing question mark with query items makes no empty pair")
+    func trailingQuestionMark() async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get("/s?", query: ["a": "1"])))
+        #expect(request.url?.absoluteString == "https://api.example.test/s?a=1")
+    }
+
+    @Test("Query built from URLQueryItems keeps them as given")
+    func fromItems() async throws {
+        let items = [URLQueryItem(name: "b", value: "2"), URLQueryItem(name: "a", value: nil)]
+        let request = try #require(try await sent(Request<EmptyResponse>.get("/s", query: Query(items))))
+        #expect(request.encodedQuery == "b=2&a")
+    }
+}
