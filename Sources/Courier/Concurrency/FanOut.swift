@@ -1,0 +1,153 @@
+/// Runs an operation over a sequence of inputs in a task group with at most `maxConcurrency` children alive.
+///
+/// The group starts `maxConcurrency` children, then adds the next child only when one has finished and its
+/// result has been collected, so however long the input is, the number of live child tasks (and the inputs
+/// they hold) stays bounded. Inputs are pulled from the sequence's iterator one at a time, so a lazy sequence
+/// is never materialized.
+///
+/// Cancelling the calling task cancels every child; inputs not yet started are not started and get
+/// `CancellationError`.
+///
+/// The group's body (reading the input sequence, collecting results, calling `handle`) runs on the caller's
+/// isolation (`isolation`, `#isolation` at the public API): the sequence and the handler belong to the caller
+/// and may be isolated to its actor (a lazy `map` written on the main actor, a handler that updates the
+/// caller's state). The children run on the global executor and only call `operation`. A nonisolated caller
+/// (the usual server case) runs the whole loop without any actor hop.
+enum FanOut {
+    /// The body of a child task: what to do for one input.
+    typealias Operation<Input, Output> = @Sendable (Input) async throws -> Output
+
+    /// Calls `handle` once for every input, in completion order, with the input's position and its result.
+    ///
+    /// `handle` runs in the calling task between collections, so it is never called concurrently with
+    /// itself. If it throws, the children still running are cancelled (and awaited) and the error is
+    /// rethrown; no further inputs are started.
+    static func forEach<Input: Sendable, Output: Sendable, Failure: Error>(
+        _ inputs: some Sequence<Input>,
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)?,
+        operation: @escaping Operation<Input, Output>,
+        handle: (Int, Result<Output, any Error>) async throws(Failure) -> Void
+    ) async throws(Failure) {
+        precondition(maxConcurrency > 0, "maxConcurrency must be at least 1, not \(maxConcurrency)")
+        var failure: Failure?
+        await withTaskGroup(of: (Int, Result<Output, any Error>).self, isolation: isolation) { group in
+            // Capturing the isolated parameter is what makes this closure run on the caller's isolation
+            // (SE-0420); without it, the nonisolated async closure would run on the global executor.
+            _ = isolation
+            var iterator = inputs.makeIterator()
+            var nextIndex = 0
+            var running = 0
+            var exhausted = false
+            while true {
+                // Top up to the limit. After a cancellation, inputs are drained without starting children.
+                while !exhausted, running < maxConcurrency {
+                    guard let input = iterator.next() else {
+                        exhausted = true
+                        break
+                    }
+                    let index = nextIndex
+                    nextIndex += 1
+                    let added = group.addTaskUnlessCancelled {
+                        do {
+                            return (index, .success(try await operation(input)))
+                        } catch {
+                            return (index, .failure(error))
+                        }
+                    }
+                    if added {
+                        running += 1
+                    } else {
+                        do throws(Failure) {
+                            try await handle(index, .failure(CancellationError()))
+                        } catch {
+                            failure = error
+                            group.cancelAll()
+                            return
+                        }
+                    }
+                }
+                guard let (index, result) = await group.next() else { return }
+                running -= 1
+                do throws(Failure) {
+                    try await handle(index, result)
+                } catch {
+                    failure = error
+                    group.cancelAll()
+                    return
+                }
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Returns one result per input, in input order.
+    static func results<Input: Sendable, Output: Sendable>(
+        _ inputs: some Sequence<Input>,
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)?,
+        operation: @escaping Operation<Input, Output>
+    ) async -> [Result<Output, any Error>] {
+        // Slots are filled with a placeholder as indices are handed out and each is overwritten by its
+        // request's result, so the array is returned as it is: no optionals, no second array at the end.
+        var results: [Result<Output, any Error>] = []
+        results.reserveCapacity(inputs.underestimatedCount)
+        await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
+            index,
+            result in
+            // Capturing `isolation` keeps this closure on the caller's isolation, where `forEach` calls it;
+            // a nonisolated async closure would hop to the global executor and back for every result.
+            _ = isolation
+            while results.count <= index { results.append(.failure(CancellationError())) }
+            results[index] = result
+        }
+        return results
+    }
+
+    /// Returns every output in input order, or throws the first error (in completion order) after cancelling
+    /// and awaiting the children still running.
+    static func outputs<Input: Sendable, Output: Sendable>(
+        _ inputs: some Sequence<Input>,
+        maxConcurrency: Int,
+        isolation: isolated (any Actor)?,
+        operation: @escaping Operation<Input, Output>
+    ) async throws -> [Output] {
+        precondition(maxConcurrency > 0, "maxConcurrency must be at least 1, not \(maxConcurrency)")
+        var outputs: [Output?] = []
+        outputs.reserveCapacity(inputs.underestimatedCount)
+        do {
+            try await withThrowingTaskGroup(of: (Int, Output).self, isolation: isolation) { group in
+                _ = isolation  // runs the body on the caller's isolation; see `forEach`
+                var iterator = inputs.makeIterator()
+                var nextIndex = 0
+                var running = 0
+                var exhausted = false
+                while true {
+                    while !exhausted, running < maxConcurrency {
+                        guard let input = iterator.next() else {
+                            exhausted = true
+                            break
+                        }
+                        let index = nextIndex
+                        nextIndex += 1
+                        outputs.append(nil)
+                        let added = group.addTaskUnlessCancelled {
+                            (index, try await operation(input))
+                        }
+                        guard added else { throw CancellationError() }
+                        running += 1
+                    }
+                    // The first failure leaves the closure; the group then cancels and awaits the rest.
+                    guard let (index, output) = try await group.next() else { return }
+                    running -= 1
+                    outputs[index] = output
+                }
+            }
+        } catch {
+            // A failure caused by the caller's cancellation is reported as such, never wrapped.
+            if Task.isCancelled { throw CancellationError() }
+            throw error
+        }
+        return outputs.map { $0! }
+    }
+}

@@ -1,0 +1,48 @@
+extension Middleware {
+    /// Sends identical concurrent `GET` and `HEAD` requests once and gives every caller the same response
+    /// or the same error (single-flight).
+    ///
+    /// ```swift
+    /// let client = Client(
+    ///     baseURL: baseURL,
+    ///     middleware: [.retry(.default), .authenticating(with: auth), .coalescing(), .validatingStatus()]
+    /// )
+    /// // 1,000 concurrent `GET /config` with the same credentials: one request on the wire.
+    /// ```
+    ///
+    /// Requests are identical when their method, URL and header fields match, except for per-request
+    /// tracing ids; `Authorization` and `Cookie` are always part of the comparison, so callers with
+    /// different credentials never share a response. `POST` and the other methods, and requests with a
+    /// body, are never coalesced. See ``RequestCoalescer`` for the exact key and for cancellation: a
+    /// cancelled caller stops waiting at once, and the shared call is cancelled only when every caller has
+    /// gone.
+    ///
+    /// **Where it goes**: inside `authenticating` (the key then includes the credential actually sent), and
+    /// outside the per-attempt layers it should share (timeout, status validation, the transport). Retry
+    /// outside it means each caller retries on its own and may join a fresh shared call.
+    ///
+    /// - Parameter ignoredHeaders: Header names left out of the coalescing key (case-insensitive);
+    ///   ``RequestCoalescer/defaultIgnoredHeaders`` by default.
+    /// - Returns: The middleware, named `"coalescing"`.
+    public static func coalescing(
+        ignoringHeaders ignoredHeaders: Set<String> = RequestCoalescer.defaultIgnoredHeaders
+    ) -> Middleware {
+        .coalescing(RequestCoalescer(ignoringHeaders: ignoredHeaders))
+    }
+
+    /// Single-flight with a coalescer you keep, for example to read its counts.
+    ///
+    /// ```swift
+    /// let coalescer = RequestCoalescer()
+    /// let client = Client(baseURL: baseURL, middleware: [.coalescing(coalescer)])
+    /// print(coalescer.sharedCalls, coalescer.waitingCallers)
+    /// ```
+    ///
+    /// - Parameter coalescer: The coalescer.
+    /// - Returns: The middleware, named `"coalescing"`.
+    public static func coalescing(_ coalescer: RequestCoalescer) -> Middleware {
+        Middleware(name: "coalescing") { request, next in
+            try await coalescer.send(request, next: next)
+        }
+    }
+}

@@ -1,0 +1,359 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+private let baseURL = URL(string: "https://api.example.test")!
+
+/// Alive while a request value that holds it is alive; counts the live ones in a gauge.
+private final class LiveToken: Sendable {
+    let gauge: ConcurrencyGauge
+
+    init(_ gauge: ConcurrencyGauge) {
+        self.gauge = gauge
+        gauge.enter()
+    }
+
+    deinit { gauge.leave() }
+}
+
+/// Answers every request with `200` and its path as the body, counting the calls in flight. Unlike
+/// `MockTransport` it records nothing, so 100,000 calls keep no requests alive.
+private struct GaugedTransport: Transport {
+    let gauge: ConcurrencyGauge
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        gauge.enter()
+        defer { gauge.leave() }
+        await Task.yield()
+        return MockResponse.status(200, body: request.url!.path).httpResponse(for: request)
+    }
+}
+
+/// Runs its jobs on a dispatch queue it can recognize, so a test can ask "am I on this actor?" without
+/// crashing when the answer is no.
+private final class RecognizableExecutor: SerialExecutor {
+    private let queue = DispatchQueue(label: "courier.tests.caller-actor")
+    private let key = DispatchSpecificKey<Int>()
+
+    init() {
+        queue.setSpecific(key: key, value: 1)
+    }
+
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: key) == 1 }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedSerialExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
+
+private actor CallerActor {
+    private let executor = RecognizableExecutor()
+    private var offActor = 0
+    private var handled = 0
+
+    nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
+
+    /// Fans out (with `sendEach`, then `sendAllOrThrow`) with a lazy sequence and a handler that both touch
+    /// this actor's state.
+    func fanOut(with client: Client, count: Int) async -> (handled: Int, offActor: Int) {
+        let requests = (0..<count).lazy.map { index in
+            if !self.executor.isCurrent { self.offActor += 1 }
+            return Request<String>.get("/i/\(index)")
+        }
+        await client.sendEach(requests, maxConcurrency: 8) { _, _ in
+            if !self.executor.isCurrent { self.offActor += 1 }
+            self.handled += 1
+        }
+        let outputs = try? await client.sendAllOrThrow(requests, maxConcurrency: 8)
+        handled += outputs?.count ?? 0
+        return (handled, offActor)
+    }
+}
+
+@Suite("Client.sendAll and friends")
+struct ClientSendAllTests {
+    @Test(
+        "sendAll never has more than maxConcurrency requests in flight, and uses all of them",
+        .timeLimit(.minutes(1))
+    )
+    func neverExceedsLimit() async throws {
+        let gauge = ConcurrencyGauge()
+        let arrived = Arrivals()
+        let release = Gate()
+        let transport = MockTransport { _ in
+            gauge.enter()
+            defer { gauge.leave() }
+            arrived.arrive()
+            await release.wait()
+            return .ok
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let requests = (0..<40).map { Request<EmptyResponse>.get("/items/\($0)") }
+        let batch = Task { await client.sendAll(requests, maxConcurrency: 5) }
+
+        await arrived.wait(for: 5)
+        // Five are held in the transport and none has finished, so no sixth may have started.
+        #expect(arrived.count == 5)
+        #expect(gauge.current == 5)
+        release.open()
+        let results = await batch.value
+
+        #expect(results.count == 40)
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        #expect(transport.callCount == 40)
+        #expect(gauge.peak == 5)
+    }
+
+    @Test("sendAll returns results in input order, whatever order the responses come back in", .timeLimit(.minutes(1)))
+    func keepsInputOrder() async throws {
+        let count = 10
+        let gates = (0..<count).map { _ in Gate() }
+        let arrived = Arrivals()
+        let finished = Arrivals()
+        let completionOrder = Locked<[Int]>([])
+        let transport = MockTransport { request in
+            let index = Int(request.url!.lastPathComponent)!
+            arrived.arrive()
+            await gates[index].wait()
+            completionOrder.withLock { $0.append(index) }
+            finished.arrive()
+            return .status(200, body: "item \(index)")
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let batch = Task {
+            await client.sendAll((0..<count).map { Request<String>.get("/items/\($0)") }, maxConcurrency: count)
+        }
+
+        await arrived.wait(for: count)
+        for (released, index) in (0..<count).reversed().enumerated() {
+            gates[index].open()
+            await finished.wait(for: released + 1)
+        }
+        let results = await batch.value
+
+        #expect(completionOrder.value == Array((0..<count).reversed()))
+        #expect(try results.map { try $0.get() } == (0..<count).map { "item \($0)" })
+    }
+
+    @Test("a failed request gets its own failure and the others still succeed")
+    func perItemFailures() async throws {
+        let transport = MockTransport { request in
+            let index = Int(request.url!.lastPathComponent)!
+            return index.isMultiple(of: 3) ? .status(503) : .status(200, body: "\(index)")
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let results = await client.sendAll((0..<12).map { Request<String>.get("/n/\($0)") }, maxConcurrency: 4)
+
+        #expect(results.count == 12)
+        for (index, result) in results.enumerated() {
+            if index.isMultiple(of: 3) {
+                #expect(throws: CourierError.self) { try result.get() }
+                if case .failure(let error as CourierError) = result {
+                    #expect(error.code == .unacceptableStatus)
+                    #expect(error.statusCode == 503)
+                }
+            } else {
+                #expect(try result.get() == "\(index)")
+            }
+        }
+    }
+
+    @Test("cancelling the caller cancels every request in flight and starts no other", .timeLimit(.minutes(1)))
+    func cancellationReachesEveryChild() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            try await waitForCancellation()
+            return .ok
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let batch = Task {
+            await client.sendAll((0..<20).map { Request<EmptyResponse>.get("/slow/\($0)") }, maxConcurrency: 4)
+        }
+
+        await arrived.wait(for: 4)
+        batch.cancel()
+        let results = await batch.value
+
+        #expect(results.count == 20)
+        for result in results {
+            #expect(throws: CancellationError.self) { try result.get() }
+        }
+        #expect(transport.callCount == 4)
+        #expect(transport.cancellationCount == 4)
+    }
+
+    @Test("sendAll works for URLRequests and returns each raw response in order")
+    func rawRequests() async throws {
+        let transport = MockTransport { request in
+            .status(Int(request.url!.lastPathComponent)!, body: request.url!.path)
+        }
+        let client = Client(transport: transport)
+        let statuses = [200, 404, 201, 500, 204]
+        let requests = statuses.map { URLRequest(url: baseURL.appendingPathComponent("status/\($0)")) }
+
+        let results = await client.sendAll(requests, maxConcurrency: 2)
+
+        let responses = try results.map { try $0.get() }
+        #expect(responses.map(\.1.statusCode) == statuses)
+        #expect(responses.map { String(decoding: $0.0, as: UTF8.self) } == statuses.map { "/status/\($0)" })
+    }
+
+    @Test("sendAllOrThrow returns every response in input order")
+    func allOrThrowSucceeds() async throws {
+        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: ConcurrencyGauge()))
+
+        let typed = try await client.sendAllOrThrow((0..<50).map { Request<String>.get("/t/\($0)") }, maxConcurrency: 7)
+        let raw = try await client.sendAllOrThrow(
+            (0..<5).map { URLRequest(url: baseURL.appendingPathComponent("r/\($0)")) },
+            maxConcurrency: 2
+        )
+
+        #expect(typed == (0..<50).map { "/t/\($0)" })
+        #expect(raw.map { String(decoding: $0.0, as: UTF8.self) } == (0..<5).map { "/r/\($0)" })
+    }
+
+    @Test(
+        "sendAllOrThrow throws the first error, cancels the requests in flight and starts no more",
+        .timeLimit(.minutes(1))
+    )
+    func allOrThrowFailsFast() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport { request in
+            arrived.arrive()
+            if request.url!.lastPathComponent == "2" {
+                await arrived.wait(for: 3)
+                throw URLError(.networkConnectionLost)
+            }
+            try await waitForCancellation()
+            return .ok
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let requests = (0..<10).map { URLRequest(url: baseURL.appendingPathComponent("n/\($0)")) }
+
+        let error = await #expect(throws: CourierError.self) {
+            try await client.sendAllOrThrow(requests, maxConcurrency: 3)
+        }
+
+        #expect(error?.code == .transport)
+        #expect((error?.underlying as? URLError)?.code == .networkConnectionLost)
+        #expect(transport.callCount == 3)
+        #expect(transport.cancellationCount == 2)
+    }
+
+    @Test("sendAllOrThrow reports the caller's cancellation as CancellationError", .timeLimit(.minutes(1)))
+    func allOrThrowCancelled() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            try await waitForCancellation()
+            return .ok
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let batch = Task {
+            try await client.sendAllOrThrow((0..<8).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)
+        }
+
+        await arrived.wait(for: 2)
+        batch.cancel()
+
+        await #expect(throws: CancellationError.self) { try await batch.value }
+        #expect(transport.callCount == 2)
+    }
+
+    @Test("sendEach hands over every result exactly once, as it arrives")
+    func sendEachDeliversAll() async throws {
+        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: ConcurrencyGauge()))
+        var seen: [Int: String] = [:]
+
+        await client.sendEach((0..<200).lazy.map { Request<String>.get("/e/\($0)") }, maxConcurrency: 8) {
+            index,
+            result in
+            #expect(seen[index] == nil)
+            seen[index] = try? result.get()
+        }
+
+        #expect(seen.count == 200)
+        #expect(seen.allSatisfy { $0.value == "/e/\($0.key)" })
+    }
+
+    @Test(
+        "when sendEach's handler throws, the requests in flight are cancelled and the error rethrown",
+        .timeLimit(.minutes(1))
+    )
+    func sendEachHandlerThrows() async throws {
+        struct Stop: Error {}
+        let arrived = Arrivals()
+        let transport = MockTransport { request in
+            arrived.arrive()
+            if request.url!.lastPathComponent == "0" {
+                await arrived.wait(for: 4)
+                return .ok
+            }
+            try await waitForCancellation()
+            return .ok
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        var handled: [Int] = []
+
+        await #expect(throws: Stop.self) {
+            try await client.sendEach((0..<100).map { Request<EmptyResponse>.get("/h/\($0)") }, maxConcurrency: 4) {
+                index,
+                _ in
+                handled.append(index)
+                throw Stop()
+            }
+        }
+
+        #expect(handled == [0])
+        #expect(transport.callCount == 4)
+        #expect(transport.cancellationCount == 3)
+    }
+
+    @Test("called on an actor, the input sequence and the handler run on that actor")
+    func runsOnTheCallersIsolation() async throws {
+        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: ConcurrencyGauge()))
+        let caller = CallerActor()
+
+        let (handled, offActor) = await caller.fanOut(with: client, count: 50)
+
+        #expect(handled == 100)
+        #expect(offActor == 0)
+    }
+
+    @Test(
+        "100,000 requests at 64 concurrent never hold more than 64 live children or requests in flight",
+        .timeLimit(.minutes(3))
+    )
+    func memoryStaysFlat() async throws {
+        let inFlight = ConcurrencyGauge()
+        let liveRequests = ConcurrencyGauge()
+        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: inFlight))
+        let total = 100_000
+        // Each request is made on demand and carries a token in its decoding closure: a child task keeps its
+        // request (and so the token) alive, so the live tokens bound the live children from below.
+        let requests = (0..<total).lazy.map { index in
+            let token = LiveToken(liveRequests)
+            return Request<Int>(method: .get, target: .path("/m/\(index)")) { _, _, _ in
+                withExtendedLifetime(token) { index }
+            }
+        }
+
+        let results = await client.sendAll(requests, maxConcurrency: 64)
+
+        #expect(results.count == total)
+        #expect(try results.enumerated().allSatisfy { try $0.element.get() == $0.offset })
+        #expect(liveRequests.total == total)
+        #expect(liveRequests.peak <= 64)
+        #expect(liveRequests.current == 0)
+        #expect(inFlight.peak <= 64)
+        #expect(inFlight.total == total)
+    }
+}

@@ -1,0 +1,246 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Middleware.circuitBreaker")
+struct CircuitBreakingTests {
+    private let hostA = URL(string: "https://a.example.test/items")!
+    private let hostB = URL(string: "https://b.example.test/items")!
+
+    /// A transport whose status for each host can be changed between requests.
+    private final class Upstream: Sendable {
+        let statuses = Locked<[String: Int]>([:])
+        let transport: MockTransport
+
+        init() {
+            let statuses = self.statuses
+            transport = MockTransport { request in
+                .status(statuses.value[request.url!.host!] ?? 200)
+            }
+        }
+
+        func set(_ status: Int, for url: URL) {
+            statuses.withLock { $0[url.host!] = status }
+        }
+    }
+
+    @Test("opens after N consecutive failures, then fails fast without reaching the transport")
+    func opensAndFailsFast() async throws {
+        let upstream = Upstream()
+        upstream.set(503, for: hostA)
+        let breaker = CircuitBreaker(.init(failureThreshold: 3, cooldown: .seconds(30)), clock: ManualClock())
+        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+
+        for expected in 1...2 {
+            _ = try await client.send(URLRequest(url: hostA))
+            #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: expected))
+        }
+        _ = try await client.send(URLRequest(url: hostA))
+        #expect(breaker.state(for: hostA) == .open)
+
+        let error = await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+        #expect(error?.code == .circuitOpen)
+        #expect(error?.middleware == "circuitBreaker")
+        #expect(upstream.transport.callCount == 3)
+    }
+
+    @Test("after the cooldown, a successful probe closes the circuit")
+    func probeCloses() async throws {
+        let upstream = Upstream()
+        upstream.set(500, for: hostA)
+        let clock = ManualClock()
+        let breaker = CircuitBreaker(.init(failureThreshold: 2, cooldown: .seconds(10)), clock: clock)
+        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+        for _ in 0..<2 { _ = try await client.send(URLRequest(url: hostA)) }
+
+        clock.advance(by: .seconds(9))
+        await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+        clock.advance(by: .seconds(1))
+        #expect(breaker.state(for: hostA) == .halfOpen)
+        upstream.set(200, for: hostA)
+        let (_, response) = try await client.send(URLRequest(url: hostA))
+
+        #expect(response.statusCode == 200)
+        #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 0))
+        _ = try await client.send(URLRequest(url: hostA))
+        #expect(upstream.transport.callCount == 4)
+    }
+
+    @Test("a failed probe opens the circuit for another full cooldown")
+    func probeFailureReopens() async throws {
+        let upstream = Upstream()
+        upstream.set(502, for: hostA)
+        let clock = ManualClock()
+        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(10)), clock: clock)
+        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+        _ = try await client.send(URLRequest(url: hostA))
+
+        clock.advance(by: .seconds(10))
+        _ = try await client.send(URLRequest(url: hostA))  // the probe: 502
+        #expect(breaker.state(for: hostA) == .open)
+        clock.advance(by: .seconds(9))
+
+        await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+        #expect(upstream.transport.callCount == 2)
+    }
+
+    @Test("while the probe is in flight, other requests still fail fast", .timeLimit(.minutes(1)))
+    func oneProbeAtATime() async throws {
+        let arrived = Arrivals()
+        let release = Gate()
+        let failing = Locked(true)
+        let transport = MockTransport { _ in
+            if failing.value { return .serverError }
+            arrived.arrive()
+            await release.wait()
+            return .ok
+        }
+        let clock = ManualClock()
+        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(5)), clock: clock)
+        let client = Client(transport: transport, middleware: [.circuitBreaker(breaker)])
+        _ = try await client.send(URLRequest(url: hostA))
+        failing.withLock { $0 = false }
+        clock.advance(by: .seconds(5))
+
+        let probe = Task { try await client.send(URLRequest(url: hostA)) }
+        await arrived.wait(for: 1)
+        let error = await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+        #expect(error?.code == .circuitOpen)
+        release.open()
+        _ = try await probe.value
+
+        #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 0))
+        #expect(transport.callCount == 2)
+    }
+
+    @Test("each host has its own circuit")
+    func perHost() async throws {
+        let upstream = Upstream()
+        upstream.set(500, for: hostA)
+        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(60)), clock: ManualClock())
+        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+        _ = try await client.send(URLRequest(url: hostA))
+
+        let (_, response) = try await client.send(URLRequest(url: hostB))
+
+        #expect(response.statusCode == 200)
+        #expect(breaker.state(for: hostA) == .open)
+        #expect(breaker.state(for: hostB) == .closed(consecutiveFailures: 0))
+        // Another port on the same host name is another host.
+        #expect(breaker.state(for: URL(string: "https://a.example.test:8443/")!) == .closed(consecutiveFailures: 0))
+    }
+
+    @Test(
+        "by default, transport errors and 5xx are failures; 4xx and 2xx are not",
+        arguments: [
+            (MockTransport.Reply.failure(URLError(.cannotConnectToHost)), true),
+            (.response(.status(500)), true),
+            (.response(.status(503)), true),
+            (.response(.status(404)), false),
+            (.response(.status(429)), false),
+            (.response(.ok), false),
+        ]
+    )
+    func defaultFailures(reply: MockTransport.Reply, isFailure: Bool) async throws {
+        let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: ManualClock())
+        let client = Client(transport: MockTransport(reply: reply), middleware: [.circuitBreaker(breaker)])
+        let url = URL(string: "https://a.example.test/")!
+
+        _ = try? await client.send(URLRequest(url: url))
+
+        #expect(breaker.state(for: url) == (isFailure ? .open : .closed(consecutiveFailures: 0)))
+    }
+
+    @Test(
+        "the default failure test counts timeouts and 5xx status errors, not 4xx status errors or other errors",
+        arguments: [
+            (CourierError(.timedOut, message: "t"), true),
+            (CourierError(.transport, message: "t"), true),
+            (CourierError(.nonHTTPResponse, message: "t"), true),
+            (CourierError(.unacceptableStatus, message: "s", response: Self.response(503)), true),
+            (CourierError(.unacceptableStatus, message: "s", response: Self.response(409)), false),
+            (CourierError(.decodingFailed, message: "d"), false),
+            (CourierError(.invalidRequest, message: "i"), false),
+        ]
+    )
+    func defaultFailureTest(error: CourierError, isFailure: Bool) {
+        #expect(CircuitBreaker.Policy.isTransportOrServerFailure(.failure(error)) == isFailure)
+    }
+
+    private static func response(_ status: Int) -> HTTPURLResponse {
+        HTTPURLResponse(
+            url: URL(string: "https://a.example.test/")!,
+            statusCode: status,
+            httpVersion: nil,
+            headerFields: nil
+        )!
+    }
+
+    @Test("a cancelled request is not a failure", .timeLimit(.minutes(1)))
+    func cancellationIsNeutral() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            try await waitForCancellation()
+            return .ok
+        }
+        let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: ManualClock())
+        let client = Client(transport: transport, middleware: [.circuitBreaker(breaker)])
+        let task = Task { try await client.send(URLRequest(url: hostA)) }
+        await arrived.wait(for: 1)
+
+        task.cancel()
+
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 0))
+    }
+
+    @Test("what counts as a failure is configurable")
+    func customFailures() async throws {
+        let transport = MockTransport(.status(429))
+        let middleware = Middleware.circuitBreaker(
+            failureThreshold: 2,
+            cooldown: .seconds(1),
+            isFailure: { outcome in
+                if case .success(let response) = outcome, response.statusCode == 429 { return true }
+                return CircuitBreaker.Policy.isTransportOrServerFailure(outcome)
+            },
+            clock: ManualClock()
+        )
+        let client = Client(transport: transport, middleware: [middleware])
+        for _ in 0..<2 { _ = try await client.send(URLRequest(url: hostA)) }
+
+        let error = await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+
+        #expect(error?.code == .circuitOpen)
+        #expect(transport.callCount == 2)
+    }
+
+    @Test("state changes are reported in order: open, half-open, closed")
+    func reportsStateChanges() async throws {
+        let changes = Locked<[String]>([])
+        let upstream = Upstream()
+        upstream.set(500, for: hostA)
+        let clock = ManualClock()
+        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(1)), clock: clock) { host, state in
+            changes.withLock { $0.append("\(host) \(state)") }
+        }
+        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+
+        _ = try await client.send(URLRequest(url: hostA))
+        clock.advance(by: .seconds(1))
+        upstream.set(200, for: hostA)
+        _ = try await client.send(URLRequest(url: hostA))
+
+        #expect(
+            changes.value == [
+                "a.example.test:443 open", "a.example.test:443 half-open", "a.example.test:443 closed(0)",
+            ]
+        )
+    }
+}

@@ -1,0 +1,253 @@
+import CourierTesting
+import Foundation
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Middleware.coalescing")
+struct CoalescingTests {
+    private let url = URL(string: "https://api.example.test/config")!
+
+    private func get(_ url: URL, authorization: String? = nil) -> URLRequest {
+        var request = URLRequest(url: url)
+        if let authorization { request.setValue(authorization, forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    /// A transport that counts arrivals, holds every call until `release` opens, and answers with the
+    /// request's `Authorization` header as the body.
+    private func heldTransport(_ arrived: Arrivals, _ release: Gate) -> MockTransport {
+        MockTransport { request in
+            arrived.arrive()
+            await release.wait()
+            return .status(200, body: request.value(forHTTPHeaderField: "Authorization") ?? "anonymous")
+        }
+    }
+
+    @Test("1,000 concurrent identical GETs make one transport call and all get its response", .timeLimit(.minutes(1)))
+    func thousandGetsOneCall() async throws {
+        let arrived = Arrivals()
+        let release = Gate()
+        let transport = heldTransport(arrived, release)
+        let coalescer = RequestCoalescer()
+        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
+        let request = get(url, authorization: "Bearer a")
+
+        let batch = Task { await client.sendAll(Array(repeating: request, count: 1000), maxConcurrency: 1000) }
+        await waitUntil { coalescer.waitingCallers == 1000 }
+        #expect(coalescer.sharedCalls == 1)
+        release.open()
+        let results = await batch.value
+
+        #expect(transport.callCount == 1)
+        let bodies = try results.map { String(decoding: try $0.get().0, as: UTF8.self) }
+        #expect(bodies == Array(repeating: "Bearer a", count: 1000))
+        #expect(coalescer.sharedCalls == 0)
+        #expect(coalescer.waitingCallers == 0)
+    }
+
+    @Test(
+        "requests with different Authorization are sent separately; identical ones still share",
+        .timeLimit(.minutes(1))
+    )
+    func differentCredentialsAreNotShared() async throws {
+        let arrived = Arrivals()
+        let release = Gate()
+        let transport = heldTransport(arrived, release)
+        let coalescer = RequestCoalescer()
+        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
+
+        let alice1 = Task { try await client.send(get(url, authorization: "Bearer alice")) }
+        let bob = Task { try await client.send(get(url, authorization: "Bearer bob")) }
+        let alice2 = Task { try await client.send(get(url, authorization: "Bearer alice")) }
+        await arrived.wait(for: 2)
+        await waitUntil { coalescer.waitingCallers == 3 }
+        #expect(coalescer.sharedCalls == 2)
+        release.open()
+
+        #expect(String(decoding: try await alice1.value.0, as: UTF8.self) == "Bearer alice")
+        #expect(String(decoding: try await alice2.value.0, as: UTF8.self) == "Bearer alice")
+        #expect(String(decoding: try await bob.value.0, as: UTF8.self) == "Bearer bob")
+        #expect(transport.callCount == 2)
+    }
+
+    @Test("POST requests are never coalesced", .timeLimit(.minutes(1)))
+    func postIsNeverCoalesced() async throws {
+        let arrived = Arrivals()
+        let release = Gate()
+        let transport = heldTransport(arrived, release)
+        let coalescer = RequestCoalescer()
+        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
+        var post = URLRequest(url: url)
+        post.httpMethod = "POST"
+
+        let batch = Task { await client.sendAll(Array(repeating: post, count: 5), maxConcurrency: 5) }
+        // All five reach the transport while none has finished: nothing was shared.
+        await arrived.wait(for: 5)
+        #expect(coalescer.sharedCalls == 0)
+        release.open()
+        let results = await batch.value
+
+        #expect(results.allSatisfy { (try? $0.get()) != nil })
+        #expect(transport.callCount == 5)
+    }
+
+    @Test("every caller gets the shared call's error", .timeLimit(.minutes(1)))
+    func errorIsShared() async throws {
+        let release = Gate()
+        let transport = MockTransport { _ in
+            await release.wait()
+            throw URLError(.cannotConnectToHost)
+        }
+        let coalescer = RequestCoalescer()
+        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
+
+        let batch = Task { await client.sendAll(Array(repeating: get(url), count: 50), maxConcurrency: 50) }
+        await waitUntil { coalescer.waitingCallers == 50 }
+        release.open()
+        let results = await batch.value
+
+        #expect(transport.callCount == 1)
+        let errors = results.map { result -> CourierError? in
+            guard case .failure(let error) = result else { return nil }
+            return error as? CourierError
+        }
+        #expect(errors.allSatisfy { $0?.code == .transport })
+        #expect((errors.first??.underlying as? URLError)?.code == .cannotConnectToHost)
+    }
+
+    @Test(
+        "a cancelled caller stops waiting at once, and the others still get the shared response",
+        .timeLimit(.minutes(1))
+    )
+    func cancelledCallerStopsWaiting() async throws {
+        let arrived = Arrivals()
+        let release = Gate()
+        let transport = heldTransport(arrived, release)
+        let coalescer = RequestCoalescer()
+        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
+        // The first caller starts the shared call; it is the one cancelled.
+        let first = Task { try await client.send(get(url)) }
+        await arrived.wait(for: 1)
+        let second = Task { try await client.send(get(url)) }
+        let third = Task { try await client.send(get(url)) }
+        await waitUntil { coalescer.waitingCallers == 3 }
+
+        first.cancel()
+
+        // The shared call is still held in the transport, so this returns only because the caller left.
+        await #expect(throws: CancellationError.self) { try await first.value }
+        #expect(coalescer.waitingCallers == 2)
+        release.open()
+        #expect(String(decoding: try await second.value.0, as: UTF8.self) == "anonymous")
+        #expect(String(decoding: try await third.value.0, as: UTF8.self) == "anonymous")
+        #expect(transport.callCount == 1)
+        #expect(transport.cancellationCount == 0)
+    }
+
+    @Test(
+        "when the last caller has gone, the shared call is cancelled and the next request starts afresh",
+        .timeLimit(.minutes(1))
+    )
+    func lastCallerGoneCancelsTheCall() async throws {
+        let arrived = Arrivals()
+        let transportSawCancellation = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            if arrived.count > 1 { return .status(200, body: "fresh") }
+            do {
+                try await waitForCancellation()
+            } catch {
+                transportSawCancellation.arrive()
+                throw error
+            }
+            return .ok
+        }
+        let coalescer = RequestCoalescer()
+        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
+        let callers = (0..<3).map { _ in Task { try await client.send(get(url)) } }
+        await arrived.wait(for: 1)
+        await waitUntil { coalescer.waitingCallers == 3 }
+
+        callers[0].cancel()
+        callers[1].cancel()
+        #expect(coalescer.sharedCalls == 1)
+        callers[2].cancel()
+        #expect(coalescer.sharedCalls == 0)
+
+        for caller in callers {
+            await #expect(throws: CancellationError.self) { try await caller.value }
+        }
+        await transportSawCancellation.wait(for: 1)
+        #expect(transport.cancellationCount == 1)
+        let (body, _) = try await client.send(get(url))
+        #expect(String(decoding: body, as: UTF8.self) == "fresh")
+        #expect(transport.callCount == 2)
+    }
+
+    @Test("once a shared call has finished, the next identical request is sent again")
+    func nothingIsCached() async throws {
+        let transport = MockTransport { _ in .ok }
+        let client = Client(transport: transport, middleware: [.coalescing()])
+
+        _ = try await client.send(get(url))
+        _ = try await client.send(get(url))
+
+        #expect(transport.callCount == 2)
+    }
+
+    @Test(
+        "the key: method, URL and headers but tracing ids; header names are case-insensitive",
+        arguments: [
+            ("GET", ["Authorization": "Bearer a"], "GET", ["authorization": "Bearer a"], true),
+            ("GET", ["Authorization": "Bearer a"], "GET", ["Authorization": "Bearer b"], false),
+            ("GET", ["Accept": "application/json"], "GET", ["Accept": "text/html"], false),
+            ("GET", ["X-Tenant": "1"], "GET", ["X-Tenant": "2"], false),
+            ("GET", ["X-Request-ID": "1"], "GET", ["X-Request-ID": "2"], true),
+            ("GET", ["traceparent": "00-a-b-01"], "GET", [:], true),
+            ("HEAD", [:], "HEAD", [:], true),
+            ("GET", [:], "HEAD", [:], false),
+        ]
+    )
+    func key(method1: String, headers1: [String: String], method2: String, headers2: [String: String], same: Bool) {
+        let coalescer = RequestCoalescer()
+        func request(_ method: String, _ headers: [String: String]) -> URLRequest {
+            var request = URLRequest(url: url)
+            request.httpMethod = method
+            for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+            return request
+        }
+        let first = coalescer.key(for: request(method1, headers1))
+        let second = coalescer.key(for: request(method2, headers2))
+
+        #expect(first != nil && second != nil)
+        #expect((first == second) == same)
+    }
+
+    @Test("requests that must not be shared have no key", arguments: ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"])
+    func unsafeMethodsHaveNoKey(method: String) {
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+        #expect(RequestCoalescer().key(for: request) == nil)
+    }
+
+    @Test("a GET with a body has no key")
+    func getWithBodyHasNoKey() {
+        var request = URLRequest(url: url)
+        request.httpBody = Data("{}".utf8)
+        #expect(RequestCoalescer().key(for: request) == nil)
+    }
+
+    @Test("the query is part of the key")
+    func queryIsPartOfTheKey() {
+        let coalescer = RequestCoalescer()
+        let a = coalescer.key(for: URLRequest(url: URL(string: "https://api.example.test/items?page=1")!))
+        let b = coalescer.key(for: URLRequest(url: URL(string: "https://api.example.test/items?page=2")!))
+        #expect(a != nil)
+        #expect(a != b)
+    }
+}

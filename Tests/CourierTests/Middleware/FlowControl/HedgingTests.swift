@@ -1,0 +1,217 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Middleware.hedging")
+struct HedgingTests {
+    private let url = URL(string: "https://api.example.test/search")!
+
+    private func body(_ result: (Data, HTTPURLResponse)) -> String {
+        String(decoding: result.0, as: UTF8.self)
+    }
+
+    @Test(
+        "with no response after the delay, a second attempt is sent; it wins and the first is cancelled",
+        .timeLimit(.minutes(1))
+    )
+    func hedgeWinsLoserCancelled() async throws {
+        let transport = MockTransport(sequence: [.hang, .response(.status(200, body: "second"))])
+        let clock = ManualClock()
+        let client = Client(transport: transport, middleware: [.hedging(after: .milliseconds(100), clock: clock)])
+
+        let call = Task { try await client.send(URLRequest(url: url)) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .milliseconds(100))
+        let result = try await call.value
+
+        #expect(body(result) == "second")
+        #expect(transport.callCount == 2)
+        // The call returns only after the loser has ended, so the transport has seen the cancellation.
+        #expect(transport.cancellationCount == 1)
+    }
+
+    @Test(
+        "when the first attempt answers after the hedge was sent, it wins and the hedge is cancelled",
+        .timeLimit(.minutes(1))
+    )
+    func primaryWinsHedgeCancelled() async throws {
+        let release = Gate()
+        let arrived = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            if arrived.count == 1 {
+                await release.wait()
+                return .status(200, body: "first")
+            }
+            try await waitForCancellation()
+            return .ok
+        }
+        let recorder = RecordingTransport(wrapping: transport)
+        let clock = ManualClock()
+        let client = Client(transport: recorder, middleware: [.hedging(after: .seconds(1), clock: clock)])
+
+        let call = Task { try await client.send(URLRequest(url: url)) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(1))
+        await arrived.wait(for: 2)
+        release.open()
+        let result = try await call.value
+
+        #expect(body(result) == "first")
+        let outcomes = recorder.calls.map { call -> String in
+            switch call.outcome {
+            case .response(let status): "response \(status)"
+            case .cancelled: "cancelled"
+            case .failure, nil: "other"
+            }
+        }
+        #expect(outcomes == ["response 200", "cancelled"])
+    }
+
+    @Test("a fast response sends no hedge and leaves no timer behind")
+    func fastResponseNoHedge() async throws {
+        let transport = MockTransport.ok
+        let clock = ManualClock()
+        let client = Client(transport: transport, middleware: [.hedging(after: .seconds(1), clock: clock)])
+
+        _ = try await client.send(URLRequest(url: url))
+
+        #expect(transport.callCount == 1)
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("requests that are not idempotent are never hedged", .timeLimit(.minutes(1)), arguments: ["POST", "PATCH"])
+    func notIdempotentPassesThrough(method: String) async throws {
+        let arrived = Arrivals()
+        let release = Gate()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            await release.wait()
+            return .ok
+        }
+        let clock = ManualClock()
+        let client = Client(transport: transport, middleware: [.hedging(after: .zero, clock: clock)])
+        var request = URLRequest(url: url)
+        request.httpMethod = method
+
+        let call = Task { try await client.send(request) }
+        await arrived.wait(for: 1)
+        release.open()
+        _ = try await call.value
+
+        #expect(transport.callCount == 1)
+        #expect(clock.totalSleeps == 0)
+    }
+
+    @Test("up to maxExtraAttempts hedges are sent, each a delay after the previous", .timeLimit(.minutes(1)))
+    func severalHedges() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            if arrived.count == 3 { return .status(200, body: "third") }
+            try await waitForCancellation()
+            return .ok
+        }
+        let clock = ManualClock()
+        let client = Client(
+            transport: transport,
+            middleware: [.hedging(after: .seconds(1), maxExtraAttempts: 2, clock: clock)]
+        )
+
+        let call = Task { try await client.send(URLRequest(url: url)) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(1))
+        await arrived.wait(for: 2)
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(1))
+        let result = try await call.value
+
+        #expect(body(result) == "third")
+        #expect(transport.callCount == 3)
+        #expect(transport.cancellationCount == 2)
+        #expect(clock.totalSleeps == 2)
+    }
+
+    @Test("an attempt that fails while another is in flight does not end the call", .timeLimit(.minutes(1)))
+    func failedAttemptDoesNotEndTheCall() async throws {
+        let arrived = Arrivals()
+        let releaseSecond = Gate()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            if arrived.count == 1 {
+                await arrived.wait(for: 2)
+                throw URLError(.networkConnectionLost)
+            }
+            await releaseSecond.wait()
+            return .status(200, body: "second")
+        }
+        let recorder = RecordingTransport(wrapping: transport)
+        let clock = ManualClock()
+        let client = Client(transport: recorder, middleware: [.hedging(after: .seconds(1), clock: clock)])
+
+        let call = Task { try await client.send(URLRequest(url: url)) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(1))
+        await waitUntil { recorder.calls.first?.outcome != nil }
+        releaseSecond.open()
+        let result = try await call.value
+
+        #expect(body(result) == "second")
+        #expect(recorder.calls.count == 2)
+    }
+
+    @Test("when every attempt fails, the original request's error is thrown", .timeLimit(.minutes(1)))
+    func allAttemptsFail() async throws {
+        let arrived = Arrivals()
+        let releaseFirst = Gate()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            if arrived.count == 1 {
+                await releaseFirst.wait()
+                throw URLError(.timedOut)
+            }
+            throw URLError(.networkConnectionLost)
+        }
+        let recorder = RecordingTransport(wrapping: transport)
+        let clock = ManualClock()
+        let client = Client(transport: recorder, middleware: [.hedging(after: .seconds(1), clock: clock)])
+
+        let call = Task { try await client.send(URLRequest(url: url)) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(1))
+        // The hedge fails first; the call goes on waiting for the original request.
+        await waitUntil { recorder.calls.count == 2 && recorder.calls[1].outcome != nil }
+        releaseFirst.open()
+        let error = await #expect(throws: CourierError.self) { try await call.value }
+
+        #expect(recorder.calls.count == 2)
+        #expect((error?.underlying as? URLError)?.code == .timedOut)
+    }
+
+    @Test("cancelling the caller cancels every attempt and throws CancellationError", .timeLimit(.minutes(1)))
+    func callerCancelled() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            try await waitForCancellation()
+            return .ok
+        }
+        let clock = ManualClock()
+        let client = Client(transport: transport, middleware: [.hedging(after: .seconds(1), clock: clock)])
+
+        let call = Task { try await client.send(URLRequest(url: url)) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(1))
+        await arrived.wait(for: 2)
+        call.cancel()
+
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(transport.callCount == 2)
+        #expect(transport.cancellationCount == 2)
+    }
+}
