@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The retry loop, built once per middleware.
+struct Retrier<C: Clock<Duration>>: Sendable {
+    private enum Failure {
+        case response(Data, HTTPURLResponse)
+        case error(any Error)
+    }
+
+    private enum Decision {
+        case giveUp
+        case retry(RetryEvent)
+    }
+
+    let policy: RetryPolicy
+    let clock: C
+
+    func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
+        policy.budget?.recordRequest()
+        var attempt = 1
+        while true {
+            let failure: Failure
+            do {
+                let context = RetryContext(attempt: attempt, maximumAttempts: policy.maximumAttempts)
+                let (data, response) = try await RetryContext.$current.withValue(context) {
+                    try await next(request)
+                }
+                guard policy.retryableStatuses.contains(response.statusCode) else { return (data, response) }
+                failure = .response(data, response)
+            } catch {
+                failure = .error(error)
+            }
+            switch decide(after: failure, attempt: attempt, request: request) {
+            case .giveUp:
+                switch failure {
+                case .response(let data, let response): return (data, response)
+                case .error(let error): throw error
+                }
+            case .retry(let event):
+                policy.onRetry?(event)
+                if event.delay > .zero {
+                    try await clock.sleep(for: event.delay)
+                } else {
+                    try Task.checkCancellation()
+                }
+                attempt += 1
+            }
+        }
+    }
+
+    private func decide(after failure: Failure, attempt: Int, request: URLRequest) -> Decision {
+        guard !Task.isCancelled, attempt < policy.maximumAttempts else { return .giveUp }
+        let status: Int?
+        let retryAfterValue: String?
+        switch failure {
+        case .response(_, let response):
+            status = response.statusCode
+            retryAfterValue = response.value(forHTTPHeaderField: "Retry-After")
+        case .error(let error as CourierError) where error.code == .unacceptableStatus:
+            guard let code = error.statusCode, policy.retryableStatuses.contains(code) else { return .giveUp }
+            status = code
+            retryAfterValue = error.responseHeaders.first { $0.key.lowercased() == "retry-after" }?.value
+        case .error(let error):
+            guard !(error is CancellationError), policy.isRetryable(error) else { return .giveUp }
+            status = nil
+            retryAfterValue = nil
+        }
+        guard isSafeToRetry(request) else { return .giveUp }
+
+        var delay: Duration
+        var retryAfter: Duration?
+        if let status, status == 429 || status == 503, let retryAfterValue,
+            let requested = RetryAfter.delay(retryAfterValue, now: policy.currentDate())
+        {
+            // The server said when to come back; more than the cap means "not worth waiting for".
+            guard requested <= policy.maximumRetryAfter else { return .giveUp }
+            delay = requested
+            retryAfter = requested
+        } else {
+            delay = policy.backoff.delay(forRetry: attempt, random: policy.random())
+            retryAfter = nil
+        }
+        if let deadline = Deadline.current {
+            // Sleeping until (or past) the deadline would only end in a timeout: stop with what we have.
+            guard delay < deadline.timeLeft else { return .giveUp }
+        }
+        if let budget = policy.budget, !budget.withdrawForRetry() { return .giveUp }
+        delay = max(delay, .zero)
+        let reason: RetryEvent.Reason
+        switch failure {
+        case .response(_, let response): reason = .status(response.statusCode)
+        case .error(let error): reason = status.map { .status($0) } ?? .error(error)
+        }
+        return .retry(
+            RetryEvent(
+                attempt: attempt + 1,
+                maximumAttempts: policy.maximumAttempts,
+                delay: delay,
+                retryAfter: retryAfter,
+                reason: reason,
+                request: request
+            )
+        )
+    }
+
+    private func isSafeToRetry(_ request: URLRequest) -> Bool {
+        if policy.retriesNonIdempotentRequests { return true }
+        if HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent { return true }
+        return request.value(forHTTPHeaderField: policy.idempotencyKeyHeader) != nil
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Middleware {
+    /// Fails a call that takes longer than `duration`, cancelling the work still in flight.
+    ///
+    /// ```swift
+    /// let client = Client(
+    ///     baseURL: URL(string: "https://api.example.com")!,
+    ///     middleware: [
+    ///         .timeout(.seconds(10)),              // the whole call, retries included
+    ///         .retry(.default),
+    ///         .timeout(.seconds(2)),               // each attempt
+    ///         .validatingStatus(),
+    ///     ]
+    /// )
+    /// ```
+    ///
+    /// The rest of the chain runs as a child task. When the deadline comes first, the child task is
+    /// cancelled (the transport sees the cancellation and stops), and the call throws a ``CourierError``
+    /// with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to the duration. Because the
+    /// work is structured, the error is thrown once the cancelled work has ended: a transport that ignores
+    /// cancellation delays it. A response that arrives before the deadline is returned as it is. If the
+    /// caller's task is cancelled, the call throws `CancellationError`, not a timeout.
+    ///
+    /// **Deadlines.** The outermost timeout sets ``Deadline/current`` for the layers below it. An inner
+    /// timeout waits for the smaller of its own duration and the time left; when the outer deadline is the
+    /// nearer one, the error reports the outer timeout's duration. ``Middleware/retry(_:clock:)`` never
+    /// sleeps past the deadline.
+    ///
+    /// **Placement.** Outside ``Middleware/retry(_:clock:)`` a timeout bounds the whole call, backoff
+    /// included; inside it, each attempt (a per-attempt timeout is retryable). See <doc:Resilience>.
+    ///
+    /// **Cost.** The work starts at once in the caller's thread (an immediate child task, on platforms that
+    /// have it); a timer is armed only if the work suspends. A call that completes without suspending (an
+    /// in-memory transport, a cache) pays for one child task and no timer.
+    ///
+    /// The timeout never relies on `URLRequest.timeoutInterval`, which is truncated to whole seconds on
+    /// Linux.
+    ///
+    /// - Parameters:
+    ///   - duration: The longest the rest of the chain may take; must be greater than zero.
+    ///   - clock: The clock that measures it; `ContinuousClock` by default, a `ManualClock` in tests.
+    /// - Returns: The middleware, named `"timeout"`.
+    public static func timeout<C: Clock<Duration>>(
+        _ duration: Duration,
+        clock: C = ContinuousClock()
+    ) -> Middleware {
+        precondition(duration > .zero, "a timeout must be longer than zero (got \(duration))")
+        return Middleware(name: "timeout") { request, next in
+            try await TimeoutRunner.run(duration, clock: clock, request: request, next: next)
+        }
+    }
+}

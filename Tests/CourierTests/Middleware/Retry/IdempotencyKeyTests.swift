@@ -1,0 +1,63 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Idempotency keys")
+struct IdempotencyKeyTests {
+    private func keys(of transport: MockTransport) -> [String?] {
+        transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+    }
+
+    @Test("POST and PATCH get a key; GET, PUT and DELETE do not", arguments: ["POST", "PATCH", "GET", "PUT", "DELETE"])
+    func methods(method: String) async throws {
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [.idempotencyKey()])
+        _ = try await client.send(RetryFixtures.request(method))
+        let key = try #require(keys(of: transport).first)
+        #expect((key != nil) == (method == "POST" || method == "PATCH"))
+    }
+
+    @Test("each call gets its own key")
+    func onePerCall() async throws {
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [.idempotencyKey()])
+        for _ in 0..<3 { _ = try await client.send(RetryFixtures.request("POST")) }
+        let sent = keys(of: transport).compactMap { $0 }
+        #expect(sent.count == 3)
+        #expect(Set(sent).count == 3)
+    }
+
+    @Test("a request that has a key keeps it")
+    func keepsOwnKey() async throws {
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [.idempotencyKey()])
+        _ = try await client.send(RetryFixtures.request("POST", headers: ["Idempotency-Key": "order-17"]))
+        #expect(keys(of: transport) == ["order-17"])
+    }
+
+    @Test("the header name, the methods and the key generator can be chosen")
+    func custom() async throws {
+        let transport = MockTransport.ok
+        let client = Client(
+            transport: transport,
+            middleware: [.idempotencyKey(header: "X-Request-Id", methods: [.put], generate: { "fixed" })]
+        )
+        _ = try await client.send(RetryFixtures.request("PUT"))
+        _ = try await client.send(RetryFixtures.request("POST"))
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Request-Id") } == ["fixed", nil])
+    }
+
+    @Test("placed inside the retry, the key comes too late: the POST is not retried")
+    func insideRetry() async throws {
+        let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
+        let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy()), .idempotencyKey()])
+        let (_, response) = try await client.send(RetryFixtures.request("POST"))
+        #expect(response.statusCode == 503)
+        #expect(transport.callCount == 1)
+    }
+}

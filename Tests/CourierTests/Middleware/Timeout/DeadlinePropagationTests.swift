@@ -1,0 +1,142 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Retry within a deadline", .timeLimit(.minutes(1)))
+struct DeadlinePropagationTests {
+    @Test("a whole-call timeout of 250 ms over five per-attempt timeouts of 100 ms fails at 250 ms, not 500")
+    func wholeCallOverPerAttemptTimeouts() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(reply: .hang)
+        let attempts = Locked<[Int]>([])
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .timeout(.milliseconds(250), clock: clock),
+                .retry(RetryFixtures.policy(attempts: 5), clock: clock),
+                RetryFixtures.recordingAttempts(into: attempts),
+                .timeout(.milliseconds(100), clock: clock),
+            ]
+        )
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        // The whole-call timer and the attempt's timer are armed; each step ends one attempt.
+        for _ in 0..<3 {
+            await clock.waitForSleepers(count: 2)
+            clock.advanceToNextDeadline()
+        }
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.timeout == .milliseconds(250))
+        #expect(clock.now.offset == .milliseconds(250))
+        #expect(attempts.value == [1, 2, 3])
+        #expect(transport.callCount == 3)
+        #expect(transport.cancellationCount == 3)
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("a whole-call timeout of 250 ms over attempts that each take 100 ms fails at 250 ms")
+    func wholeCallOverSlowAttempts() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport { _ in
+            try await clock.sleep(for: .milliseconds(100))
+            return .status(503)
+        }
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .timeout(.milliseconds(250), clock: clock),
+                .retry(RetryFixtures.policy(attempts: 5), clock: clock),
+            ]
+        )
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        for _ in 0..<3 {
+            await clock.waitForSleepers(count: 2)
+            clock.advanceToNextDeadline()
+        }
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.timeout == .milliseconds(250))
+        #expect(clock.now.offset == .milliseconds(250))
+        #expect(transport.callCount == 3)
+        #expect(transport.cancellationCount == 1)
+    }
+
+    @Test("the retry does not sleep past the deadline: it returns the last response at once")
+    func noSleepPastDeadline() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(.status(503))
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .timeout(.seconds(1), clock: clock),
+                .retry(RetryFixtures.policy(backoff: .constant(.seconds(2))), clock: clock),
+            ]
+        )
+        let (_, response) = try await client.send(RetryFixtures.request())
+        #expect(response.statusCode == 503)
+        #expect(transport.callCount == 1)
+        #expect(clock.now.offset == .zero)
+        #expect(clock.pendingDeadlines.isEmpty)
+    }
+
+    @Test("the retry does not sleep past the deadline: it rethrows the last error at once")
+    func noSleepPastDeadlineError() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(error: URLError(.networkConnectionLost))
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .timeout(.seconds(1), clock: clock),
+                .retry(RetryFixtures.policy(backoff: .constant(.milliseconds(600))), clock: clock),
+            ]
+        )
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        // First retry: 600 ms fits in the second left. Second retry: 600 ms would end at 1.2 s.
+        await clock.waitForSleepers(count: 2)  // the whole-call timer and the backoff
+        clock.advance(by: .milliseconds(600))
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .transport)
+        #expect(transport.callCount == 2)
+        #expect(clock.now.offset == .milliseconds(600))
+    }
+
+    @Test("a Retry-After that would end after the deadline is not waited for")
+    func retryAfterPastDeadline() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(.status(429, headers: ["Retry-After": "5"]))
+        let client = Client(
+            transport: transport,
+            middleware: [.timeout(.seconds(2), clock: clock), .retry(RetryFixtures.policy(), clock: clock)]
+        )
+        let (_, response) = try await client.send(RetryFixtures.request())
+        #expect(response.statusCode == 429)
+        #expect(transport.callCount == 1)
+    }
+
+    @Test("backoff that ends before the deadline is slept as usual")
+    func backoffWithinDeadline() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(sequence: [.response(.status(503)), .response(.status(503)), .response(.ok)])
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .timeout(.seconds(1), clock: clock),
+                .retry(RetryFixtures.policy(backoff: .constant(.milliseconds(300))), clock: clock),
+            ]
+        )
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        for _ in 0..<2 {
+            await clock.waitForSleepers(count: 2)  // the whole-call timer and the backoff
+            clock.advanceToNextDeadline()
+        }
+        let (_, response) = try await task.value
+        #expect(response.statusCode == 200)
+        #expect(clock.now.offset == .milliseconds(600))
+        #expect(transport.callCount == 3)
+    }
+}

@@ -1,0 +1,198 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Timeout", .timeLimit(.minutes(1)))
+struct TimeoutTests {
+    @Test("at the deadline the transport call is cancelled and the caller gets timedOut with the duration")
+    func cancelsTransport() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), clock: clock)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        #expect(transport.callCount == 1)
+        clock.advance(by: .milliseconds(99))
+        #expect(transport.cancellationCount == 0)
+        clock.advance(by: .milliseconds(1))
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.timeout == .milliseconds(100))
+        #expect(error?.middleware == "timeout")
+        #expect(error?.method == "GET")
+        #expect(transport.cancellationCount == 1)
+        #expect(clock.now.offset == .milliseconds(100))
+    }
+
+    @Test("a response before the deadline is returned and the timer is disarmed")
+    func responseInTime() async throws {
+        let clock = ManualClock()
+        let gate = Gate()
+        let transport = MockTransport { _ in
+            await gate.wait()
+            return .status(201)
+        }
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), clock: clock)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        gate.open()
+        let (_, response) = try await task.value
+        #expect(response.statusCode == 201)
+        #expect(clock.sleeperCount == 0)
+        #expect(transport.cancellationCount == 0)
+    }
+
+    @Test("a call that completes without suspending arms no timer")
+    func fastPath() async throws {
+        let clock = ManualClock()
+        let client = Client(transport: MockTransport.ok, middleware: [.timeout(.seconds(1), clock: clock)])
+        for _ in 0..<10 {
+            let (_, response) = try await client.send(RetryFixtures.request())
+            #expect(response.statusCode == 200)
+        }
+        #expect(clock.totalSleeps == 0)
+    }
+
+    @Test("cancelling the caller throws CancellationError, not a timeout, and cancels the transport")
+    func callerCancellation() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), clock: clock)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(transport.cancellationCount == 1)
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("errors from the rest of the chain pass through unchanged")
+    func errorsPassThrough() async throws {
+        let clock = ManualClock()
+        let client = Client(
+            transport: MockTransport(error: URLError(.cannotConnectToHost)),
+            middleware: [.timeout(.seconds(1), clock: clock)]
+        )
+        let error = await #expect(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
+        #expect(error?.code == .transport)
+        #expect((error?.underlying as? URLError)?.code == .cannotConnectToHost)
+    }
+
+    @Test("layers inside see the deadline and the time left; outside there is none")
+    func deadlineVisible() async throws {
+        let clock = ManualClock()
+        let seen = Locked<[Duration]>([])
+        let outside = Locked<Bool?>(nil)
+        let client = Client(
+            transport: MockTransport.ok,
+            middleware: [
+                Middleware { request, next in
+                    outside.withLock { $0 = Deadline.current != nil }
+                    return try await next(request)
+                },
+                .timeout(.milliseconds(300), clock: clock),
+                Middleware { request, next in
+                    if let deadline = Deadline.current {
+                        seen.withLock { $0 += [deadline.timeLeft, deadline.timeout] }
+                    }
+                    return try await next(request)
+                },
+            ]
+        )
+        _ = try await client.send(RetryFixtures.request())
+        #expect(seen.value == [.milliseconds(300), .milliseconds(300)])
+        #expect(outside.value == false)
+    }
+
+    @Test("an inner timeout waits only for the time left of an outer deadline, and reports the outer timeout")
+    func innerUsesTimeLeft() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(reply: .hang)
+        let client = Client(
+            transport: transport,
+            middleware: [.timeout(.milliseconds(150), clock: clock), .timeout(.seconds(1), clock: clock)]
+        )
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 2)
+        #expect(clock.pendingDeadlines == Array(repeating: ManualClock.Instant(offset: .milliseconds(150)), count: 2))
+        clock.advanceToNextDeadline()
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.timeout == .milliseconds(150))
+        #expect(clock.now.offset == .milliseconds(150))
+        #expect(transport.cancellationCount == 1)
+    }
+
+    @Test("an inner timeout shorter than the time left fires on its own")
+    func innerShorter() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(reply: .hang)
+        let client = Client(
+            transport: transport,
+            middleware: [.timeout(.seconds(1), clock: clock), .timeout(.milliseconds(100), clock: clock)]
+        )
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 2)
+        clock.advanceToNextDeadline()
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.timeout == .milliseconds(100))
+        #expect(clock.now.offset == .milliseconds(100))
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("a deadline set by the caller bounds the timeouts inside")
+    func callerDeadline() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(10), clock: clock)])
+        let task = Task {
+            try await Deadline.$current.withValue(Deadline(after: .milliseconds(50), clock: clock)) {
+                try await client.send(RetryFixtures.request())
+            }
+        }
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(50))])
+        clock.advanceToNextDeadline()
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.timeout == .milliseconds(50))
+    }
+
+    @Test("when the deadline has already passed, the call fails at once and nothing is sent")
+    func passedDeadline() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(10), clock: clock)])
+        let deadline = Deadline(after: .seconds(1), clock: clock)
+        clock.advance(by: .seconds(2))
+        #expect(deadline.hasPassed)
+        let error = await #expect(throws: CourierError.self) {
+            try await Deadline.$current.withValue(deadline) { try await client.send(RetryFixtures.request()) }
+        }
+        #expect(error?.code == .timedOut)
+        #expect(transport.callCount == 0)
+    }
+
+    @Test("work run outside the deadline with withValue(nil) is not bounded by it")
+    func clearingTheDeadline() async throws {
+        let clock = ManualClock()
+        let seen = Locked<[Bool]>([])
+        let client = Client(
+            transport: MockTransport.ok,
+            middleware: [
+                .timeout(.seconds(1), clock: clock),
+                Middleware { request, next in
+                    seen.withLock { $0.append(Deadline.current != nil) }
+                    Deadline.$current.withValue(nil) { seen.withLock { $0.append(Deadline.current != nil) } }
+                    return try await next(request)
+                },
+            ]
+        )
+        _ = try await client.send(RetryFixtures.request())
+        #expect(seen.value == [true, false])
+    }
+}
