@@ -149,6 +149,26 @@ struct SwiftLogTests {
         #expect(entry.metadata["error.code"] == nil)
     }
 
+    @Test("inside a retry layer, each entry names its attempt")
+    func attempt() async throws {
+        let handler = InMemoryLogHandler()
+        let twoAttempts = Middleware(name: "two-attempts") { request, next in
+            for attempt in 1...2 {
+                let context = RetryContext(attempt: attempt, maximumAttempts: 2)
+                _ = try await RetryContext.$current.withValue(context) { try await next(request) }
+            }
+            return try await next(request)
+        }
+        let client = Client(
+            transport: MockTransport.ok,
+            middleware: [twoAttempts, .logging(logger: logger(handler))]
+        )
+
+        _ = try await client.send(request("https://api.example.test/x"))
+
+        #expect(handler.entries.map { $0.metadata["attempt"] } == ["1", "2", nil])
+    }
+
     @Test("nothing reaches the handler below the logger's level")
     func belowLevel() async throws {
         let handler = InMemoryLogHandler()

@@ -132,6 +132,26 @@ struct TracingTests {
         #expect(sentSpanIDs == attempts.map(\.spanID))
     }
 
+    @Test("inside a retry layer, a retried attempt's span carries http.request.resend_count")
+    func resendCount() async throws {
+        let tracer = InMemoryTracer()
+        let threeAttempts = Middleware(name: "three-attempts") { request, next in
+            var last: (Data, HTTPURLResponse)?
+            for attempt in 1...3 {
+                let context = RetryContext(attempt: attempt, maximumAttempts: 3)
+                last = try await RetryContext.$current.withValue(context) { try await next(request) }
+            }
+            return try #require(last)
+        }
+        let client = Client(transport: MockTransport.ok, middleware: [threeAttempts, .tracing(tracer: tracer)])
+
+        _ = try await client.send(request("https://api.example.test/x"))
+
+        #expect(
+            tracer.finishedSpans.map { attribute($0, "http.request.resend_count") } == [nil, .int64(1), .int64(2)]
+        )
+    }
+
     @Test("a response of 400 or more sets the error status and error.type to the status code")
     func errorStatus() async throws {
         let tracer = InMemoryTracer()

@@ -22,7 +22,7 @@ extension Middleware {
     ///
     /// **Where to put it.** Outermost (or just inside `.counting`), it logs each call once with the time
     /// the caller waited. Inside `.retry`, it logs each attempt, and the entry's `attempt` says which one
-    /// (when the retry layer reports its attempt).
+    /// (from ``RetryContext``).
     ///
     /// - Parameters:
     ///   - logger: The logger to write to; its metadata (a request ID, say) is kept.

@@ -19,8 +19,7 @@ public import Logging
 /// `… cancelled`), so that entries group well in a log store; the facts are metadata: the record's
 /// ``LogRecord/metadata`` (`http.method`, `http.url` redacted, `http.status_code`, `duration_ms`,
 /// `error.code`, `error`, `middleware`, and the redacted headers and body preview when the logging
-/// options ask for them), plus `attempt` when a retry layer around the logging layer says which attempt
-/// runs. The logger's own metadata (a request ID, say) is kept. Everything in a record is redacted
+/// options ask for them), plus `attempt` inside a retry layer (the attempt number, from ``RetryContext``). The logger's own metadata (a request ID, say) is kept. Everything in a record is redacted
 /// already, so no credential reaches the log handler.
 ///
 /// Levels map one to one (``LogRecord/Level/warning`` is `Logger.Level.warning`, …). A record below the

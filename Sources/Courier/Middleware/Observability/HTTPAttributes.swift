@@ -66,13 +66,10 @@ enum HTTPAttributes {
         return String(reflecting: type(of: error))
     }
 
-    /// The attempt that is running, when a retry layer around the current layer says which one; `nil`
-    /// otherwise.
-    ///
-    /// TODO: read the retry middleware's task-local attempt (`RetryContext.current?.attempt`) once it is on
-    /// main; until then no layer reports one.
+    /// The attempt that is running (1 for the first), when a retry layer around the current layer says which
+    /// one (``RetryContext``); `nil` outside any retry layer.
     static var currentAttempt: Int? {
-        nil
+        RetryContext.current?.attempt
     }
 
     /// Whether `error` means the caller's task was cancelled rather than that the request failed (the same

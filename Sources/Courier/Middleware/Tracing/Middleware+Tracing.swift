@@ -49,8 +49,7 @@ extension Middleware {
     /// define), with attributes from the OpenTelemetry semantic conventions for HTTP clients:
     /// `http.request.method` (and `http.request.method_original`), `url.full` (redacted with ``Redaction``:
     /// no user-info, no sensitive query values), `server.address`, `server.port`,
-    /// `http.response.status_code`, `http.request.resend_count` (on a retry, when the retry layer around
-    /// this one says which attempt runs), and `error.type` on failure. The span's context becomes the current
+    /// `http.response.status_code`, `http.request.resend_count` (on a retry, from ``RetryContext``), and `error.type` on failure. The span's context becomes the current
     /// context for the layers inside, and the tracer injects it into the request's headers with a
     /// ``URLRequestHeaderInjector`` (a W3C `traceparent`, when the tracer speaks W3C Trace Context).
     ///
