@@ -30,8 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        // When the core is ready, the end-to-end tests will also depend on Courier itself:
-        // .package(path: "../", traits: ["AsyncHTTPClient"]),
+        // Courier itself, by path. (The AsyncHTTPClient trait is switched on once the transport lands.)
+        .package(name: "courier", path: "../"),
     ],
     targets: [
         .target(
@@ -51,6 +51,15 @@ let package = Package(
                 "TestServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CourierEndToEndTests",
+            dependencies: [
+                "TestServer",
+                .product(name: "Courier", package: "courier"),
+                .product(name: "CourierTesting", package: "courier"),
             ],
             swiftSettings: swiftSettings
         ),
