@@ -14,9 +14,29 @@ let package = Package(
         .library(name: "Courier", targets: ["Courier"]),
         .library(name: "CourierTesting", targets: ["CourierTesting"]),
     ],
+    traits: [
+        .trait(
+            name: "AsyncHTTPClient",
+            description: "Adds AsyncHTTPClientTransport, which sends requests with swift-server/async-http-client."
+        )
+    ],
+    dependencies: [
+        // Resolved and fetched only when the AsyncHTTPClient trait is enabled (no default traits).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
+    ],
     targets: [
         .target(
             name: "Courier",
+            dependencies: [
+                .product(
+                    name: "AsyncHTTPClient",
+                    package: "async-http-client",
+                    condition: .when(traits: ["AsyncHTTPClient"])
+                ),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .target(
@@ -26,7 +46,16 @@ let package = Package(
         ),
         .testTarget(
             name: "CourierTests",
-            dependencies: ["Courier", "CourierTesting"],
+            dependencies: [
+                "Courier",
+                "CourierTesting",
+                .product(
+                    name: "AsyncHTTPClient",
+                    package: "async-http-client",
+                    condition: .when(traits: ["AsyncHTTPClient"])
+                ),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+            ],
             swiftSettings: upcomingFeatures
         ),
         .testTarget(

@@ -6,49 +6,113 @@ public import FoundationNetworking
 
 /// The default ``Transport``: sends requests with Foundation's `URLSession`.
 ///
-/// - Cancelling the calling task cancels the underlying `URLSessionTask`, and the call throws
-///   `CancellationError`.
-/// - Redirects are **not** followed by the session (the transport returns the 3xx response), because
-///   `URLSession` on Linux forwards `Authorization` and `Cookie` to another origin. Follow redirects with
-///   a middleware that strips credentials per origin.
-/// - By default each transport has its own in-memory cookie storage and cache (`.ephemeral`): a cookie one
-///   client receives is never sent by another client in the same process, and nothing is written to disk.
-/// - A response that is not an HTTP response throws ``CourierError/Code/nonHTTPResponse``.
-/// - Do not rely on `URLRequest.timeoutInterval` for sub-second timeouts (on Linux it is truncated to
-///   whole seconds); use the timeout middleware.
+/// ```swift
+/// let client = Client(baseURL: baseURL, transport: URLSessionTransport())
+/// let large = URLSessionTransport(maximumResponseSize: 256 * 1024 * 1024)   // for big downloads
+/// ```
+///
+/// - **Redirects are not followed** by the session: the transport returns the 3xx response. `URLSession`
+///   on Linux forwards `Authorization` and `Cookie` to whatever origin a redirect names. Add
+///   ``Middleware/followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)`` to follow redirects
+///   with credentials stripped per origin.
+/// - **Response size**: a body larger than ``maximumResponseSize`` (10 MiB by default) fails with
+///   ``CourierError/Code/bodyTooLarge``. A `Content-Length` above the limit fails as soon as the headers
+///   arrive; otherwise the body is counted while it arrives, the task is cancelled once it passes the limit,
+///   and no more than the limit is ever held in memory.
+/// - **Its own session**: ``init(configuration:maximumResponseSize:)`` creates a session just for this
+///   transport, by default with ``defaultConfiguration``: no cookie storage, no cache and no credential
+///   storage shared with the rest of the process (a server calling APIs for many users must not mix their
+///   cookies), and no cookie jar at all: a jar matches cookies by host, not port, so it would send a
+///   cookie to another origin on the same host, behind the redirect middleware's back. The session is
+///   invalidated when the transport is released.
+/// - **Cancellation**: cancelling the calling task cancels the `URLSessionTask` and the call throws
+///   `CancellationError` at once.
+/// - **Timeouts**: do not rely on `URLRequest.timeoutInterval` for sub-second timeouts. On Linux it is
+///   truncated to whole seconds, so `0.5` fires after about 1 ms; this transport raises an interval
+///   between 0 and 1 second to 1 second on Linux. Use the timeout middleware for real deadlines.
+/// - A response that is not an HTTP response throws ``CourierError/Code/nonHTTPResponse``; a failure of
+///   the session throws its `URLError`, which the client reports as ``CourierError/Code/transport``.
 public final class URLSessionTransport: Transport {
+    /// The response size limit used when none is given: 10 MiB.
+    ///
+    /// API responses are rarely larger; the limit protects a process from a server (or a man in the middle)
+    /// that answers with an endless or huge body. Pass a larger `maximumResponseSize` for downloads.
+    public static let defaultMaximumResponseSize = 10 * 1024 * 1024
+
+    /// A new configuration for a transport's own session: ephemeral, with no cookie storage, no cookies
+    /// set on requests, no URL cache and no credential storage.
+    ///
+    /// Start from it to change other settings:
+    ///
+    /// ```swift
+    /// let configuration = URLSessionTransport.defaultConfiguration
+    /// configuration.httpMaximumConnectionsPerHost = 32
+    /// let transport = URLSessionTransport(configuration: configuration)
+    /// ```
+    public static var defaultConfiguration: URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.urlCache = nil
+        configuration.urlCredentialStorage = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return configuration
+    }
+
     /// The session requests are sent with.
     public let session: URLSession
-    /// Whether this transport made the session (and so invalidates it when it goes away).
+
+    /// The largest response body, in bytes, that the transport accepts.
+    public let maximumResponseSize: Int
+
+    /// The session's delegate when it is one of this type's (then bodies are limited while they arrive).
+    private let delegate: URLSessionTransportDelegate?
+
+    /// Whether the transport created the session and must invalidate it.
     private let ownsSession: Bool
 
     /// Creates a transport with its own session.
     ///
-    /// The default is `.ephemeral`, not `.default`: `.default` shares `HTTPCookieStorage.shared` with every
-    /// other session in the process, so a `Set-Cookie` received by one client (say, for one tenant) would be
-    /// sent by every other client to that host.
-    ///
-    /// - Parameter configuration: The session's configuration; `.ephemeral` by default.
-    public init(configuration: URLSessionConfiguration = .ephemeral) {
-        self.session = URLSession(
-            configuration: configuration,
-            delegate: RedirectRefusingDelegate(),
-            delegateQueue: nil
-        )
+    /// - Parameters:
+    ///   - configuration: The session's configuration; ``defaultConfiguration`` by default.
+    ///   - maximumResponseSize: The largest response body accepted, in bytes;
+    ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
+    public init(
+        configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration,
+        maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize
+    ) {
+        precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
+        let delegate = URLSessionTransportDelegate()
+        self.delegate = delegate
+        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        self.maximumResponseSize = maximumResponseSize
         self.ownsSession = true
     }
 
-    /// Creates a transport over an existing session.
+    /// Creates a transport over an existing session, which the transport does not invalidate.
     ///
-    /// The session's delegate decides whether redirects are followed; give it one that refuses them (returns
-    /// `nil` from `urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)`) if the
-    /// session can meet redirects across origins.
+    /// Prefer ``init(configuration:maximumResponseSize:)``. With a session of your own:
+    /// - the session's delegate decides whether redirects are followed: give it one that refuses them
+    ///   (calls the completion handler of
+    ///   `urlSession(_:task:willPerformHTTPRedirection:newRequest:completionHandler:)` with `nil`) if the
+    ///   session can meet a redirect to another origin;
+    /// - the body is collected by the session and checked against `maximumResponseSize` only when it is
+    ///   complete, so a huge body is buffered before it is refused;
+    /// - on Linux, the body of a 3xx response comes back empty.
     ///
-    /// The session stays the caller's: the transport never invalidates it.
-    ///
-    /// - Parameter session: The session.
-    public init(session: URLSession) {
+    /// - Parameters:
+    ///   - session: The session.
+    ///   - maximumResponseSize: The largest response body accepted, in bytes;
+    ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
+    public init(
+        session: URLSession,
+        maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize
+    ) {
+        precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
         self.session = session
+        self.delegate = session.delegate as? URLSessionTransportDelegate
+        self.maximumResponseSize = maximumResponseSize
         self.ownsSession = false
     }
 
@@ -61,13 +125,35 @@ public final class URLSessionTransport: Transport {
     /// Sends the request with the session.
     ///
     /// - Parameter request: The request.
-    /// - Returns: The body and the HTTP response, whatever its status.
+    /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
     /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
-    ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/nonHTTPResponse``,
-    ///   or the session's `URLError`.
+    ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,
+    ///   ``CourierError/Code/nonHTTPResponse``, or the session's `URLError`.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try RequestValidation.validate(request)
+        var request = request
+        Self.raiseSubsecondTimeout(&request)
+        if let delegate {
+            return try await delegate.send(request, on: session, maximumResponseSize: maximumResponseSize)
+        }
+        return try await sendWithCompletionHandler(request)
+    }
+
+    /// On Linux, FoundationNetworking truncates `timeoutInterval` to whole seconds, so an interval below one
+    /// second fires at once; raise it to one second there. Changes (and so copies) the request only then.
+    static func raiseSubsecondTimeout(_ request: inout URLRequest) {
+        #if canImport(FoundationNetworking)
+        let interval = request.timeoutInterval
+        if interval > 0 && interval < 1 {
+            request.timeoutInterval = 1
+        }
+        #endif
+    }
+
+    /// Sends with a session that has no ``URLSessionTransportDelegate``: the session collects the body.
+    private func sendWithCompletionHandler(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let state = TaskState()
+        let limit = maximumResponseSize
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = session.dataTask(with: request) { data, response, error in
@@ -89,7 +175,19 @@ public final class URLSessionTransport: Transport {
                         )
                         return
                     }
-                    continuation.resume(returning: (data ?? Data(), response))
+                    let data = data ?? Data()
+                    guard data.count <= limit else {
+                        continuation.resume(
+                            throwing: CourierError.bodyTooLarge(
+                                limit: limit,
+                                request: request,
+                                response: response,
+                                transport: "URLSessionTransport"
+                            )
+                        )
+                        return
+                    }
+                    continuation.resume(returning: (data, response))
                 }
                 if state.start(task) {
                     task.resume()
@@ -138,18 +236,5 @@ private final class TaskState: Sendable {
             return nil
         }
         task?.cancel()
-    }
-}
-
-/// Makes the session hand 3xx responses back instead of following them.
-private final class RedirectRefusingDelegate: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(nil)
     }
 }

@@ -1,7 +1,8 @@
-import Courier
 import CourierTesting
 import Foundation
 import Testing
+
+@testable import Courier
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -158,19 +159,39 @@ struct URLSessionTransportTests {
         #expect(server.requests.isEmpty)
     }
 
-    @Test("a cookie one default transport receives is kept for it but never sent by another transport")
-    func cookiesStayWithTheirTransport() async throws {
+    @Test("a Set-Cookie is never stored: not sent back to its origin, to another port, or by another transport")
+    func cookiesAreNeverStored() async throws {
+        // A session's cookie jar matches cookies by host, not by port: with `.ephemeral`, a cookie set by
+        // 127.0.0.1:A is sent to 127.0.0.1:B, another origin, which would undo the redirect middleware's
+        // stripping of `Cookie` on a hop to another port. The default configuration stores no cookies.
         let server = try LoopbackServer { _ in
             .response(status: 200, headers: [.init("Set-Cookie", "sid=tenant-a-session; Path=/")])
         }
         defer { server.stop() }
+        let otherPort = try LoopbackServer { _ in .response(status: 200) }
+        defer { otherPort.stop() }
         let tenantA = URLSessionTransport()
         let tenantB = URLSessionTransport()
         _ = try await tenantA.send(URLRequest(url: server.url("/login")))
         _ = try await tenantA.send(URLRequest(url: server.url("/again")))
+        _ = try await tenantA.send(URLRequest(url: otherPort.url("/elsewhere")))
         _ = try await tenantB.send(URLRequest(url: server.url("/other")))
-        #expect(server.requests.map { $0.header("Cookie") } == [nil, "sid=tenant-a-session", nil])
+        #expect(server.requests.map { $0.header("Cookie") } == [nil, nil, nil])
+        #expect(otherPort.requests.map { $0.header("Cookie") } == [nil])
     }
+
+    #if canImport(FoundationNetworking)
+    @Test("on Linux a sub-second timeoutInterval is raised to one second; others are left alone")
+    func subsecondTimeout() throws {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1/")!)
+        request.timeoutInterval = 0.5
+        URLSessionTransport.raiseSubsecondTimeout(&request)
+        #expect(request.timeoutInterval == 1)
+        request.timeoutInterval = 2.5
+        URLSessionTransport.raiseSubsecondTimeout(&request)
+        #expect(request.timeoutInterval == 2.5)
+    }
+    #endif
 
     @Test("a transport over a caller's session leaves that session usable after the transport is gone")
     func borrowedSessionStaysValid() async throws {

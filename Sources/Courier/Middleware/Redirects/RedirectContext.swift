@@ -1,0 +1,48 @@
+public import Foundation
+
+/// What middleware further in the chain learns about the redirect being followed: set by
+/// ``Middleware/followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)`` around every hop after
+/// the first request, and `nil` otherwise.
+///
+/// Authentication middleware must consult ``mayAttachCredentials`` before it adds a credential, so that a
+/// token is never put back on a request the redirect middleware has stripped, whichever order the two
+/// are listed in:
+///
+/// ```swift
+/// Middleware(name: "api-key") { request, next in
+///     guard RedirectContext.mayAttachCredentials else { return try await next(request) }
+///     var request = request
+///     request.setValue(apiKey, forHTTPHeaderField: "X-Api-Key")
+///     return try await next(request)
+/// }
+/// ```
+///
+/// An authenticating middleware that refreshes its credential on `401` must also leave a foreign hop's
+/// `401` alone (pass the response on): the foreign origin's opinion of a credential it never received
+/// says nothing about the credential.
+public enum RedirectContext {
+    /// The redirect hop being sent by the current task, or `nil` when the current request is not a redirect.
+    @TaskLocal public static var currentHop: RedirectHop?
+
+    /// Whether a credential may be attached to the request being sent now: `false` on every hop after a
+    /// redirect chain has left the origin of its first request (even a hop that comes back to it), `true`
+    /// otherwise.
+    public static var mayAttachCredentials: Bool {
+        currentHop.map { !$0.hasLeftOriginalOrigin } ?? true
+    }
+
+    /// Whether two URLs have the same origin: the same scheme and host (compared case-insensitively) and
+    /// the same port, where a missing port is the scheme's default (80 for `http`, 443 for `https`).
+    ///
+    /// An authenticating middleware listed *outside* the redirect middleware can use it to tell whether
+    /// a `401` came from the origin it sent its credential to: `response.url` is the URL of the last hop.
+    ///
+    /// - Parameters:
+    ///   - lhs: A URL.
+    ///   - rhs: Another URL.
+    /// - Returns: `true` when both have the same origin; `false` also when either has no scheme or host.
+    public static func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
+        guard let left = HTTPOrigin(lhs), let right = HTTPOrigin(rhs) else { return false }
+        return left == right
+    }
+}

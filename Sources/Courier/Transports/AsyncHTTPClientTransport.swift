@@ -1,0 +1,256 @@
+#if AsyncHTTPClient
+public import AsyncHTTPClient
+public import Foundation
+import NIOCore
+import NIOHTTP1
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// A ``Transport`` that sends requests with AsyncHTTPClient (swift-server/async-http-client), the HTTP
+/// client most server-side Swift runs on. Available with the package trait `AsyncHTTPClient`.
+///
+/// ```swift
+/// // Package.swift: .package(url: "…/courier", from: "1.0.0", traits: ["AsyncHTTPClient"])
+/// let transport = AsyncHTTPClientTransport()                 // owns an HTTPClient
+/// let client = Client(baseURL: baseURL, transport: transport)
+/// // … at shutdown:
+/// try await transport.shutdown()
+/// ```
+///
+/// Or share the `HTTPClient` your service already has (you keep shutting it down yourself):
+///
+/// ```swift
+/// let transport = AsyncHTTPClientTransport(client: httpClient)
+/// ```
+///
+/// - **Owning or borrowing**: ``init(configuration:maximumResponseSize:)`` creates an `HTTPClient` that the
+///   transport owns: call ``shutdown()`` when you are done with it. (If the transport is released without
+///   it, the client is shut down in the background; awaiting ``shutdown()`` is what lets you know that its
+///   connections are closed.) ``init(client:maximumResponseSize:)`` borrows your client: ``shutdown()``
+///   does nothing then, and shutting the client down is yours to do.
+/// - **Redirects are not followed**: an owned client is created with `redirectConfiguration: .disallow`,
+///   whatever the configuration says. A borrowed client follows redirects if its configuration says so
+///   (`HTTPClient.shared` does): create it with `redirectConfiguration: .disallow` and follow redirects with
+///   ``Middleware/followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)``, which strips
+///   credentials per origin.
+/// - **Response size**: a body larger than ``maximumResponseSize`` (10 MiB by default) fails with
+///   ``CourierError/Code/bodyTooLarge``, as soon as the `Content-Length` says so, or else as soon as the
+///   bytes received pass the limit; the request is then cancelled and no more than the limit is held.
+/// - **Cancellation**: cancelling the calling task cancels the request (AsyncHTTPClient closes the
+///   connection); the call throws `CancellationError`.
+/// - **Timeouts**: AsyncHTTPClient requires a deadline for each request; the transport passes a far one
+///   (`NIODeadline.distantFuture`) and leaves deadlines to the timeout middleware, which cancels the
+///   request. `URLRequest.timeoutInterval` is ignored. The client's own connect timeout (10 seconds by
+///   default) still applies.
+/// - **Bodies**: `httpBody` is sent as it is; an `httpBodyStream` is read whole before sending. Responses
+///   are not decompressed unless the client's configuration enables it.
+public final class AsyncHTTPClientTransport: Transport {
+    /// The response size limit used when none is given: 10 MiB, as ``URLSessionTransport``'s.
+    public static let defaultMaximumResponseSize = URLSessionTransport.defaultMaximumResponseSize
+
+    /// The configuration of an owned client when none is given: AsyncHTTPClient's defaults, with redirects
+    /// disallowed.
+    public static var defaultConfiguration: HTTPClient.Configuration {
+        HTTPClient.Configuration(redirectConfiguration: .disallow)
+    }
+
+    /// The client requests are sent with.
+    public let client: HTTPClient
+
+    /// The largest response body, in bytes, that the transport accepts.
+    public let maximumResponseSize: Int
+
+    /// Whether the transport created ``client`` and shuts it down.
+    public let ownsClient: Bool
+
+    /// Creates a transport that owns a new `HTTPClient` on the shared event loop group
+    /// (`HTTPClient.defaultEventLoopGroup`). Call ``shutdown()`` when you are done with it.
+    ///
+    /// - Parameters:
+    ///   - configuration: The client's configuration; its `redirectConfiguration` is replaced by
+    ///     `.disallow`. ``defaultConfiguration`` by default.
+    ///   - maximumResponseSize: The largest response body accepted, in bytes;
+    ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
+    public init(
+        configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
+        maximumResponseSize: Int = AsyncHTTPClientTransport.defaultMaximumResponseSize
+    ) {
+        precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
+        var configuration = configuration
+        configuration.redirectConfiguration = .disallow
+        self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        self.maximumResponseSize = maximumResponseSize
+        self.ownsClient = true
+    }
+
+    /// Creates a transport that sends with your `HTTPClient`, which you keep and shut down yourself.
+    ///
+    /// Give it a client created with `redirectConfiguration: .disallow`: a client that follows redirects
+    /// does so before Courier's middleware can strip credentials.
+    ///
+    /// - Parameters:
+    ///   - client: The client.
+    ///   - maximumResponseSize: The largest response body accepted, in bytes;
+    ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
+    public init(
+        client: HTTPClient,
+        maximumResponseSize: Int = AsyncHTTPClientTransport.defaultMaximumResponseSize
+    ) {
+        precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
+        self.client = client
+        self.maximumResponseSize = maximumResponseSize
+        self.ownsClient = false
+    }
+
+    deinit {
+        if ownsClient {
+            // Without this, AsyncHTTPClient traps in debug builds when the client is released running.
+            // Shutting down an already shut-down client reports an error, which is of no interest here.
+            client.shutdown { _ in }
+        }
+    }
+
+    /// Shuts the owned client down, waiting until its connections are closed; does nothing for a borrowed
+    /// client. Requests sent afterwards fail with ``CourierError/Code/clientShutDown``.
+    ///
+    /// - Throws: AsyncHTTPClient's error if the client cannot shut down cleanly, or if it was shut down
+    ///   already.
+    public func shutdown() async throws {
+        guard ownsClient else { return }
+        try await client.shutdown()
+    }
+
+    /// Sends the request with the client and collects the response body.
+    ///
+    /// - Parameter request: The request.
+    /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
+    /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
+    ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,
+    ///   ``CourierError/Code/clientShutDown`` after ``shutdown()``, or AsyncHTTPClient's error.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try RequestValidation.validate(request)
+        // AsyncHTTPClient 1.37 still sends a request whose task was cancelled before `execute`.
+        try Task.checkCancellation()
+        let outgoing = try Self.makeRequest(from: request)
+        do {
+            let response = try await client.execute(outgoing, deadline: .distantFuture)
+            return try await collect(response, for: request)
+        } catch let error as CourierError {
+            throw error
+        } catch let error as HTTPClientError where error == .alreadyShutdown {
+            throw CourierError(
+                .clientShutDown,
+                message: "the AsyncHTTPClient HTTPClient is shut down",
+                request: request,
+                underlying: error
+            )
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw error
+        }
+    }
+
+    // MARK: Conversion
+
+    static func makeRequest(from request: URLRequest) throws -> HTTPClientRequest {
+        guard let url = request.url else {
+            throw CourierError.invalidRequest("the request has no URL", request: request)
+        }
+        var outgoing = HTTPClientRequest(url: url.absoluteString)
+        outgoing.method = NIOHTTP1.HTTPMethod(rawValue: request.httpMethod ?? "GET")
+        if let fields = request.allHTTPHeaderFields, !fields.isEmpty {
+            outgoing.headers.reserveCapacity(fields.count)
+            for (name, value) in fields {
+                outgoing.headers.add(name: name, value: value)
+            }
+        }
+        if let body = request.httpBody {
+            outgoing.body = .bytes(body)
+        } else if let stream = request.httpBodyStream {
+            outgoing.body = .bytes(try Self.readAll(stream, request: request))
+        }
+        return outgoing
+    }
+
+    private static func readAll(_ stream: InputStream, request: URLRequest) throws -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        stream.open()
+        defer { stream.close() }
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            if count < 0 {
+                throw CourierError.invalidRequest(
+                    "the request's body stream could not be read",
+                    request: request,
+                    underlying: stream.streamError
+                )
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+        }
+    }
+
+    private func collect(
+        _ response: HTTPClientResponse,
+        for request: URLRequest
+    ) async throws -> (Data, HTTPURLResponse) {
+        let head = Self.makeResponse(response, for: request)
+        let status = Int(response.status.code)
+        var body = ResponseBodyAccumulator(limit: maximumResponseSize)
+        if let length = response.headers.first(name: "content-length").flatMap({ Int64($0) }) {
+            if ResponseBodyAccumulator.announcedLengthExceeds(
+                maximumResponseSize,
+                expectedContentLength: length,
+                method: request.httpMethod,
+                status: status
+            ) {
+                // Dropping the unread body cancels the request.
+                throw CourierError.bodyTooLarge(
+                    limit: maximumResponseSize,
+                    announcedLength: length,
+                    request: request,
+                    response: head,
+                    transport: "AsyncHTTPClientTransport"
+                )
+            }
+            body.reserve(expectedContentLength: length)
+        }
+        // Leaving the loop early (a body too large, a cancelled task) ends the body stream, and
+        // AsyncHTTPClient cancels the request.
+        for try await chunk in response.body {
+            guard body.append(chunk.readableBytesView) else {
+                throw CourierError.bodyTooLarge(
+                    limit: maximumResponseSize,
+                    request: request,
+                    response: head,
+                    transport: "AsyncHTTPClientTransport"
+                )
+            }
+        }
+        return (body.data, head)
+    }
+
+    static func makeResponse(_ response: HTTPClientResponse, for request: URLRequest) -> HTTPURLResponse {
+        var fields: [String: String] = [:]
+        for (name, value) in response.headers {
+            if let existing = fields[name] {
+                fields[name] = existing + ", " + value
+            } else {
+                fields[name] = value
+            }
+        }
+        let url = request.url ?? URL(string: "about:blank")!
+        let version = "HTTP/\(response.version.major).\(response.version.minor)"
+        // HTTPURLResponse's initializer fails only for a malformed HTTP version, which is built here.
+        return HTTPURLResponse(
+            url: url,
+            statusCode: Int(response.status.code),
+            httpVersion: version,
+            headerFields: fields
+        )!
+    }
+}
+#endif
