@@ -28,6 +28,24 @@ struct FaultsEndToEndTests {
         }
     }
 
+    @Test(
+        "A body over the transport's maximum response size fails with bodyTooLarge, with or without Content-Length",
+        arguments: TransportKind.allCases,
+        [false, true]
+    )
+    func maximumResponseSize(kind: TransportKind, chunked: Bool) async throws {
+        try await TestServers.withServer { server in
+            let client = Client(transport: kind.make(maximumResponseSize: 100_000))
+            let url = server.url("/large/250000", query: chunked ? ["chunked": "1"] : [:])
+            let error = try await #require(throws: CourierError.self) { try await client.send(URLRequest(url: url)) }
+            #expect(error.code == .bodyTooLarge)
+
+            // At the limit exactly, the body is accepted.
+            let (data, _) = try await client.send(URLRequest(url: server.url("/large/100000")))
+            #expect(data.count == 100_000)
+        }
+    }
+
     @Test("A connection closed mid-body is a transport error, not a short body", arguments: TransportKind.allCases)
     func truncatedBody(kind: TransportKind) async throws {
         try await TestServers.withServer { server in

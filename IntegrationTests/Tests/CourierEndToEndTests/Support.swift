@@ -10,13 +10,16 @@ import FoundationNetworking
 /// The transports every end-to-end test runs over.
 enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case urlSession
+    case asyncHTTPClient
 
     var testDescription: String { rawValue }
 
-    /// A new transport of this kind.
-    func make() -> any Transport {
+    /// A new transport of this kind. An `AsyncHTTPClientTransport` owns its `HTTPClient` and shuts it down
+    /// when it is released.
+    func make(maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize) -> any Transport {
         switch self {
-        case .urlSession: URLSessionTransport()
+        case .urlSession: URLSessionTransport(maximumResponseSize: maximumResponseSize)
+        case .asyncHTTPClient: AsyncHTTPClientTransport(maximumResponseSize: maximumResponseSize)
         }
     }
 }
