@@ -41,7 +41,7 @@ public final class RequestCoalescer: Sendable {
     struct Key: Hashable {
         let method: String
         let url: String
-        /// Lowercased names and values, sorted by name.
+        /// The fields not ignored: names lowercased, values exactly as sent; sorted by name.
         let headers: [Header]
 
         struct Header: Hashable {
