@@ -2,6 +2,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import Metrics
 import MetricsTestKit
 import Testing
 
@@ -216,6 +217,39 @@ struct MetricsTests {
         #expect(counter.totalValue == 1)
     }
 
+    @Test("reportInFlight follows a request counter's in-flight value in a gauge", .timeLimit(.minutes(1)))
+    func counterGauge() async throws {
+        let recorded = AsyncStream.makeStream(of: Double.self)
+        let factory = SignallingMetrics(recorded: recorded.continuation)
+        let metrics = ClientMetrics(factory: factory)
+        let counter = RequestCounter()
+        let arrived = Arrivals()
+        let gate = Gate()
+        let transport = MockTransport { _ in
+            arrived.arrive()
+            await gate.wait()
+            return .ok
+        }
+        let client = Client(transport: transport, middleware: [.counting(counter)])
+        let reporting = Task { await metrics.reportInFlight(of: counter, dimensions: [("client", "tests")]) }
+        var values = recorded.stream.makeAsyncIterator()
+        #expect(await values.next() == 0)
+
+        async let first = client.send(request("/a"))
+        async let second = client.send(request("/b"))
+        await arrived.wait(for: 2)
+        while let value = await values.next(), value < 2 {}
+        gate.open()
+        _ = try await (first, second)
+        while let value = await values.next(), value > 0 {}
+
+        let gauge = try factory.test.expectGauge("courier.requests.in_flight", [("client", "tests")])
+        #expect(gauge.values.max() == 2)
+        #expect(gauge.lastValue == 0)
+        reporting.cancel()
+        await reporting.value
+    }
+
     @Test("recordRetry counts retries by method and host")
     func retries() throws {
         let factory = TestMetrics()
@@ -245,6 +279,56 @@ struct MetricsTests {
 
         #expect(try factory.expectCounter("http.client.token.refreshes", [("outcome", "success")]).totalValue == 1)
         #expect(try factory.expectCounter("http.client.token.refreshes", [("outcome", "failure")]).totalValue == 2)
+    }
+}
+
+/// `TestMetrics`, whose gauges also tell a stream each value they record, so a test can wait for a value
+/// that another task records.
+private final class SignallingMetrics: MetricsFactory {
+    let test = TestMetrics()
+    let recorded: AsyncStream<Double>.Continuation
+
+    init(recorded: AsyncStream<Double>.Continuation) {
+        self.recorded = recorded
+    }
+
+    func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        test.makeCounter(label: label, dimensions: dimensions)
+    }
+
+    func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        SignallingRecorder(
+            base: test.makeRecorder(label: label, dimensions: dimensions, aggregate: aggregate),
+            recorded: recorded
+        )
+    }
+
+    func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        test.makeTimer(label: label, dimensions: dimensions)
+    }
+
+    func destroyCounter(_ handler: any CounterHandler) { test.destroyCounter(handler) }
+    func destroyRecorder(_ handler: any RecorderHandler) {}
+    func destroyTimer(_ handler: any TimerHandler) { test.destroyTimer(handler) }
+}
+
+private final class SignallingRecorder: RecorderHandler {
+    let base: any RecorderHandler
+    let recorded: AsyncStream<Double>.Continuation
+
+    init(base: any RecorderHandler, recorded: AsyncStream<Double>.Continuation) {
+        self.base = base
+        self.recorded = recorded
+    }
+
+    func record(_ value: Int64) {
+        base.record(value)
+        recorded.yield(Double(value))
+    }
+
+    func record(_ value: Double) {
+        base.record(value)
+        recorded.yield(value)
     }
 }
 #endif

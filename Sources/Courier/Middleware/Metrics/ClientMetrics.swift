@@ -36,6 +36,7 @@ public import Foundation
 /// | `http.client.active_requests` | meter | `http.request.method`, `server.address` | up at start, down at the end |
 /// | `http.client.request.retries` | counter | `http.request.method`, `server.address` | per ``recordRetry(for:)`` |
 /// | `http.client.token.refreshes` | counter | `outcome` (`success`, `failure`) | per refresh, see ``countingRefreshes(_:)`` |
+/// | `courier.requests.in_flight` | gauge | none, or yours | a ``RequestCounter``'s in flight, see ``reportInFlight(of:dimensions:)`` |
 ///
 /// `http.response.status_class` is `1xx` … `5xx` for a response (also for an unacceptable-status error,
 /// which carries one), `error` for a failure without a response, and `cancelled` when the caller's task
@@ -65,6 +66,9 @@ public final class ClientMetrics: Sendable {
         public static let retries = "http.client.request.retries"
         /// `http.client.token.refreshes`: a counter of credential refreshes, by outcome.
         public static let refreshes = "http.client.token.refreshes"
+        /// `courier.requests.in_flight`: a gauge of a ``RequestCounter``'s requests in flight, see
+        /// ``ClientMetrics/reportInFlight(of:dimensions:)``.
+        public static let inFlight = "courier.requests.in_flight"
     }
 
     /// The names of the dimensions, for dashboards and tests.
@@ -84,7 +88,7 @@ public final class ClientMetrics: Sendable {
     /// What the metrics record.
     public let options: Options
 
-    private let factory: (any MetricsFactory)?
+    let factory: (any MetricsFactory)?
     // Every cached metric object and the set of hosts seen so far; the lock is held only to look up or
     // insert, never while a metric is recorded.
     private let cache = LockedState(Cache())
