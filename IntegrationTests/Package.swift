@@ -20,7 +20,7 @@ let package = Package(
     name: "IntegrationTests",
     platforms: [.macOS(.v14)],
     products: [
-        .library(name: "TestServer", targets: ["TestServer"])
+        .library(name: "TestServer", targets: ["TestServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -30,8 +30,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        // When the core is ready, the end-to-end tests will also depend on Courier itself:
-        // .package(path: "../", traits: ["AsyncHTTPClient"]),
+        // Courier itself, by path, with AsyncHTTPClientTransport switched on. The name is given because a
+        // path dependency is otherwise known by its directory's name, which differs between checkouts.
+        .package(name: "courier", path: "../", traits: ["AsyncHTTPClient"]),
     ],
     targets: [
         .target(
@@ -51,6 +52,15 @@ let package = Package(
                 "TestServer",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CourierEndToEndTests",
+            dependencies: [
+                "TestServer",
+                .product(name: "Courier", package: "courier"),
+                .product(name: "CourierTesting", package: "courier"),
             ],
             swiftSettings: swiftSettings
         ),

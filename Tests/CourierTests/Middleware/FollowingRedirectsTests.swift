@@ -340,7 +340,7 @@ struct FollowingRedirectsTests {
     }
 
     /// A static-token middleware that follows the documented rule for authentication middleware.
-    private static func bearer(_ token: String) -> Middleware {
+    static func bearer(_ token: String) -> Middleware {
         Middleware(name: "auth") { request, next in
             guard RedirectContext.mayAttachCredentials else { return try await next(request) }
             var request = request
@@ -356,11 +356,30 @@ struct FollowingRedirectsTests {
         var testDescription: String { rawValue }
     }
 
+    /// The authenticating middleware under test: a hand-written one following ``RedirectContext``'s rule, and
+    /// the built-in ones.
+    enum Authenticator: String, CaseIterable, CustomTestStringConvertible {
+        case handWritten
+        case staticToken
+        case tokenProvider
+
+        var middleware: Middleware {
+            switch self {
+            case .handWritten: FollowingRedirectsTests.bearer("t0k3n")
+            case .staticToken: .authenticating(token: "t0k3n")
+            case .tokenProvider: .authenticating { "t0k3n" }
+            }
+        }
+
+        var testDescription: String { rawValue }
+    }
+
     @Test(
         "the token reaches only the first origin, whichever order authentication and redirects are listed in",
-        arguments: Order.allCases
+        arguments: Order.allCases,
+        Authenticator.allCases
     )
-    func authenticationOrder(order: Order) async throws {
+    func authenticationOrder(order: Order, authenticator: Authenticator) async throws {
         let transport = MockTransport { request in
             switch (request.url?.host, request.url?.path) {
             case ("api.example.test", "/start"): .status(307, headers: ["Location": "/moved"])
@@ -371,8 +390,8 @@ struct FollowingRedirectsTests {
         }
         let middleware: [Middleware] =
             switch order {
-            case .redirectsInsideAuthentication: [Self.bearer("t0k3n"), .followingRedirects()]
-            case .redirectsOutsideAuthentication: [.followingRedirects(), Self.bearer("t0k3n")]
+            case .redirectsInsideAuthentication: [authenticator.middleware, .followingRedirects()]
+            case .redirectsOutsideAuthentication: [.followingRedirects(), authenticator.middleware]
             }
         let client = Client(transport: transport, middleware: middleware)
         _ = try await client.send(URLRequest(url: Self.start))

@@ -17,7 +17,9 @@ extension Middleware {
     /// The header value is built and checked once, here. An empty token, or one containing CR, LF or NUL,
     /// makes every request fail with ``CourierError/Code/invalidRequest`` before anything is sent; no
     /// error message contains the token. The middleware replaces any value the request already has in
-    /// that header. For tokens that expire, see ``authenticating(scheme:tokenProvider:)``.
+    /// that header. For tokens that expire, see ``authenticating(scheme:tokenProvider:)``. On a redirect hop
+    /// that left the original origin (see ``RedirectContext``) no credential is added, whichever order this
+    /// and ``followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)`` are listed in.
     ///
     /// - Parameters:
     ///   - token: The credential.
@@ -36,6 +38,8 @@ extension Middleware {
         }
         let header = scheme.headerName
         return Middleware(name: name) { request, next in
+            // Never put the credential back on a hop a redirect middleware took to another origin.
+            guard RedirectContext.mayAttachCredentials else { return try await next(request) }
             var request = request
             request.setValue(value, forHTTPHeaderField: header)
             return try await next(request)
@@ -73,6 +77,7 @@ extension Middleware {
             return .failing(name: name, message: problem)
         }
         return Middleware(name: name) { request, next in
+            guard RedirectContext.mayAttachCredentials else { return try await next(request) }
             let token = try await tokenProvider()
             var request = request
             try scheme.authorize(&request, with: token)

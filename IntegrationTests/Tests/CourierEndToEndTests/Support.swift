@@ -1,0 +1,97 @@
+import Courier
+import Foundation
+import TestServer
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The transports every end-to-end test runs over.
+enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case urlSession
+    case asyncHTTPClient
+
+    var testDescription: String { rawValue }
+
+    /// A new transport of this kind. An `AsyncHTTPClientTransport` owns its `HTTPClient` and shuts it down
+    /// when it is released.
+    func make(maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize) -> any Transport {
+        switch self {
+        case .urlSession: URLSessionTransport(maximumResponseSize: maximumResponseSize)
+        case .asyncHTTPClient: AsyncHTTPClientTransport(maximumResponseSize: maximumResponseSize)
+        }
+    }
+}
+
+/// The user the test server's `/users/:id` returns.
+struct User: Decodable, Sendable, Equatable {
+    var id: Int
+    var name: String
+}
+
+/// The error body of the server's `protected-403` routes.
+struct APIError: Decodable, Sendable, Equatable {
+    var code: Int
+    var reason: String
+}
+
+/// Reads a server's counters and auth statistics over a transport of its own (never the one under test).
+struct Inspector: Sendable {
+    let client: Client
+
+    init(_ server: RunningServer) {
+        self.client = Client(baseURL: server.baseURL, transport: URLSessionTransport())
+    }
+
+    /// The counters of `key`.
+    func counters(_ key: String) async throws -> CounterSnapshot {
+        try await client.send(.get("/count/\(key)"))
+    }
+
+    /// Waits on the server until the named counters of `key` reach the given values; fails the test when
+    /// they do not within six of the server's five-second waits.
+    func wait(
+        _ key: String,
+        _ conditions: KeyValuePairs<String, Int>,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> CounterSnapshot {
+        let query = Self.query(conditions, timeoutMs: 5000)
+        let request = Request<CounterSnapshot>.get("/wait/\(key)", query: query).accepting(200..<500)
+        // A loaded machine (two cores, shared) can be slow to close a connection: wait up to six rounds.
+        var (snapshot, response) = try await client.response(for: request)
+        for _ in 1..<6 where response.statusCode != 200 {
+            (snapshot, response) = try await client.response(for: request)
+        }
+        #expect(
+            response.statusCode == 200,
+            "waited for \(conditions) of \(key): \(snapshot)",
+            sourceLocation: sourceLocation
+        )
+        return snapshot
+    }
+
+    /// Whether the counters of `key` reach the given values within `timeoutMs` (the server answers 408
+    /// when they do not).
+    func reaches(_ key: String, _ conditions: KeyValuePairs<String, Int>, timeoutMs: Int) async throws -> Bool {
+        let query = Self.query(conditions, timeoutMs: timeoutMs)
+        let request = Request<CounterSnapshot>.get("/wait/\(key)", query: query).accepting(200..<500)
+        return try await client.response(for: request).response.statusCode == 200
+    }
+
+    private static func query(_ conditions: KeyValuePairs<String, Int>, timeoutMs: Int) -> Query {
+        var items = [URLQueryItem(name: "timeoutMs", value: String(timeoutMs))]
+        for (name, value) in conditions { items.append(URLQueryItem(name: name, value: String(value))) }
+        return Query(items)
+    }
+
+    /// The statistics of an auth realm.
+    func authStats(_ realm: String) async throws -> AuthStats {
+        try await client.send(.get("/auth/\(realm)/stats"))
+    }
+}
+
+/// A unique key for the server's per-key counters and realms.
+func uniqueKey() -> String {
+    UUID().uuidString.lowercased()
+}
