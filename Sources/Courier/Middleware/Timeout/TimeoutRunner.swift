@@ -83,11 +83,72 @@ enum TimeoutRunner {
         }
     }
 
+    /// The race, with the deadline enforced by `timer` (one driver task per middleware) rather than by a timer
+    /// child per request; see ``DeadlineTimer``.
+    ///
+    /// A timeout whose enclosing deadline is nearer than its own goes the per-request way: its deadline is
+    /// out of order with the timer's queue.
+    static func run<C: Clock<Duration>>(
+        _ duration: Duration,
+        timer: DeadlineTimer<C>,
+        request: URLRequest,
+        next: Next
+    ) async throws -> (Data, HTTPURLResponse) {
+        if let outer = Deadline.current, outer.timeLeft < duration {
+            return try await run(duration, clock: timer.clock, request: request, next: next)
+        }
+        let fireAt = timer.clock.now.advanced(by: duration)
+        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
+        let work = DeadlineTimer<C>.Work()
+        let (result, didFire) = await withTaskGroup(of: WorkResult.self) { group in
+            startImmediately(
+                {
+                    timer.begin(work)
+                    let result: Result<(Data, HTTPURLResponse), any Error>
+                    do {
+                        result = .success(try await Deadline.$current.withValue(deadline) { try await next(request) })
+                    } catch {
+                        result = .failure(error)
+                    }
+                    return WorkResult(result: result, didFire: await timer.end(work))
+                },
+                in: &group
+            )
+            timer.arm(work, at: fireAt)
+            guard let first = await group.next() else {
+                preconditionFailure("the timeout's task group has no children")
+            }
+            return (first.result, first.didFire)
+        }
+        if didFire {
+            // The caller's own cancellation wins over a deadline that passed at the same time.
+            try Task.checkCancellation()
+            throw timedOut(request, deadline: deadline, isOwn: true)
+        }
+        return try result.get()
+    }
+
+    private struct WorkResult: Sendable {
+        let result: Result<(Data, HTTPURLResponse), any Error>
+        let didFire: Bool
+    }
+
     /// Starts `operation` as a child task that runs synchronously until it first suspends, where the
     /// platform has immediate tasks; as an ordinary child task elsewhere.
     private static func startImmediately(
         _ operation: @escaping @Sendable () async throws -> Outcome,
         in group: inout ThrowingTaskGroup<Outcome, any Error>
+    ) {
+        if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+            group.addImmediateTask(operation: operation)
+        } else {
+            group.addTask(operation: operation)
+        }
+    }
+
+    private static func startImmediately(
+        _ operation: @escaping @Sendable () async -> WorkResult,
+        in group: inout TaskGroup<WorkResult>
     ) {
         if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
             group.addImmediateTask(operation: operation)
