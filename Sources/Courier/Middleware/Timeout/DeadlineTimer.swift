@@ -24,31 +24,10 @@
 /// cancellation handlers, which are arbitrary code (a transport's), so the driver never calls it under the
 /// lock: it marks the work as being cancelled, unlocks, cancels, and a work that ends in that window waits
 /// (suspended, not spinning) until the driver is done with it.
+import Synchronization
+
 final class DeadlineTimer<C: Clock<Duration>>: Sendable {
-    /// One request's work, as the timer sees it.
-    final class Work: @unchecked Sendable {
-        // @unchecked Sendable: `state`, `didFire` and `waiter` are only touched under the owning timer's lock.
-        fileprivate var state = WorkState.starting
-        fileprivate var didFire = false
-        fileprivate var waiter: CheckedContinuation<Void, Never>?
-    }
-
-    fileprivate enum WorkState {
-        /// Created; the child task has not started yet.
-        case starting
-        /// Running in `task`, which the driver may cancel.
-        case running(UnsafeCurrentTask)
-        /// The driver is cancelling `task` outside the lock; the work must not end until it is done.
-        case cancelling(UnsafeCurrentTask)
-        /// Cancelled by the driver; it no longer holds the task.
-        case cancelled
-        /// The work has ended.
-        case ended
-
-        var hasEnded: Bool {
-            if case .ended = self { true } else { false }
-        }
-    }
+    typealias Work = DeadlineWork
 
     private struct Entry {
         let fireAt: C.Instant
@@ -66,7 +45,7 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 
         /// Drops ended work from the head, and compacts the array once most of it is spent.
         mutating func dropEndedHeads() {
-            while head < queue.count, queue[head].work.state.hasEnded {
+            while head < queue.count, queue[head].work.hasEnded {
                 head += 1
             }
             if head == queue.count {
@@ -116,36 +95,31 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 
     /// Takes the task back from the timer; the last thing the work's child task does.
     ///
-    /// - Returns: Whether the work's deadline passed (and the driver cancelled it).
-    func end(_ work: Work) async -> Bool {
-        if let didFire = state.withLock({ state in Self.tryEnd(work, in: &state) }) {
-            return didFire
-        }
-        // The driver is cancelling this very task right now; wait until it has let go of it.
+    /// - Returns: `false` if the driver is cancelling the task at this very moment; the work must then
+    ///   call ``endAfterCancellation(_:)`` before it ends.
+    func tryEnd(_ work: Work) -> Bool {
+        state.withLock { state in Self.tryEnd(work, in: &state) }
+    }
+
+    /// Waits until the driver has finished cancelling the work's task, then takes the task back.
+    func endAfterCancellation(_ work: Work) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let endedNow = state.withLock { state in
-                if case .cancelling = work.state {
-                    work.waiter = continuation
-                    return false
-                }
-                _ = Self.tryEnd(work, in: &state)
-                return true
+                if Self.tryEnd(work, in: &state) { return true }
+                work.waiter = continuation
+                return false
             }
             if endedNow { continuation.resume() }
         }
-        return state.withLock { state in
-            _ = Self.tryEnd(work, in: &state)
-            return work.didFire
-        }
+        _ = tryEnd(work)
     }
 
-    /// Ends `work` unless the driver is cancelling it; returns whether its deadline passed, or `nil` if the
-    /// work must wait.
-    private static func tryEnd(_ work: Work, in state: inout State) -> Bool? {
-        if case .cancelling = work.state { return nil }
-        work.state = .ended
+    /// Ends `work` unless the driver is cancelling it.
+    private static func tryEnd(_ work: Work, in state: inout State) -> Bool {
+        if case .cancelling = work.state { return false }
+        work.markEnded()
         state.dropEndedHeads()
-        return work.didFire
+        return true
     }
 
     // MARK: The caller's side
@@ -153,7 +127,7 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
     /// Registers `work`'s deadline, unless the work has already ended; starts the driver if none runs.
     func arm(_ work: Work, at fireAt: C.Instant) {
         let startDriver = state.withLock { state in
-            if work.state.hasEnded { return false }
+            if work.hasEnded { return false }
             state.queue.append(Entry(fireAt: fireAt, work: work))
             if state.driverIsRunning { return false }
             state.driverIsRunning = true
@@ -184,13 +158,13 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
         var due: [Work] = []
         while state.head < state.queue.count {
             let entry = state.queue[state.head]
-            if entry.work.state.hasEnded {
+            if entry.work.hasEnded {
                 state.head += 1
                 continue
             }
             guard entry.fireAt <= now else { break }
             state.head += 1
-            entry.work.didFire = true
+            entry.work.markFired()
             if case .running(let task) = entry.work.state {
                 entry.work.state = .cancelling(task)
                 due.append(entry.work)
@@ -218,4 +192,41 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
         }
         waiter?.resume()
     }
+}
+
+/// One request's work, as a ``DeadlineTimer`` sees it.
+final class DeadlineWork: @unchecked Sendable {
+    // @unchecked Sendable: `state` and `waiter` are only touched under the owning timer's lock.
+    fileprivate var state = DeadlineWorkState.starting
+    fileprivate var waiter: CheckedContinuation<Void, Never>?
+    // Written under the lock too, but also read without it: by the caller after the work has ended, and
+    // (`ended`) right after starting it, to skip registering a deadline for work that is already done.
+    private let fired = Atomic<Bool>(false)
+    private let ended = Atomic<Bool>(false)
+
+    /// Whether the deadline passed and the driver cancelled (or is cancelling) the work.
+    var didFire: Bool { fired.load(ordering: .acquiring) }
+
+    /// Whether the work has ended; `false` may be stale, `true` is not.
+    var hasEnded: Bool { ended.load(ordering: .acquiring) }
+
+    fileprivate func markFired() { fired.store(true, ordering: .releasing) }
+
+    fileprivate func markEnded() {
+        state = .ended
+        ended.store(true, ordering: .releasing)
+    }
+}
+
+private enum DeadlineWorkState {
+    /// Created; the child task has not started yet.
+    case starting
+    /// Running in `task`, which the driver may cancel.
+    case running(UnsafeCurrentTask)
+    /// The driver is cancelling `task` outside the lock; the work must not end until it is done.
+    case cancelling(UnsafeCurrentTask)
+    /// Cancelled by the driver; it no longer holds the task.
+    case cancelled
+    /// The work has ended.
+    case ended
 }

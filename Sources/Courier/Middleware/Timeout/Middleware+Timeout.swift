@@ -60,7 +60,10 @@ extension Middleware {
             // on every request (about a third of the layer's cost; see Benchmarks/RESULTS.md).
             // It also enforces its deadlines with one driver task for the whole middleware instead of a timer
             // per request (see DeadlineTimer).
-            return timeout(duration, timer: DeadlineTimer(clock: clock))
+            let timer = DeadlineTimer(clock: clock)
+            return Middleware(name: "timeout") { request, next in
+                try await TimeoutRunner.run(duration, timer: timer, request: request, next: next)
+            }
         }
         return Middleware(name: "timeout") { request, next in
             try await TimeoutRunner.run(duration, clock: clock, request: request, next: next)
