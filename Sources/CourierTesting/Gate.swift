@@ -90,6 +90,7 @@ public final class Gate: Sendable {
 /// ```
 public final class Arrivals: Sendable {
     private struct Waiter {
+        let id: Int
         let target: Int
         let continuation: CheckedContinuation<Void, Never>
     }
@@ -97,6 +98,7 @@ public final class Arrivals: Sendable {
     private struct State {
         var count = 0
         var waiters: [Waiter] = []
+        var nextWaiterID = 0
     }
 
     private let state = LockedState(State())
@@ -119,18 +121,31 @@ public final class Arrivals: Sendable {
         for waiter in ready { waiter.continuation.resume() }
     }
 
-    /// Suspends until at least `target` arrivals have been recorded. Cancellation does not end the wait;
-    /// put a time limit on the test.
+    /// Suspends until at least `target` arrivals have been recorded, or until the waiting task is cancelled.
+    ///
+    /// Cancellation ends the wait early (without throwing), so that a test whose time limit passes goes on
+    /// to fail its expectations instead of hanging; check ``count`` if it matters.
     ///
     /// - Parameter target: The number of arrivals to wait for.
     public func wait(for target: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeNow = state.withLock { state in
-                if state.count >= target { return true }
-                state.waiters.append(Waiter(target: target, continuation: continuation))
-                return false
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let resumeNow = state.withLock { state in
+                    if state.count >= target || Task.isCancelled { return true }
+                    state.waiters.append(Waiter(id: id, target: target, continuation: continuation))
+                    return false
+                }
+                if resumeNow { continuation.resume() }
             }
-            if resumeNow { continuation.resume() }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
+            }
+            waiter?.continuation.resume()
         }
     }
 }

@@ -27,6 +27,7 @@ public final class HoldingTransport: Transport, RequestRecording {
     }
 
     private struct Waiter {
+        let id: Int
         let count: Int
         let continuation: CheckedContinuation<Void, Never>
     }
@@ -38,6 +39,7 @@ public final class HoldingTransport: Transport, RequestRecording {
         var peak = 0
         var requests: [URLRequest] = []
         var waiters: [Waiter] = []
+        var nextWaiterID = 0
     }
 
     private let base: any Transport
@@ -65,18 +67,31 @@ public final class HoldingTransport: Transport, RequestRecording {
     /// Whether requests pass straight through (after ``open()``) instead of being held.
     public var isOpen: Bool { state.withLock { $0.isOpen } }
 
-    /// Suspends until at least `count` requests are held. Cancellation does not end the wait; put a time
-    /// limit on the test.
+    /// Suspends until at least `count` requests are held, or until the waiting task is cancelled.
+    ///
+    /// Cancellation ends the wait early (without throwing), so that a test whose time limit passes goes on
+    /// to fail its expectations instead of hanging.
     ///
     /// - Parameter count: The number of held requests to wait for.
     public func waitUntilHolding(_ count: Int) async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let ready = state.withLock { state in
-                if state.held.count >= count { return true }
-                state.waiters.append(Waiter(count: count, continuation: continuation))
-                return false
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state in
+                    if state.held.count >= count || Task.isCancelled { return true }
+                    state.waiters.append(Waiter(id: id, count: count, continuation: continuation))
+                    return false
+                }
+                if ready { continuation.resume() }
             }
-            if ready { continuation.resume() }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
+            }
+            waiter?.continuation.resume()
         }
     }
 

@@ -73,6 +73,7 @@ public final class ManualClock: Clock, Sendable {
     }
 
     private struct SleeperWaiter {
+        let id: Int
         let count: Int
         let run: Int?
         let continuation: CheckedContinuation<Bool, Never>
@@ -83,6 +84,7 @@ public final class ManualClock: Clock, Sendable {
         var nextID = 0
         var sleepers: [Sleeper] = []
         var sleeperWaiters: [SleeperWaiter] = []
+        var nextWaiterID = 0
         var totalSleeps = 0
         var finishedRuns: Set<Int> = []
     }
@@ -179,9 +181,11 @@ public final class ManualClock: Clock, Sendable {
         return true
     }
 
-    /// Suspends until at least `count` tasks are asleep on this clock.
+    /// Suspends until at least `count` tasks are asleep on this clock, or until the waiting task is
+    /// cancelled.
     ///
-    /// Cancellation does not end the wait; put a time limit on the test.
+    /// Cancellation ends the wait early (without throwing), so that a test whose time limit passes goes on
+    /// to fail its expectations instead of hanging.
     ///
     /// - Parameter count: The number of sleepers to wait for.
     public func waitForSleepers(count: Int) async {
@@ -237,16 +241,31 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
-    /// Waits until `count` tasks sleep (returns `true`) or the run `run` finishes (returns `false`).
+    /// Waits until `count` tasks sleep (returns `true`), or the run `run` finishes or the waiting task is
+    /// cancelled (returns `false`).
     private func waitForSleepers(count: Int, run: Int?) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let ready = state.withLock { state -> Bool? in
-                if let run, state.finishedRuns.contains(run) { return false }
-                if state.sleepers.count >= count { return true }
-                state.sleeperWaiters.append(SleeperWaiter(count: count, run: run, continuation: continuation))
-                return nil
+        let id = state.withLock { state in
+            defer { state.nextWaiterID += 1 }
+            return state.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let ready = state.withLock { state -> Bool? in
+                    if let run, state.finishedRuns.contains(run) { return false }
+                    if state.sleepers.count >= count { return true }
+                    if Task.isCancelled { return false }
+                    state.sleeperWaiters.append(
+                        SleeperWaiter(id: id, count: count, run: run, continuation: continuation)
+                    )
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
             }
-            if let ready { continuation.resume(returning: ready) }
+        } onCancel: {
+            let waiter = state.withLock { state in
+                state.sleeperWaiters.firstIndex { $0.id == id }.map { state.sleeperWaiters.remove(at: $0) }
+            }
+            waiter?.continuation.resume(returning: false)
         }
     }
 
