@@ -8,8 +8,9 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// The timeout's shared timer (what `.timeout(_:)` uses with `ContinuousClock`), driven by a `ManualClock`
-/// through the internal factory that takes the timer.
+/// What only the timeout's shared timer does (the one `.timeout(_:)` uses with `ContinuousClock`), driven by a
+/// `ManualClock` through the internal factory that takes the timer. `TimeoutTests` runs the behaviour both
+/// kinds of timer share over each of them.
 @Suite("Timeout with a shared timer", .timeLimit(.minutes(1)))
 struct DeadlineTimerTests {
     @Test("at the deadline the transport is cancelled and the caller gets timedOut; the queue empties")
@@ -119,53 +120,6 @@ struct DeadlineTimerTests {
         #expect(clock.sleeperCount == 0)
     }
 
-    @Test("a call that completes without suspending registers nothing and starts no driver")
-    func fastPath() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let client = Client(transport: MockTransport.ok, middleware: [.timeout(.seconds(1), timer: timer)])
-        for _ in 0..<10 {
-            let (_, response) = try await client.send(RetryFixtures.request())
-            #expect(response.statusCode == 200)
-        }
-        #expect(timer.pendingCount == 0)
-        #expect(!timer.driverIsRunning)
-        #expect(clock.totalSleeps == 0)
-    }
-
-    @Test("cancelling the caller throws CancellationError, not a timeout, and cancels the transport")
-    func callerCancellation() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(reply: .hang)
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(transport.cancellationCount == 1)
-        #expect(timer.pendingCount == 0)
-    }
-
-    @Test("errors from the rest of the chain pass through unchanged")
-    func errorsPassThrough() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let gate = Gate()
-        let transport = MockTransport { _ in
-            await gate.wait()
-            throw URLError(.networkConnectionLost)
-        }
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        gate.open()
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .transport)
-        #expect((error?.underlying as? URLError)?.code == .networkConnectionLost)
-        #expect(timer.pendingCount == 0)
-    }
-
     @Test("a nearer enclosing deadline is waited for the per-request way, and reported as the outer timeout")
     func nearerOuterDeadline() async throws {
         let clock = ManualClock()
@@ -186,26 +140,6 @@ struct DeadlineTimerTests {
         #expect(error?.timeout == .milliseconds(50))
     }
 
-    @Test("layers inside see the deadline and the time left")
-    func deadlineVisible() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let seen = Locked<[Duration]>([])
-        let client = Client(
-            transport: MockTransport.ok,
-            middleware: [
-                .timeout(.milliseconds(300), timer: timer),
-                Middleware { request, next in
-                    if let deadline = Deadline.current {
-                        seen.withLock { $0 += [deadline.timeLeft, deadline.timeout] }
-                    }
-                    return try await next(request)
-                },
-            ]
-        )
-        _ = try await client.send(RetryFixtures.request())
-        #expect(seen.value == [.milliseconds(300), .milliseconds(300)])
-    }
 }
 
 /// The `ContinuousClock` path that `.timeout(_:)` takes by default, in real time.

@@ -1,19 +1,51 @@
-import Courier
 import CourierTesting
 import Foundation
 import Testing
+
+@testable import Courier
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
+/// The two ways a timeout enforces its deadline, both driven by a `ManualClock` here: a timer task per request
+/// (what every clock but `ContinuousClock` gets) and one driver task for the whole middleware (what
+/// `ContinuousClock` gets; see `DeadlineTimerTests` for what only it does).
+enum TimerKind: CaseIterable, CustomTestStringConvertible {
+    case perRequest
+    case shared
+
+    var testDescription: String {
+        switch self {
+        case .perRequest: "a timer per request"
+        case .shared: "one shared timer"
+        }
+    }
+
+    func timeout(_ duration: Duration, clock: ManualClock) -> Middleware {
+        switch self {
+        case .perRequest: .timeout(duration, clock: clock)
+        case .shared: .timeout(duration, timer: DeadlineTimer(clock: clock))
+        }
+    }
+
+    /// How many tasks still sleep on the clock once a call through `timeouts` timeout middleware has
+    /// ended before their deadlines: a shared timer's driver sleeps on until its deadline.
+    func sleepersLeft(timeouts: Int) -> Int {
+        self == .shared ? timeouts : 0
+    }
+}
+
 @Suite("Timeout", .timeLimit(.minutes(1)))
 struct TimeoutTests {
-    @Test("at the deadline the transport call is cancelled and the caller gets timedOut with the duration")
-    func cancelsTransport() async throws {
+    @Test(
+        "at the deadline the transport call is cancelled and the caller gets timedOut with the duration",
+        arguments: TimerKind.allCases
+    )
+    func cancelsTransport(kind: TimerKind) async throws {
         let clock = ManualClock()
         let transport = MockTransport(reply: .hang)
-        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), clock: clock)])
+        let client = Client(transport: transport, middleware: [kind.timeout(.milliseconds(100), clock: clock)])
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
         #expect(transport.callCount == 1)
@@ -47,10 +79,10 @@ struct TimeoutTests {
         #expect(transport.cancellationCount == 0)
     }
 
-    @Test("a call that completes without suspending arms no timer")
-    func fastPath() async throws {
+    @Test("a call that completes without suspending arms no timer", arguments: TimerKind.allCases)
+    func fastPath(kind: TimerKind) async throws {
         let clock = ManualClock()
-        let client = Client(transport: MockTransport.ok, middleware: [.timeout(.seconds(1), clock: clock)])
+        let client = Client(transport: MockTransport.ok, middleware: [kind.timeout(.seconds(1), clock: clock)])
         for _ in 0..<10 {
             let (_, response) = try await client.send(RetryFixtures.request())
             #expect(response.statusCode == 200)
@@ -58,33 +90,36 @@ struct TimeoutTests {
         #expect(clock.totalSleeps == 0)
     }
 
-    @Test("cancelling the caller throws CancellationError, not a timeout, and cancels the transport")
-    func callerCancellation() async throws {
+    @Test(
+        "cancelling the caller throws CancellationError, not a timeout, and cancels the transport",
+        arguments: TimerKind.allCases
+    )
+    func callerCancellation(kind: TimerKind) async throws {
         let clock = ManualClock()
         let transport = MockTransport(reply: .hang)
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), clock: clock)])
+        let client = Client(transport: transport, middleware: [kind.timeout(.seconds(1), clock: clock)])
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
         #expect(transport.cancellationCount == 1)
-        #expect(clock.sleeperCount == 0)
+        #expect(clock.sleeperCount == kind.sleepersLeft(timeouts: 1))
     }
 
-    @Test("errors from the rest of the chain pass through unchanged")
-    func errorsPassThrough() async throws {
+    @Test("errors from the rest of the chain pass through unchanged", arguments: TimerKind.allCases)
+    func errorsPassThrough(kind: TimerKind) async throws {
         let clock = ManualClock()
         let client = Client(
             transport: MockTransport(error: URLError(.cannotConnectToHost)),
-            middleware: [.timeout(.seconds(1), clock: clock)]
+            middleware: [kind.timeout(.seconds(1), clock: clock)]
         )
         let error = await #expect(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
         #expect(error?.code == .transport)
         #expect((error?.underlying as? URLError)?.code == .cannotConnectToHost)
     }
 
-    @Test("layers inside see the deadline and the time left; outside there is none")
-    func deadlineVisible() async throws {
+    @Test("layers inside see the deadline and the time left; outside there is none", arguments: TimerKind.allCases)
+    func deadlineVisible(kind: TimerKind) async throws {
         let clock = ManualClock()
         let seen = Locked<[Duration]>([])
         let outside = Locked<Bool?>(nil)
@@ -95,7 +130,7 @@ struct TimeoutTests {
                     outside.withLock { $0 = Deadline.current != nil }
                     return try await next(request)
                 },
-                .timeout(.milliseconds(300), clock: clock),
+                kind.timeout(.milliseconds(300), clock: clock),
                 Middleware { request, next in
                     if let deadline = Deadline.current {
                         seen.withLock { $0 += [deadline.timeLeft, deadline.timeout] }
@@ -109,13 +144,16 @@ struct TimeoutTests {
         #expect(outside.value == false)
     }
 
-    @Test("an inner timeout waits only for the time left of an outer deadline, and reports the outer timeout")
-    func innerUsesTimeLeft() async throws {
+    @Test(
+        "an inner timeout waits only for the time left of an outer deadline, and reports the outer timeout",
+        arguments: TimerKind.allCases
+    )
+    func innerUsesTimeLeft(kind: TimerKind) async throws {
         let clock = ManualClock()
         let transport = MockTransport(reply: .hang)
         let client = Client(
             transport: transport,
-            middleware: [.timeout(.milliseconds(150), clock: clock), .timeout(.seconds(1), clock: clock)]
+            middleware: [kind.timeout(.milliseconds(150), clock: clock), kind.timeout(.seconds(1), clock: clock)]
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 2)
@@ -128,13 +166,13 @@ struct TimeoutTests {
         #expect(transport.cancellationCount == 1)
     }
 
-    @Test("an inner timeout shorter than the time left fires on its own")
-    func innerShorter() async throws {
+    @Test("an inner timeout shorter than the time left fires on its own", arguments: TimerKind.allCases)
+    func innerShorter(kind: TimerKind) async throws {
         let clock = ManualClock()
         let transport = MockTransport(reply: .hang)
         let client = Client(
             transport: transport,
-            middleware: [.timeout(.seconds(1), clock: clock), .timeout(.milliseconds(100), clock: clock)]
+            middleware: [kind.timeout(.seconds(1), clock: clock), kind.timeout(.milliseconds(100), clock: clock)]
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 2)
@@ -142,14 +180,14 @@ struct TimeoutTests {
         let error = await #expect(throws: CourierError.self) { try await task.value }
         #expect(error?.timeout == .milliseconds(100))
         #expect(clock.now.offset == .milliseconds(100))
-        #expect(clock.sleeperCount == 0)
+        #expect(clock.sleeperCount == kind.sleepersLeft(timeouts: 1))
     }
 
-    @Test("a deadline set by the caller bounds the timeouts inside")
-    func callerDeadline() async throws {
+    @Test("a deadline set by the caller bounds the timeouts inside", arguments: TimerKind.allCases)
+    func callerDeadline(kind: TimerKind) async throws {
         let clock = ManualClock()
         let transport = MockTransport(reply: .hang)
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(10), clock: clock)])
+        let client = Client(transport: transport, middleware: [kind.timeout(.seconds(10), clock: clock)])
         let task = Task {
             try await Deadline.$current.withValue(Deadline(after: .milliseconds(50), clock: clock)) {
                 try await client.send(RetryFixtures.request())
@@ -162,11 +200,14 @@ struct TimeoutTests {
         #expect(error?.timeout == .milliseconds(50))
     }
 
-    @Test("when the deadline has already passed, the call fails at once and nothing is sent")
-    func passedDeadline() async throws {
+    @Test(
+        "when the deadline has already passed, the call fails at once and nothing is sent",
+        arguments: TimerKind.allCases
+    )
+    func passedDeadline(kind: TimerKind) async throws {
         let clock = ManualClock()
         let transport = MockTransport.ok
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(10), clock: clock)])
+        let client = Client(transport: transport, middleware: [kind.timeout(.seconds(10), clock: clock)])
         let deadline = Deadline(after: .seconds(1), clock: clock)
         clock.advance(by: .seconds(2))
         #expect(deadline.hasPassed)
@@ -177,14 +218,14 @@ struct TimeoutTests {
         #expect(transport.callCount == 0)
     }
 
-    @Test("work run outside the deadline with withValue(nil) is not bounded by it")
-    func clearingTheDeadline() async throws {
+    @Test("work run outside the deadline with withValue(nil) is not bounded by it", arguments: TimerKind.allCases)
+    func clearingTheDeadline(kind: TimerKind) async throws {
         let clock = ManualClock()
         let seen = Locked<[Bool]>([])
         let client = Client(
             transport: MockTransport.ok,
             middleware: [
-                .timeout(.seconds(1), clock: clock),
+                kind.timeout(.seconds(1), clock: clock),
                 Middleware { request, next in
                     seen.withLock { $0.append(Deadline.current != nil) }
                     Deadline.$current.withValue(nil) { seen.withLock { $0.append(Deadline.current != nil) } }
