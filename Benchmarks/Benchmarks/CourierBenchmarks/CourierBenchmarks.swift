@@ -14,4 +14,5 @@ let benchmarks: @Sendable () -> Void = {
     registerFanOutBenchmarks()
     registerEndToEndBenchmarks()
     registerEndToEndBreakdown()
+    registerURLSessionBreakdown()
 }
