@@ -15,4 +15,5 @@ let benchmarks: @Sendable () -> Void = {
     registerFanOutBenchmarks()
     registerEndToEndBenchmarks()
     registerEndToEndBreakdown()
+    registerURLSessionBreakdown()
 }

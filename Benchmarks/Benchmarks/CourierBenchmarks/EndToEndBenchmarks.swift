@@ -96,6 +96,32 @@ func registerEndToEndBreakdown() {
     }
 }
 
+/// Whether `URLSessionTransport` itself costs anything at 16 concurrent requests: Courier with no middleware
+/// over it, against the bare session.
+func registerURLSessionBreakdown() {
+    Paired.register(
+        "Loopback breakdown: Courier, no middleware, over URLSessionTransport vs bare URLSession, 16 concurrent",
+        calls: 800,
+        maxDuration: .seconds(15),
+        maxIterations: 30,
+        setup: { try await Loopback.start() },
+        teardown: { try await Loopback.stop() },
+        baseline: { calls in
+            let fixture = try Loopback.current
+            try await concurrently(calls, width: 16) {
+                let (data, response) = try await fixture.bareSession.data(for: fixture.request)
+                blackHole((data, response))
+            }
+        },
+        candidate: { calls in
+            let fixture = try Loopback.current
+            try await concurrently(calls, width: 16) {
+                blackHole(try await fixture.bareCourierOverURLSession.send(fixture.request))
+            }
+        }
+    )
+}
+
 /// Runs `body` `calls` times, `width` at a time (each of `width` child tasks makes its share in turn).
 func concurrently(
     _ calls: Int,
@@ -125,6 +151,8 @@ final class Loopback: Sendable {
     let request: URLRequest
     let bareSession: URLSession
     let courierOverURLSession: Client
+    /// Courier with no middleware over `URLSessionTransport`.
+    let bareCourierOverURLSession: Client
     let asyncHTTPClient: HTTPClient
     let asyncHTTPClientRequest: HTTPClientRequest
     /// Courier over the same `HTTPClient` as the bare calls (borrowed, so both share one connection pool
@@ -145,6 +173,7 @@ final class Loopback: Sendable {
         self.request = request
         bareSession = URLSession(configuration: .default)
         courierOverURLSession = Client(transport: URLSessionTransport(), middleware: DefaultStack.middleware())
+        bareCourierOverURLSession = Client(transport: URLSessionTransport())
         // The configuration Courier's transport uses (redirects are Courier's job), for both sides.
         asyncHTTPClient = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,

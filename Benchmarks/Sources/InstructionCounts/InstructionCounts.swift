@@ -21,7 +21,7 @@ struct InstructionCounts {
     // signal handling, which an `async` main enters.
     static func main() throws {
         let arguments = CommandLine.arguments
-        let scenarios = Scenarios.all()
+        let scenarios = Scenarios.all() + TransportScenarios.all()
         guard arguments.count == 3 || arguments.count == 4, let count = Int(arguments[2]),
             let scenario = scenarios.first(where: { $0.name == arguments[1] })
         else {

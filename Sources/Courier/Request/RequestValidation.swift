@@ -22,6 +22,23 @@ public enum RequestValidation {
     ///   absolute URL, a method or header name that is not an RFC 9110 token, or a header value containing
     ///   CR, LF or NUL.
     public static func validate(_ request: URLRequest) throws {
+        _ = try validatedURL(of: request)
+        if let method = request.httpMethod {
+            try validateMethod(method, request: request)
+        }
+        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return }
+        for (name, value) in fields {
+            try validateHeader(name: name, value: value, request: request)
+        }
+    }
+
+    /// Returns the URL of `request`, or throws ``CourierError/Code/invalidRequest`` when it has none or it is
+    /// not absolute (no scheme or no host).
+    ///
+    /// A transport that converts the headers itself calls this, ``validateMethod(_:request:)`` and
+    /// ``validateHeader(name:value:request:)`` while converting, instead of ``validate(_:)`` first: the
+    /// same checks, with one pass over the headers instead of two.
+    static func validatedURL(of request: URLRequest) throws -> URL {
         guard let url = request.url else {
             throw CourierError.invalidRequest("the request has no URL", request: request)
         }
@@ -31,13 +48,7 @@ public enum RequestValidation {
                 request: request
             )
         }
-        if let method = request.httpMethod {
-            try validateMethod(method, request: request)
-        }
-        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return }
-        for (name, value) in fields {
-            try validateHeader(name: name, value: value, request: request)
-        }
+        return url
     }
 
     /// Throws ``CourierError/Code/invalidRequest`` unless `method` is a token. A method is written as it is
@@ -64,7 +75,7 @@ public enum RequestValidation {
                 request: request
             )
         }
-        guard !value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
+        guard !containsLineBreakOrNUL(value) else {
             throw CourierError.invalidRequest(
                 "the value of header \(Redaction.quotedHeaderName(name)) contains CR, LF or NUL",
                 request: request
@@ -73,8 +84,31 @@ public enum RequestValidation {
     }
 
     /// Whether `string` is an RFC 9110 `token`: one or more `tchar`.
+    ///
+    /// Every header name and value of every request is scanned, so the scans run over the string's
+    /// contiguous UTF-8 when it has it (a native string does): about ten times fewer instructions than
+    /// iterating its `utf8` view.
     private static func isToken(_ string: String) -> Bool {
-        !string.isEmpty && string.utf8.allSatisfy(isTokenCharacter)
+        if let isToken = string.utf8.withContiguousStorageIfAvailable({ bytes in
+            !bytes.isEmpty && bytes.allSatisfy(isTokenCharacter)
+        }) {
+            return isToken
+        }
+        return !string.isEmpty && string.utf8.allSatisfy(isTokenCharacter)
+    }
+
+    /// Whether `value` contains CR, LF or NUL.
+    private static func containsLineBreakOrNUL(_ value: String) -> Bool {
+        if let contains = value.utf8.withContiguousStorageIfAvailable({ bytes in
+            bytes.contains(where: isLineBreakOrNUL)
+        }) {
+            return contains
+        }
+        return value.utf8.contains(where: isLineBreakOrNUL)
+    }
+
+    private static func isLineBreakOrNUL(_ byte: UInt8) -> Bool {
+        byte == 0x0D || byte == 0x0A || byte == 0x00
     }
 
     /// RFC 9110 `tchar`.

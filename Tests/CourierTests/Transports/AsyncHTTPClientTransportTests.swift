@@ -78,12 +78,58 @@ struct AsyncHTTPClientTransportTests {
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.setValue("Bearer t", forHTTPHeaderField: "Authorization")
         request.httpBody = Data("{}".utf8)
-        let converted = try AsyncHTTPClientTransport.makeRequest(from: request)
+        let converted = try AsyncHTTPClientTransport.makeHead(from: request)
         #expect(converted.url == "http://127.0.0.1:8080/a/b?c=d%20e")
         #expect(converted.method.rawValue == "PATCH")
         #expect(converted.headers.first(name: "content-type") == "application/json")
         #expect(converted.headers.first(name: "authorization") == "Bearer t")
-        #expect(converted.body != nil)
+        #expect(converted.headers.count == 2)
+        #expect(try AsyncHTTPClientTransport.makeBody(from: request) != nil)
+        #expect(try AsyncHTTPClientTransport.makeBody(from: URLRequest(url: URL(string: "http://127.0.0.1/")!)) == nil)
+    }
+
+    @Test(
+        "converting a request checks it as RequestValidation does, whichever part is bad",
+        arguments: InvalidRequest.allCases
+    )
+    func conversionValidates(invalid: InvalidRequest) throws {
+        let request = invalid.request
+        // The transport's own pass and the shared check agree on every case.
+        let error = try #require(throws: CourierError.self) { try AsyncHTTPClientTransport.makeHead(from: request) }
+        #expect(error.code == .invalidRequest)
+        #expect(throws: CourierError.self) { try RequestValidation.validate(request) }
+    }
+
+    enum InvalidRequest: CaseIterable, Sendable {
+        case noURL, relativeURL, methodWithLineBreak, emptyMethod, nameWithLineBreak, nameWithSpace, valueWithCR
+        case valueWithLF, valueWithNUL, badHeaderAmongGoodOnes
+
+        var request: URLRequest {
+            var request = URLRequest(url: URL(string: "http://127.0.0.1:8080/x")!)
+            switch self {
+            case .noURL: request.url = nil
+            case .relativeURL: request.url = URL(string: "relative/path")
+            case .methodWithLineBreak: request.httpMethod = "GET /smuggled HTTP/1.1\r\nX: 1\r\n\r\nGET"
+            case .emptyMethod: request.httpMethod = ""
+            case .nameWithLineBreak: request.allHTTPHeaderFields = ["X-Bad\r\nX-Injected": "1"]
+            case .nameWithSpace: request.allHTTPHeaderFields = ["X Bad": "1"]
+            case .valueWithCR: request.allHTTPHeaderFields = ["X-Note": "a\rb"]
+            case .valueWithLF: request.allHTTPHeaderFields = ["X-Note": "a\nX-Injected: 1"]
+            case .valueWithNUL: request.allHTTPHeaderFields = ["X-Note": "a\u{0}b"]
+            case .badHeaderAmongGoodOnes:
+                request.allHTTPHeaderFields = ["Accept": "application/json", "X-Note": "a\r\nb", "X-Other": "c"]
+            }
+            return request
+        }
+    }
+
+    @Test("a valid request with a tab and non-ASCII text in a value converts")
+    func conversionAcceptsValidValues() throws {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:8080/x")!)
+        request.allHTTPHeaderFields = ["X-Tab": "a\tb", "X-Text": "grüße", "X-Empty": ""]
+        let converted = try AsyncHTTPClientTransport.makeHead(from: request)
+        #expect(converted.headers.first(name: "X-Text") == "grüße")
+        #expect(converted.headers.first(name: "X-Tab") == "a\tb")
     }
 
     @Test("repeated response headers are joined with commas; the status and URL are kept")
@@ -99,6 +145,18 @@ struct AsyncHTTPClientTransportTests {
         #expect(converted.url == url)
         #expect(converted.value(forHTTPHeaderField: "vary") == "Accept, Origin")
         #expect(converted.value(forHTTPHeaderField: "Content-Type") == "text/plain")
+        #expect(converted.mimeType == "text/plain")
+    }
+
+    @Test(
+        "the HTTP version is written out",
+        arguments: [
+            (NIOHTTP1.HTTPVersion.http1_1, "HTTP/1.1"), (.http1_0, "HTTP/1.0"), (.http2, "HTTP/2.0"),
+            (.http3, "HTTP/3.0"), (.init(major: 0, minor: 9), "HTTP/0.9"),
+        ]
+    )
+    func versionString(version: NIOHTTP1.HTTPVersion, expected: String) {
+        #expect(AsyncHTTPClientTransport.versionString(version) == expected)
     }
 }
 #endif
