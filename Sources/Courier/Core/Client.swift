@@ -60,6 +60,8 @@ public actor Client {
     public private(set) var errorBody: ErrorBodyDecoder?
 
     private let current: LockedState<Snapshot>
+    /// Requests in flight and the shutdown state; see `Client+Shutdown.swift`.
+    nonisolated let lifecycle = ClientLifecycle()
 
     /// Creates a client.
     ///
@@ -202,7 +204,7 @@ public actor Client {
     /// - Throws: ``CourierError``, `CancellationError`, or an error of your own middleware.
     public nonisolated func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let chain = current.withLock { $0.chain }
-        return try await chain.send(request, from: 0)
+        return try await lifecycle.send(request, through: chain)
     }
 
     /// Sends a typed request and decodes its response.
@@ -229,7 +231,7 @@ public actor Client {
         let urlRequest = try request.urlRequest(baseURL: snapshot.baseURL, encoder: snapshot.encoder)
         let (data, response): (Data, HTTPURLResponse)
         do {
-            (data, response) = try await snapshot.chain.send(urlRequest, from: 0)
+            (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
         } catch let error as CourierError where error.code == .unacceptableStatus {
             // A status-validating middleware threw before this request's own check: decode the error body
             // the request (or the client) declares, unless the middleware already did.

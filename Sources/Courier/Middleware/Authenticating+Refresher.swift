@@ -1,0 +1,167 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Middleware {
+    /// Adds the current token of `refresher` to every request, and when the server rejects it, refreshes
+    /// it (once for all concurrent rejections) and retries the request once with the new token.
+    ///
+    /// ```swift
+    /// let auth = TokenRefresher(token: .init(stored, expiresIn: .seconds(3600))) { _ in try await signIn() }
+    /// let client = Client(
+    ///     baseURL: base,
+    ///     middleware: [.counting(counter), .timeout(.seconds(10)), .retry(.default),
+    ///                  .authenticating(with: auth), .validatingStatus()]
+    /// )
+    /// ```
+    ///
+    /// - A token within the refresher's ``TokenRefresher/leeway`` of expiring is refreshed **before** sending.
+    /// - A rejection (see ``AuthenticationFailure``; 401 by default) is recognised whether it comes back as
+    ///   a response or as a thrown ``CourierError`` with a status, so status validation may sit inside this
+    ///   middleware. A rejection from another origin than the one the token was sent to (after a redirect)
+    ///   is not the token's fault and is passed on as it is.
+    /// - A request that was rejected with an older token than the current one retries with the current one
+    ///   without refreshing.
+    /// - Each request is retried **at most once**. If the refreshed token is rejected too, the request
+    ///   fails with ``CourierError/Code/authenticationRejected`` (carrying the last status and body).
+    /// - Requests sent from inside the refresher's `refresh` closure pass through untouched, so `refresh`
+    ///   can send its token request through the same client without deadlocking.
+    /// - On a redirect hop that has left the first origin (``RedirectContext/mayAttachCredentials`` is
+    ///   `false`, when `.followingRedirects` is listed outside this middleware) no credential is added and
+    ///   nothing is refreshed.
+    ///
+    /// **Where to put it**: inside `.retry` (every retried attempt picks up the current token) and the
+    /// whole-call `.timeout` (which also bounds the wait for a refresh); outside a per-attempt timeout,
+    /// status validation and `.followingRedirects` (so the token is added once, and the redirect layer can
+    /// strip it on a hop to a foreign origin).
+    ///
+    /// On the success path this costs a synchronous read of the current token, building the header value,
+    /// and setting one header; only rejections and refreshes await the refresher actor.
+    ///
+    /// - Parameters:
+    ///   - refresher: Holds the token and refreshes it.
+    ///   - scheme: Which header carries the token and what comes before it: ``AuthorizationScheme/bearer``
+    ///     (`Authorization: Bearer <token>`) by default, or for example `.header("X-API-Key")` for the bare
+    ///     token in another header. An invalid header name or scheme makes every request fail with
+    ///     ``CourierError/Code/invalidRequest`` before anything is sent.
+    ///   - failure: Which responses mean the token was rejected.
+    /// - Returns: The middleware, named `"authenticating"`.
+    public static func authenticating(
+        with refresher: TokenRefresher,
+        scheme: AuthorizationScheme = .bearer,
+        failure: AuthenticationFailure = .unauthorized
+    ) -> Middleware {
+        let name = "authenticating"
+        if let problem = scheme.problem {
+            return .failing(name: name, message: problem)
+        }
+        let authenticator = RefreshingAuthenticator(
+            refresher: refresher,
+            header: scheme.headerName,
+            prefix: scheme.scheme.map { $0 + " " } ?? "",
+            failure: failure
+        )
+        return Middleware(name: name) { request, next in
+            try await authenticator.send(request, next: next)
+        }
+    }
+}
+
+/// The state of one `.authenticating(with:)` middleware, built once in the factory.
+private struct RefreshingAuthenticator: Sendable {
+    let refresher: TokenRefresher
+    let refresherID: ObjectIdentifier
+    let header: String
+    let prefix: String
+    let failure: AuthenticationFailure
+
+    init(refresher: TokenRefresher, header: String, prefix: String, failure: AuthenticationFailure) {
+        self.refresher = refresher
+        self.refresherID = ObjectIdentifier(refresher)
+        self.header = header
+        self.prefix = prefix
+        self.failure = failure
+    }
+
+    /// What came back from one attempt.
+    private enum Attempt {
+        case accepted((Data, HTTPURLResponse))
+        case rejectedResponse(Data, HTTPURLResponse)
+        case rejectedError(CourierError)
+    }
+
+    func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
+        // The refresher's own token request: no credential, no waiting for a refresh, no retry.
+        if TokenRefresher.isRefreshing(refresherID) {
+            return try await next(request)
+        }
+        // A redirect hop (with `.followingRedirects` listed outside) that left the first origin: no credential,
+        // and its 401 says nothing about the token.
+        guard RedirectContext.mayAttachCredentials else {
+            return try await next(request)
+        }
+        var credential = refresher.credential
+        if refresher.isExpiring(credential) {
+            credential = try await refresher.newerCredential(than: credential)
+        }
+        switch try await attempt(request, with: credential, next: next) {
+        case .accepted(let result):
+            return result
+        case .rejectedResponse, .rejectedError:
+            break
+        }
+        // The stale-token race is settled without awaiting the actor when the token has already changed.
+        let latest = refresher.credential
+        let fresh = latest.version > credential.version ? latest : try await refresher.newerCredential(than: credential)
+        switch try await attempt(request, with: fresh, next: next) {
+        case .accepted(let result):
+            return result
+        case .rejectedResponse(let body, let response):
+            throw CourierError(
+                .authenticationRejected,
+                message: "the server rejected the refreshed credential too",
+                request: request,
+                response: response,
+                body: body
+            )
+        case .rejectedError(let rejection):
+            var error = CourierError(
+                .authenticationRejected,
+                message: "the server rejected the refreshed credential too",
+                request: request,
+                underlying: rejection
+            )
+            error.statusCode = rejection.statusCode
+            error.responseHeaders = rejection.responseHeaders
+            error.responseBody = rejection.responseBody
+            throw error
+        }
+    }
+
+    private func attempt(
+        _ request: URLRequest,
+        with credential: TokenRefresher.Credential,
+        next: Next
+    ) async throws -> Attempt {
+        var authenticated = request
+        authenticated.setValue(prefix + credential.value, forHTTPHeaderField: header)
+        do {
+            let (body, response) = try await next(authenticated)
+            guard failure.matches(response, body: body), Self.isSameOrigin(request.url, response.url) else {
+                return .accepted((body, response))
+            }
+            return .rejectedResponse(body, response)
+        } catch let error as CourierError where failure.matches(error) {
+            guard Self.isSameOrigin(request.url, error.redactedURL.flatMap { URL(string: $0) }) else { throw error }
+            return .rejectedError(error)
+        }
+    }
+
+    /// Whether `other` has the origin of `url`; `true` when either is unknown.
+    private static func isSameOrigin(_ url: URL?, _ other: URL?) -> Bool {
+        guard let url, let other else { return true }
+        return RedirectContext.isSameOrigin(url, other)
+    }
+}

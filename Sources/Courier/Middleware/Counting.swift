@@ -1,0 +1,34 @@
+extension Middleware {
+    /// Counts the requests that pass through it in `counter`: in flight, peak, started, and how each ended.
+    ///
+    /// ```swift
+    /// let counter = RequestCounter()
+    /// let client = Client(baseURL: base, middleware: [.counting(counter), .retry(.default), .validatingStatus()])
+    /// // …
+    /// await counter.waitUntilIdle()
+    /// ```
+    ///
+    /// Every request is counted as started once and ends exactly once, on every path: a response
+    /// (succeeded), a thrown error or a timeout (failed), or cancellation of the caller's task before or
+    /// after the transport started (cancelled). A request that a middleware inside this one retries or
+    /// restarts (retry, token refresh, redirects) is still one request. Put it **first** (outermost) so
+    /// that it sees everything the caller sees; nearer the transport it counts attempts instead.
+    ///
+    /// The per-request cost is two short lock sections; there is no actor hop.
+    ///
+    /// - Parameter counter: The counter to update.
+    /// - Returns: The counting middleware, named `"counting"`.
+    public static func counting(_ counter: RequestCounter) -> Middleware {
+        Middleware(name: "counting") { request, next in
+            counter.recordStart()
+            do {
+                let result = try await next(request)
+                counter.recordEnd(.succeeded)
+                return result
+            } catch {
+                counter.recordEnd(error is CancellationError || Task.isCancelled ? .cancelled : .failed)
+                throw error
+            }
+        }
+    }
+}
