@@ -21,6 +21,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "TestServer", targets: ["TestServer"]),
+        .library(name: "FanOutService", targets: ["FanOutService"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -46,6 +47,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A server-side example: a Hummingbird service that fans out to an upstream through Courier.
+        .target(
+            name: "FanOutService",
+            dependencies: [
+                .product(name: "Courier", package: "courier"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TestServerTests",
             dependencies: [
@@ -59,6 +73,7 @@ let package = Package(
             name: "CourierEndToEndTests",
             dependencies: [
                 "TestServer",
+                "FanOutService",
                 .product(name: "Courier", package: "courier"),
                 .product(name: "CourierTesting", package: "courier"),
             ],
