@@ -79,7 +79,7 @@ public struct FanOutService: Sendable {
             return .init(reply.token, expiresIn: .seconds(reply.expiresIn))
         }
         let retry = RetryPolicy(
-            maximumAttempts: 3,
+            maximumAttempts: 4,
             backoff: .exponential(base: .milliseconds(20)),
             budget: nil
         )

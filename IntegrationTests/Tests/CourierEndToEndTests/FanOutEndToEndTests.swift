@@ -9,13 +9,13 @@ import FoundationNetworking
 
 @Suite("Fan-out and flow control over real sockets", .timeLimit(.minutes(3)))
 struct FanOutEndToEndTests {
-    @Test("sendAll: 1,000 requests, 100 at a time, each answered in input order", arguments: TransportKind.allCases)
+    @Test("sendAll: 1,000 requests, 32 at a time, each answered in input order", arguments: TransportKind.allCases)
     func sendAllThousand(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
             let client = Client(baseURL: server.baseURL, transport: kind.make())
             let requests = (0..<1000).map { Request<User>.get("/users/\($0)", query: ["countKey": .init(key)]) }
-            let results = await client.sendAll(requests, maxConcurrency: 100)
+            let results = await client.sendAll(requests, maxConcurrency: 32)
             let ids = try results.map { try $0.get().id }
             #expect(ids == Array(0..<1000))
             #expect(try await Inspector(server).counters(key).hits == 1000)
