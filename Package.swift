@@ -18,12 +18,20 @@ let package = Package(
         .trait(
             name: "AsyncHTTPClient",
             description: "Adds AsyncHTTPClientTransport, which sends requests with swift-server/async-http-client."
-        )
+        ),
+        // Observability integrations (see the Observability article).
+        .trait(name: "Logging", description: "`.logging(logger:)`: request logs through swift-log."),
+        .trait(name: "Metrics", description: "`.metrics(...)`: request metrics through swift-metrics."),
+        .trait(name: "Tracing", description: "`.tracing()`: client spans through swift-distributed-tracing."),
+        .default(enabledTraits: []),
     ],
     dependencies: [
-        // Resolved and fetched only when the AsyncHTTPClient trait is enabled (no default traits).
+        // Each is resolved and fetched only when a trait that uses it is enabled (no trait is on by default).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
         .target(
@@ -36,6 +44,9 @@ let package = Package(
                 ),
                 .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
             ],
             swiftSettings: upcomingFeatures
         ),
@@ -55,6 +66,13 @@ let package = Package(
                     condition: .when(traits: ["AsyncHTTPClient"])
                 ),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
+                .product(name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["Logging"])),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
+                .product(
+                    name: "InMemoryTracing",
+                    package: "swift-distributed-tracing",
+                    condition: .when(traits: ["Tracing"])
+                ),
             ],
             swiftSettings: upcomingFeatures
         ),

@@ -12,6 +12,7 @@
 
 // snippet.hide
 import Courier
+import CourierTesting
 import Foundation
 import Synchronization
 
@@ -19,37 +20,11 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// An in-memory API: `/users/42` answers with a user, and `/flaky` answers 503 the first time.
-/// It records the `X-Request-ID` of every request it receives.
-final class InMemoryAPI: Transport {
-    private struct State {
-        var requestIDs: [String] = []
-        var flakyCalls = 0
-    }
-
-    private let state = Mutex(State())
-
-    /// The request IDs received so far, in order.
-    var requestIDs: [String] { state.withLock { $0.requestIDs } }
-
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        try RequestValidation.validate(request)  // every transport refuses a request that is unsafe to send
-        let url = request.url ?? URL(string: "http://127.0.0.1/")!
-        let (status, body): (Int, String) = state.withLock { state in
-            state.requestIDs.append(request.value(forHTTPHeaderField: "X-Request-ID") ?? "none")
-            switch url.path {
-            case "/users/42":
-                return (200, #"{"id":42,"name":"Ada"}"#)
-            case "/flaky":
-                state.flakyCalls += 1
-                return state.flakyCalls == 1 ? (503, "busy") : (200, #"{"ok":true}"#)
-            default:
-                return (404, "not found")
-            }
-        }
-        let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: [:])!
-        return (Data(body.utf8), response)
-    }
+/// An in-memory API (the testing kit's routed mock): `/users/42` answers with a user, `/flaky` answers 503
+/// the first time, anything else 404. It records every request it receives.
+let api = MockTransport(unmatched: .status(404, body: "not found")) {
+    MockRoute.get("/users/42").replies(.json(#"{"id":42,"name":"Ada"}"#))
+    MockRoute.get("/flaky").replies(.status(503, body: "busy"), then: .json(#"{"ok":true}"#))
 }
 // snippet.show
 
@@ -114,16 +89,15 @@ func get(_ path: String, method: String = "GET") -> URLRequest {
     return request
 }
 
-func report(_ step: String, _ text: String, _ api: InMemoryAPI) {
+func report(_ step: String, _ text: String, _ api: MockTransport) {
     let padded = step.padding(toLength: 34, withPad: " ", startingAt: 0)
-    print("\(padded) \(text)   [transport calls: \(api.requestIDs.count)]")
+    print("\(padded) \(text)   [transport calls: \(api.callCount)]")
 }
 // snippet.show
 
 // The first middleware listed is outermost. `validatingStatus` sits outside the retry, so the retry
 // still sees the 503 as a response; `requestID` sits innermost, so a retried request gets a new ID and
 // a cache hit gets none at all.
-let api = InMemoryAPI()
 let client = Client(
     transport: api,
     middleware: [.readOnly, .validatingStatus(), .caching(), .retryingOnce(on: 503), .requestID(prefix: "req")]
@@ -150,4 +124,5 @@ do {
     report("GET /missing", "\(error.code) \(error.statusCode ?? 0) from \(error.middleware ?? "?")", api)
 }
 
-print("Request IDs the transport saw: \(api.requestIDs.joined(separator: ", "))")
+let requestIDs = api.requests.map { $0.value(forHTTPHeaderField: "X-Request-ID") ?? "none" }
+print("Request IDs the transport saw: \(requestIDs.joined(separator: ", "))")

@@ -112,36 +112,17 @@ enum FanOut {
         isolation: isolated (any Actor)?,
         operation: @escaping Operation<Input, Output>
     ) async throws -> [Output] {
-        precondition(maxConcurrency > 0, "maxConcurrency must be at least 1, not \(maxConcurrency)")
         var outputs: [Output?] = []
         outputs.reserveCapacity(inputs.underestimatedCount)
         do {
-            try await withThrowingTaskGroup(of: (Int, Output).self, isolation: isolation) { group in
-                _ = isolation  // runs the body on the caller's isolation; see `forEach`
-                var iterator = inputs.makeIterator()
-                var nextIndex = 0
-                var running = 0
-                var exhausted = false
-                while true {
-                    while !exhausted, running < maxConcurrency {
-                        guard let input = iterator.next() else {
-                            exhausted = true
-                            break
-                        }
-                        let index = nextIndex
-                        nextIndex += 1
-                        outputs.append(nil)
-                        let added = group.addTaskUnlessCancelled {
-                            (index, try await operation(input))
-                        }
-                        guard added else { throw CancellationError() }
-                        running += 1
-                    }
-                    // The first failure leaves the closure; the group then cancels and awaits the rest.
-                    guard let (index, output) = try await group.next() else { return }
-                    running -= 1
-                    outputs[index] = output
-                }
+            // The handler throws the first failure (in completion order); `forEach` then starts no further
+            // input, cancels the children still running and awaits them before rethrowing it.
+            try await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
+                index,
+                result in
+                _ = isolation  // keeps the handler on the caller's isolation; see `results`
+                while outputs.count <= index { outputs.append(nil) }
+                outputs[index] = try result.get()
             }
         } catch {
             // A failure caused by the caller's cancellation is reported as such, never wrapped.

@@ -26,6 +26,10 @@ import FoundationNetworking
 /// caller stops waiting at once (`CancellationError`); the others keep waiting. The shared call is
 /// cancelled only when every caller has gone, and a request that arrives after that starts a new call.
 ///
+/// **Deadlines** — for the same reason, the shared call runs under no caller's ``Deadline``: a caller's
+/// timeout ends that caller's wait only, never the call the others are waiting for. A timeout inside the
+/// coalescing layer (per attempt) still bounds the shared call itself.
+///
 /// The state lives under a lock in this object, created once; an uncoalesced request (a `POST`, …) costs a
 /// method check. A coalescible request costs building its key and one task for the shared call.
 public final class RequestCoalescer: Sendable {
@@ -41,7 +45,7 @@ public final class RequestCoalescer: Sendable {
     struct Key: Hashable {
         let method: String
         let url: String
-        /// Lowercased names and values, sorted by name.
+        /// The fields not ignored: names lowercased, values exactly as sent; sorted by name.
         let headers: [Header]
 
         struct Header: Hashable {
@@ -117,7 +121,9 @@ public final class RequestCoalescer: Sendable {
                     let task = Task {
                         let result: Result<(Data, HTTPURLResponse), any Error>
                         do {
-                            result = .success(try await next(request))
+                            // The call serves every caller, so it runs under none of their deadlines: the
+                            // first caller's, inherited as a task-local value, would cut it short for all.
+                            result = .success(try await Deadline.$current.withValue(nil) { try await next(request) })
                         } catch {
                             result = .failure(error)
                         }

@@ -33,9 +33,23 @@ public struct Next: Sendable {
     /// - Returns: The response body and the HTTP response.
     /// - Throws: Whatever the rest of the chain throws: a ``CourierError``, `CancellationError`, or an
     ///   error of a user's own middleware.
-    @inlinable
-    public func callAsFunction(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        try await chain.send(request, from: index)
+    @inlinable @inline(__always)
+    public nonisolated(nonsending) func callAsFunction(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        // Inlined into the calling middleware's closure, which so calls the next closure (or the
+        // transport) itself; see `Chain` for why.
+        guard index < chain.middleware.count else {
+            do {
+                return try await chain.transport.send(request)
+            } catch {
+                throw Chain.transportFailure(error, request: request)
+            }
+        }
+        let handler = chain.middleware[index].handler
+        do {
+            return try await handler(request, Next(chain: chain, index: index + 1))
+        } catch {
+            throw Chain.attributing(error, to: chain.middleware[index].name)
+        }
     }
 
     /// Sends `request` through the rest of the chain; the same as calling `next(request)`.
@@ -43,8 +57,8 @@ public struct Next: Sendable {
     /// - Parameter request: The request to send.
     /// - Returns: The response body and the HTTP response.
     /// - Throws: Whatever the rest of the chain throws.
-    @inlinable
-    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        try await chain.send(request, from: index)
+    @inlinable @inline(__always)
+    public nonisolated(nonsending) func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await callAsFunction(request)
     }
 }

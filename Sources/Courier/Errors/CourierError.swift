@@ -85,7 +85,7 @@ public struct CourierError: Error, Sendable {
     public var code: Code
     /// A short human-readable explanation (never contains secrets).
     public var message: String
-    /// The request's method, if known.
+    /// The request's method, if known (a placeholder when it is not a valid HTTP token).
     public var method: String?
     /// The request's URL with secrets redacted, if known.
     public var redactedURL: String?
@@ -133,7 +133,7 @@ public struct CourierError: Error, Sendable {
     ) {
         self.code = code
         self.message = message
-        self.method = request?.httpMethod ?? (request == nil ? nil : "GET")
+        self.method = request.map(RequestValidation.printableMethod)
         self.redactedURL = request?.url.map(Redaction.redactedURL)
         self.statusCode = response?.statusCode
         self.responseHeaders = response.map(Redaction.redactedHeaders) ?? [:]

@@ -11,12 +11,13 @@ extension Request {
     ///   - baseURL: The URL paths are relative to; required unless the target is absolute.
     ///   - encoder: The encoder for JSON bodies that do not bring their own.
     /// - Returns: The request, ready for a client's middleware.
-    /// - Throws: ``CourierError/Code/invalidRequest`` when no valid URL can be formed or a header is
-    ///   invalid, ``CourierError/Code/encodingFailed`` when the body cannot be encoded.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when no valid URL can be formed, or the method or a
+    ///   header is invalid, ``CourierError/Code/encodingFailed`` when the body cannot be encoded.
     public func urlRequest(baseURL: URL?, encoder: JSONEncoder = JSONEncoder()) throws -> URLRequest {
         let url = try makeURL(baseURL: baseURL)
         var request = URLRequest(url: url)
         request.httpMethod = method.rawValue
+        try RequestValidation.validateMethod(method.rawValue, request: request)
         for field in headers {
             try RequestValidation.validateHeader(name: field.name, value: field.value)
             if request.value(forHTTPHeaderField: field.name) == nil {

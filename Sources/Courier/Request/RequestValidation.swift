@@ -5,8 +5,9 @@ public import FoundationNetworking
 public import Foundation
 #endif
 
-/// Checks that a request can be sent safely: an absolute URL, header names that are RFC 9110 tokens, and
-/// header values without CR, LF or NUL (which would let a value inject headers or split the request).
+/// Checks that a request can be sent safely: an absolute URL, a method and header names that are RFC 9110
+/// tokens, and header values without CR, LF or NUL (which would let a value inject headers or split the
+/// request).
 ///
 /// Typed ``Request``s are checked when they are built. Transports check every request just before it
 /// would reach the wire — ``URLSessionTransport``, the AsyncHTTPClient transport and the test transports
@@ -18,8 +19,8 @@ public enum RequestValidation {
     ///
     /// - Parameter request: The request.
     /// - Throws: ``CourierError`` with code ``CourierError/Code/invalidRequest`` for a request without an
-    ///   absolute URL, a header name that is not an RFC 9110 token, or a header value containing CR, LF or
-    ///   NUL.
+    ///   absolute URL, a method or header name that is not an RFC 9110 token, or a header value containing
+    ///   CR, LF or NUL.
     public static func validate(_ request: URLRequest) throws {
         guard let url = request.url else {
             throw CourierError.invalidRequest("the request has no URL", request: request)
@@ -30,15 +31,34 @@ public enum RequestValidation {
                 request: request
             )
         }
+        if let method = request.httpMethod {
+            try validateMethod(method, request: request)
+        }
         guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return }
         for (name, value) in fields {
             try validateHeader(name: name, value: value, request: request)
         }
     }
 
+    /// Throws ``CourierError/Code/invalidRequest`` unless `method` is a token. A method is written as it is
+    /// into the request line, so one with a space, CR or LF would let it rewrite the request or smuggle
+    /// another one. The message never contains the method.
+    static func validateMethod(_ method: String, request: URLRequest? = nil) throws {
+        guard isToken(method) else {
+            throw CourierError.invalidRequest("the method is not a valid HTTP token", request: request)
+        }
+    }
+
+    /// The method of `request` to show in errors and logs: the method, or a placeholder when it is not a token
+    /// (a method with CR or LF in it would otherwise forge lines in a log).
+    static func printableMethod(of request: URLRequest) -> String {
+        let method = request.httpMethod ?? "GET"
+        return isToken(method) ? method : "<invalid method>"
+    }
+
     /// Throws ``CourierError/Code/invalidRequest`` unless `name` is a token and `value` has no CR, LF or NUL.
     static func validateHeader(name: String, value: String, request: URLRequest? = nil) throws {
-        guard !name.isEmpty, name.utf8.allSatisfy(isTokenCharacter) else {
+        guard isToken(name) else {
             throw CourierError.invalidRequest(
                 "the header name \(Redaction.quotedHeaderName(name)) is not a valid HTTP token",
                 request: request
@@ -50,6 +70,11 @@ public enum RequestValidation {
                 request: request
             )
         }
+    }
+
+    /// Whether `string` is an RFC 9110 `token`: one or more `tchar`.
+    private static func isToken(_ string: String) -> Bool {
+        !string.isEmpty && string.utf8.allSatisfy(isTokenCharacter)
     }
 
     /// RFC 9110 `tchar`.

@@ -23,7 +23,7 @@ struct AsyncSemaphoreTests {
                 }
             )
             // Start the next waiter only once this one is in the queue, so the queue order is 0, 1, 2, ….
-            await waitUntil { semaphore.waiterCount == index + 1 }
+            try await waitUntil { semaphore.waiterCount == index + 1 }
         }
 
         var generator = SplitMix64(seed: 0x5EED)
@@ -93,7 +93,7 @@ struct AsyncSemaphoreTests {
         let semaphore = AsyncSemaphore(permits: 1)
         try await semaphore.acquire()
         let waiter = Task { try await semaphore.acquire() }
-        await waitUntil { semaphore.waiterCount == 1 }
+        try await waitUntil { semaphore.waiterCount == 1 }
 
         semaphore.release()
 
@@ -126,7 +126,7 @@ struct AsyncSemaphoreTests {
         try await semaphore.acquire()
         let first = Task { try await semaphore.acquire() }
         let second = Task { try await semaphore.acquire() }
-        await waitUntil { semaphore.waiterCount == 2 }
+        try await waitUntil { semaphore.waiterCount == 2 }
 
         await #expect(throws: AsyncSemaphore.QueueFull.self) { try await semaphore.acquire() }
 

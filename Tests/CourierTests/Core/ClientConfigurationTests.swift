@@ -129,12 +129,12 @@ struct ClientConfigurationTests {
     @Test("1,000 concurrent sends are all in flight at once and all complete", .timeLimit(.minutes(1)))
     func manyConcurrentSends() async throws {
         let count = 1_000
-        let barrier = Barrier(count: count)
-        let client = Client(
-            baseURL: exampleBaseURL,
-            transport: BarrierTransport(barrier: barrier),
-            middleware: [Self.stamp("m")]
+        // Holds every request until all of them are in: a client that serialized sends would never get that
+        // many into the transport at once, and this test would run into its time limit.
+        let holding = HoldingTransport(
+            wrapping: MockTransport { request in .status(200, body: request.url?.lastPathComponent ?? "") }
         )
+        let client = Client(baseURL: exampleBaseURL, transport: holding, middleware: [Self.stamp("m")])
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
             for index in 0..<count {
                 group.addTask {
@@ -142,6 +142,8 @@ struct ClientConfigurationTests {
                     return (index, text)
                 }
             }
+            await holding.waitUntilHolding(count)
+            holding.open()
             var completed = 0
             for try await (index, text) in group {
                 #expect(text == String(index))
@@ -149,43 +151,6 @@ struct ClientConfigurationTests {
             }
             #expect(completed == count)
         }
-        #expect(await barrier.arrived == count)
-    }
-}
-
-/// Holds every caller until `count` have arrived, then lets them all go: a client that serialized sends
-/// would never get that many into the transport at once, and its test would run into the time limit.
-///
-/// An actor rather than the kit's `Arrivals` and `Gate`: those use `Synchronization.Mutex`, whose contended
-/// path on Linux runs in code the thread sanitizer cannot see, so a thousand tasks hitting them at once
-/// make it report races that are not there (Swift 6.3.1).
-private actor Barrier {
-    private let count: Int
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-    private(set) var arrived = 0
-
-    init(count: Int) {
-        self.count = count
-    }
-
-    func arrive() async {
-        arrived += 1
-        guard arrived < count else {
-            let ready = waiting
-            waiting = []
-            for continuation in ready { continuation.resume() }
-            return
-        }
-        await withCheckedContinuation { waiting.append($0) }
-    }
-}
-
-/// Answers each request with its last path component, once the barrier lets it through.
-private struct BarrierTransport: Transport {
-    let barrier: Barrier
-
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        await barrier.arrive()
-        return MockResponse.status(200, body: request.url?.lastPathComponent ?? "").httpResponse(for: request)
+        #expect(holding.peakHeldCount == count)
     }
 }

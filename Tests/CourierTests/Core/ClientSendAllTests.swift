@@ -84,31 +84,22 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func neverExceedsLimit() async throws {
-        let gauge = ConcurrencyGauge()
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = MockTransport { _ in
-            gauge.enter()
-            defer { gauge.leave() }
-            arrived.arrive()
-            await release.wait()
-            return .ok
-        }
-        let client = Client(baseURL: baseURL, transport: transport)
+        let holding = HoldingTransport()
+        let client = Client(baseURL: baseURL, transport: holding)
         let requests = (0..<40).map { Request<EmptyResponse>.get("/items/\($0)") }
         let batch = Task { await client.sendAll(requests, maxConcurrency: 5) }
 
-        await arrived.wait(for: 5)
+        await holding.waitUntilHolding(5)
         // Five are held in the transport and none has finished, so no sixth may have started.
-        #expect(arrived.count == 5)
-        #expect(gauge.current == 5)
-        release.open()
+        #expect(holding.requests.count == 5)
+        // Each round, the five answered make room for exactly five more.
+        await answerInRounds(holding, total: 40, limit: 5)
         let results = await batch.value
 
         #expect(results.count == 40)
         #expect(results.allSatisfy { (try? $0.get()) != nil })
-        #expect(transport.callCount == 40)
-        #expect(gauge.peak == 5)
+        #expect(holding.requests.count == 40)
+        #expect(holding.peakHeldCount == 5)
     }
 
     @Test("sendAll returns results in input order, whatever order the responses come back in", .timeLimit(.minutes(1)))
@@ -168,11 +159,7 @@ struct ClientSendAllTests {
     @Test("cancelling the caller cancels every request in flight and starts no other", .timeLimit(.minutes(1)))
     func cancellationReachesEveryChild() async throws {
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = Client(baseURL: baseURL, transport: transport)
         let batch = Task {
             await client.sendAll((0..<20).map { Request<EmptyResponse>.get("/slow/\($0)") }, maxConcurrency: 4)
@@ -251,11 +238,7 @@ struct ClientSendAllTests {
     @Test("sendAllOrThrow reports the caller's cancellation as CancellationError", .timeLimit(.minutes(1)))
     func allOrThrowCancelled() async throws {
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = Client(baseURL: baseURL, transport: transport)
         let batch = Task {
             try await client.sendAllOrThrow((0..<8).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)

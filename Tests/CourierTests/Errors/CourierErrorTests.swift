@@ -110,18 +110,9 @@ struct CancellationTests {
 
     @Test("cancelling a caller whose transport hangs throws CancellationError", .timeLimit(.minutes(1)))
     func cancelledWhileHanging() async throws {
-        let transport = MockTransport(reply: .hang)
         let arrived = Arrivals()
-        let client = Client(
-            transport: transport,
-            middleware: [
-                named,
-                Middleware { request, next in
-                    arrived.arrive()
-                    return try await next(request)
-                },
-            ]
-        )
+        let transport = MockTransport.hanging(counting: arrived)
+        let client = Client(transport: transport, middleware: [named])
         let task = Task { try await client.send(URLRequest(url: exampleBaseURL)) }
         await arrived.wait(for: 1)
         task.cancel()

@@ -99,11 +99,7 @@ struct LoggingTests {
     func logsCancellation() async throws {
         let sink = CollectingSink()
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = makeClient(transport, [.logging(to: sink)])
         let task = Task { try await client.send(URLRequest(url: testURL)) }
         await arrived.wait(for: 1)
@@ -128,6 +124,21 @@ struct LoggingTests {
         #expect(sink.records.value.map(\.event) == [.started, .completed])
         #expect(sink.records.value.first?.level == .debug)
         #expect(sink.records.value.first?.duration == nil)
+    }
+
+    @Test("a request with a method that is not a token is logged without it, so it cannot forge log lines")
+    func invalidMethodNotLogged() async throws {
+        let sink = CollectingSink()
+        let client = makeClient(MockTransport.ok, [.logging(to: sink, options: LoggingOptions(startLevel: .debug))])
+        var request = URLRequest(url: testURL)
+        request.httpMethod = "GET\r\n[critical] forged line"
+        await #expect(throws: CourierError.self) { try await client.send(request) }
+        let records = sink.records.value
+        #expect(records.map(\.event) == [.started, .failed])
+        for record in records {
+            #expect(!record.method.contains("forged"))
+            #expect(!record.description.contains("\n") && !record.description.contains("\r"))
+        }
     }
 
     @Test("records below the sink's level are not delivered")

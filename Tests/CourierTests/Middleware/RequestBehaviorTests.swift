@@ -197,11 +197,7 @@ struct RequestBehaviorTests {
     func cancellationHook() async throws {
         let log = Locked<[String]>([])
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let combined = CombinedBehavior(TracingBehavior(name: "a", log: log), TracingBehavior(name: "b", log: log))
         let client = makeClient(transport, [.behavior(combined)])
         let task = Task { try await client.send(URLRequest(url: testURL)) }

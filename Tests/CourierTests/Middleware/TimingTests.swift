@@ -102,11 +102,7 @@ struct TimingTests {
         let clock = ManualClock()
         let reports = Locked<[Report]>([])
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = makeClient(transport, [timing(clock, into: reports)])
         let task = Task { try await client.send(URLRequest(url: testURL)) }
         await arrived.wait(for: 1)

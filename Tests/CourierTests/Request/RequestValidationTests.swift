@@ -71,6 +71,38 @@ struct RequestValidationTests {
         #expect(error?.code == .invalidRequest)
     }
 
+    @Test(
+        "a method that is not an HTTP token is an invalid request, and the error does not repeat it",
+        arguments: ["GET /admin HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", "GET\n", "GE T", "DELETE\u{0}", "GET;"]
+    )
+    func badMethod(method: String) async throws {
+        let request = Request<EmptyResponse>(method: HTTPMethod(rawValue: method), target: .path("/x"))
+        let error = try #require(await refusal(request))
+        #expect(error.code == .invalidRequest)
+        #expect(error.message.contains("method"))
+        for text in [error.description, error.debugDescription, error.method ?? ""] {
+            #expect(!text.contains(HTTPMethod(rawValue: method).rawValue))
+            #expect(!text.contains("\r") && !text.contains("\n"))
+        }
+    }
+
+    @Test("a method a middleware sets on a raw URLRequest is checked before the transport")
+    func middlewareSetsBadMethod() async throws {
+        let transport = MockTransport.ok
+        let smuggling = Middleware(name: "smuggling") { request, next in
+            var request = request
+            request.httpMethod = "GET /admin HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET"
+            return try await next(request)
+        }
+        let client = Client(transport: transport, middleware: [smuggling])
+        let error = await #expect(throws: CourierError.self) {
+            try await client.send(URLRequest(url: URL(string: "https://api.example.test/x")!))
+        }
+        #expect(error?.code == .invalidRequest)
+        #expect(error?.description.contains("X-Injected") == false)
+        #expect(transport.callCount == 0)
+    }
+
     @Test("a tab and non-ASCII text are fine in header values")
     func allowedHeaderValues() async throws {
         let request = try #require(

@@ -23,6 +23,17 @@ struct APIError: Codable, Sendable, Equatable {
 }
 
 extension MockTransport {
+    /// A mock that counts each call in `arrived` and then hangs until the call is cancelled; it counts the
+    /// cancellation in `cancellationCount`.
+    static func hanging(counting arrived: Arrivals) -> MockTransport {
+        MockTransport(
+            reply: .handler { _ in
+                arrived.arrive()
+                return .hang
+            }
+        )
+    }
+
     /// The one request this mock received, or a test failure.
     var onlyRequest: URLRequest? {
         let requests = self.requests

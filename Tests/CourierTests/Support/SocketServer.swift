@@ -61,6 +61,8 @@ final class SocketServer: Sendable {
         case stall(status: Int, headers: [Header] = [], body: Data = Data())
         /// Sends nothing and waits until the client closes the connection.
         case hang
+        /// Writes these bytes as they are (an HTTP response or not) and closes the connection.
+        case raw(Data)
     }
 
     /// The port the server listens on.
@@ -88,33 +90,13 @@ final class SocketServer: Sendable {
     /// - Throws: ``SocketServerError`` when the socket cannot be set up.
     init(handler: @escaping @Sendable (Request) -> Reply) throws {
         self.handler = handler
-        let listener = socket(AF_INET, Self.streamType, 0)
-        guard listener >= 0 else { throw SocketServerError(operation: "socket") }
-        var reuse: Int32 = 1
-        setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(listener, 128) == 0 else {
+        let (listener, port) = try Self.bindLoopbackSocket()
+        guard listen(listener, 128) == 0 else {
             close(listener)
-            throw SocketServerError(operation: "bind/listen")
-        }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) }
-        }
-        guard named == 0 else {
-            close(listener)
-            throw SocketServerError(operation: "getsockname")
+            throw SocketServerError(operation: "listen")
         }
         self.listener = listener
-        self.port = Int(UInt16(bigEndian: address.sin_port))
+        self.port = port
         Thread.detachNewThread { [self] in acceptLoop() }
     }
 
@@ -142,6 +124,36 @@ final class SocketServer: Sendable {
     }
 
     // MARK: Connections
+
+    /// A TCP socket bound to 127.0.0.1 on a port the system picks, and that port.
+    static func bindLoopbackSocket() throws -> (descriptor: Int32, port: Int) {
+        let descriptor = socket(AF_INET, streamType, 0)
+        guard descriptor >= 0 else { throw SocketServerError(operation: "socket") }
+        var reuse: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0 else {
+            close(descriptor)
+            throw SocketServerError(operation: "bind")
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+        }
+        guard named == 0 else {
+            close(descriptor)
+            throw SocketServerError(operation: "getsockname")
+        }
+        return (descriptor, Int(UInt16(bigEndian: address.sin_port)))
+    }
 
     private static var streamType: Int32 {
         #if canImport(Glibc) || canImport(Musl)
@@ -200,6 +212,8 @@ final class SocketServer: Sendable {
         case .hang:
             reader.waitForClose()
             closedByClient.arrive()
+        case .raw(let bytes):
+            _ = Glue.write(bytes, to: connection)
         }
     }
 
@@ -225,6 +239,26 @@ final class SocketServer: Sendable {
         case 404: "Not Found"
         default: "Status"
         }
+    }
+}
+
+/// A port on 127.0.0.1 that is bound but not listening, so that connecting to it is refused at once.
+final class RefusingPort: Sendable {
+    /// The port.
+    let port: Int
+    private let descriptor: Int32
+
+    init() throws {
+        (descriptor, port) = try SocketServer.bindLoopbackSocket()
+    }
+
+    deinit {
+        close(descriptor)
+    }
+
+    /// `http://127.0.0.1:PORT` followed by `path`.
+    func url(_ path: String = "/") -> URL {
+        URL(string: "http://127.0.0.1:\(port)\(path)")!
     }
 }
 

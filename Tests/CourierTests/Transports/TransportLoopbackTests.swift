@@ -210,13 +210,37 @@ struct TransportLoopbackTests {
         #expect(received.body == Data(#"{"name":"courier"}"#.utf8))
     }
 
-    @Test("a header value with CR or LF is refused before anything is sent", arguments: TransportKind.allCases)
+    @Test(
+        "a header name or value with CR or LF is refused before anything is sent",
+        arguments: TransportKind.allCases
+    )
     func invalidHeaderRefused(kind: TransportKind) async throws {
         let server = try SocketServer { _ in .response(status: 200) }
         defer { server.shutdown() }
-        var request = URLRequest(url: server.url("/x"))
+        var badValue = URLRequest(url: server.url("/x"))
         // `setValue` drops such a value on Linux; assigning the fields directly keeps it.
-        request.allHTTPHeaderFields = ["X-Note": "a\r\nX-Injected: 1"]
+        badValue.allHTTPHeaderFields = ["X-Note": "a\r\nX-Injected: 1"]
+        var badName = URLRequest(url: server.url("/x"))
+        badName.setValue("1", forHTTPHeaderField: "X-Bad\r\nX-Injected")
+        try await kind.withTransport { transport in
+            for request in [badValue, badName] {
+                let error = try await #require(throws: CourierError.self) { try await transport.send(request) }
+                #expect(error.code == .invalidRequest)
+            }
+        }
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test(
+        "a method that could split the request line is refused before anything is sent",
+        arguments: TransportKind.allCases
+    )
+    func invalidMethodRefused(kind: TransportKind) async throws {
+        let server = try SocketServer { _ in .response(status: 200) }
+        defer { server.shutdown() }
+        var request = URLRequest(url: server.url("/x"))
+        // Written as it is into the request line, this would make the server read a second request.
+        request.httpMethod = "GET /smuggled HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET"
         try await kind.withTransport { transport in
             let error = try await #require(throws: CourierError.self) { try await transport.send(request) }
             #expect(error.code == .invalidRequest)

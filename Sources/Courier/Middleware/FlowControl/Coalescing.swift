@@ -15,7 +15,8 @@ extension Middleware {
     /// different credentials never share a response. `POST` and the other methods, and requests with a
     /// body, are never coalesced. See ``RequestCoalescer`` for the exact key and for cancellation: a
     /// cancelled caller stops waiting at once, and the shared call is cancelled only when every caller has
-    /// gone.
+    /// gone. Likewise a caller's deadline (a whole-call timeout outside) ends only its own wait: the shared
+    /// call runs under no caller's ``Deadline``.
     ///
     /// **Where it goes**: inside `authenticating` (the key then includes the credential actually sent), and
     /// outside the per-attempt layers it should share (timeout, status validation, the transport). Retry

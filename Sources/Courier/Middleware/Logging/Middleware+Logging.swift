@@ -147,7 +147,7 @@ private struct RequestLogger<Sink: LogSink>: Sendable {
     }
 
     private func method(of request: URLRequest) -> String {
-        request.httpMethod ?? "GET"
+        RequestValidation.printableMethod(of: request)
     }
 
     private func url(of request: URLRequest) -> String {

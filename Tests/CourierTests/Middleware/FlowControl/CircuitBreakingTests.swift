@@ -184,11 +184,7 @@ struct CircuitBreakingTests {
     @Test("a cancelled request is not a failure", .timeLimit(.minutes(1)))
     func cancellationIsNeutral() async throws {
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: ManualClock())
         let client = Client(transport: transport, middleware: [.circuitBreaker(breaker)])
         let task = Task { try await client.send(URLRequest(url: hostA)) }

@@ -18,32 +18,30 @@ struct CoalescingTests {
         return request
     }
 
-    /// A transport that counts arrivals, holds every call until `release` opens, and answers with the
-    /// request's `Authorization` header as the body.
-    private func heldTransport(_ arrived: Arrivals, _ release: Gate) -> MockTransport {
-        MockTransport { request in
-            arrived.arrive()
-            await release.wait()
-            return .status(200, body: request.value(forHTTPHeaderField: "Authorization") ?? "anonymous")
-        }
+    /// A transport that holds every call until the test releases it, and answers with the request's
+    /// `Authorization` header as the body.
+    private func heldTransport() -> HoldingTransport {
+        HoldingTransport(
+            wrapping: MockTransport { request in
+                .status(200, body: request.value(forHTTPHeaderField: "Authorization") ?? "anonymous")
+            }
+        )
     }
 
     @Test("1,000 concurrent identical GETs make one transport call and all get its response", .timeLimit(.minutes(1)))
     func thousandGetsOneCall() async throws {
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = heldTransport(arrived, release)
+        let transport = heldTransport()
         let coalescer = RequestCoalescer()
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         let request = get(url, authorization: "Bearer a")
 
         let batch = Task { await client.sendAll(Array(repeating: request, count: 1000), maxConcurrency: 1000) }
-        await waitUntil { coalescer.waitingCallers == 1000 }
+        try await waitUntil { coalescer.waitingCallers == 1000 }
         #expect(coalescer.sharedCalls == 1)
-        release.open()
+        transport.open()
         let results = await batch.value
 
-        #expect(transport.callCount == 1)
+        #expect(transport.requests.count == 1)
         let bodies = try results.map { String(decoding: try $0.get().0, as: UTF8.self) }
         #expect(bodies == Array(repeating: "Bearer a", count: 1000))
         #expect(coalescer.sharedCalls == 0)
@@ -55,31 +53,27 @@ struct CoalescingTests {
         .timeLimit(.minutes(1))
     )
     func differentCredentialsAreNotShared() async throws {
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = heldTransport(arrived, release)
+        let transport = heldTransport()
         let coalescer = RequestCoalescer()
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
 
         let alice1 = Task { try await client.send(get(url, authorization: "Bearer alice")) }
         let bob = Task { try await client.send(get(url, authorization: "Bearer bob")) }
         let alice2 = Task { try await client.send(get(url, authorization: "Bearer alice")) }
-        await arrived.wait(for: 2)
-        await waitUntil { coalescer.waitingCallers == 3 }
+        await transport.waitUntilHolding(2)
+        try await waitUntil { coalescer.waitingCallers == 3 }
         #expect(coalescer.sharedCalls == 2)
-        release.open()
+        transport.open()
 
         #expect(String(decoding: try await alice1.value.0, as: UTF8.self) == "Bearer alice")
         #expect(String(decoding: try await alice2.value.0, as: UTF8.self) == "Bearer alice")
         #expect(String(decoding: try await bob.value.0, as: UTF8.self) == "Bearer bob")
-        #expect(transport.callCount == 2)
+        #expect(transport.requests.count == 2)
     }
 
     @Test("POST requests are never coalesced", .timeLimit(.minutes(1)))
     func postIsNeverCoalesced() async throws {
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = heldTransport(arrived, release)
+        let transport = heldTransport()
         let coalescer = RequestCoalescer()
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         var post = URLRequest(url: url)
@@ -87,13 +81,13 @@ struct CoalescingTests {
 
         let batch = Task { await client.sendAll(Array(repeating: post, count: 5), maxConcurrency: 5) }
         // All five reach the transport while none has finished: nothing was shared.
-        await arrived.wait(for: 5)
+        await transport.waitUntilHolding(5)
         #expect(coalescer.sharedCalls == 0)
-        release.open()
+        transport.open()
         let results = await batch.value
 
         #expect(results.allSatisfy { (try? $0.get()) != nil })
-        #expect(transport.callCount == 5)
+        #expect(transport.requests.count == 5)
     }
 
     @Test("every caller gets the shared call's error", .timeLimit(.minutes(1)))
@@ -107,7 +101,7 @@ struct CoalescingTests {
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
 
         let batch = Task { await client.sendAll(Array(repeating: get(url), count: 50), maxConcurrency: 50) }
-        await waitUntil { coalescer.waitingCallers == 50 }
+        try await waitUntil { coalescer.waitingCallers == 50 }
         release.open()
         let results = await batch.value
 
@@ -125,28 +119,26 @@ struct CoalescingTests {
         .timeLimit(.minutes(1))
     )
     func cancelledCallerStopsWaiting() async throws {
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = heldTransport(arrived, release)
+        let transport = heldTransport()
         let coalescer = RequestCoalescer()
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         // The first caller starts the shared call; it is the one cancelled.
         let first = Task { try await client.send(get(url)) }
-        await arrived.wait(for: 1)
+        await transport.waitUntilHolding(1)
         let second = Task { try await client.send(get(url)) }
         let third = Task { try await client.send(get(url)) }
-        await waitUntil { coalescer.waitingCallers == 3 }
+        try await waitUntil { coalescer.waitingCallers == 3 }
 
         first.cancel()
 
         // The shared call is still held in the transport, so this returns only because the caller left.
         await #expect(throws: CancellationError.self) { try await first.value }
         #expect(coalescer.waitingCallers == 2)
-        release.open()
+        #expect(transport.heldCount == 1)
+        transport.open()
         #expect(String(decoding: try await second.value.0, as: UTF8.self) == "anonymous")
         #expect(String(decoding: try await third.value.0, as: UTF8.self) == "anonymous")
-        #expect(transport.callCount == 1)
-        #expect(transport.cancellationCount == 0)
+        #expect(transport.requests.count == 1)
     }
 
     @Test(
@@ -171,7 +163,7 @@ struct CoalescingTests {
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         let callers = (0..<3).map { _ in Task { try await client.send(get(url)) } }
         await arrived.wait(for: 1)
-        await waitUntil { coalescer.waitingCallers == 3 }
+        try await waitUntil { coalescer.waitingCallers == 3 }
 
         callers[0].cancel()
         callers[1].cancel()
@@ -187,6 +179,44 @@ struct CoalescingTests {
         let (body, _) = try await client.send(get(url))
         #expect(String(decoding: body, as: UTF8.self) == "fresh")
         #expect(transport.callCount == 2)
+    }
+
+    @Test(
+        "the shared call does not run under the first caller's deadline, which would cut it short for the others",
+        .timeLimit(.minutes(1))
+    )
+    func sharedCallIgnoresFirstCallersDeadline() async throws {
+        let clock = ManualClock()
+        let transport = heldTransport()
+        let coalescer = RequestCoalescer()
+        let client = Client(
+            transport: transport,
+            middleware: [.coalescing(coalescer), .timeout(.seconds(30), clock: clock)]
+        )
+        // The first caller has one second left; the second has a hundred.
+        let hurried = Task {
+            try await Deadline.$current.withValue(Deadline(after: .seconds(1), clock: clock)) {
+                try await client.send(get(url))
+            }
+        }
+        await transport.waitUntilHolding(1)
+        let patient = Task {
+            try await Deadline.$current.withValue(Deadline(after: .seconds(100), clock: clock)) {
+                try await client.send(get(url))
+            }
+        }
+        try await waitUntil { coalescer.waitingCallers == 2 }
+
+        // The timeout inside the shared call waits its own 30 s, not the 1 s the first caller had left.
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(30))])
+        clock.advance(by: .seconds(1))
+        #expect(transport.heldCount == 1)
+        transport.open()
+
+        #expect(String(decoding: try await patient.value.0, as: UTF8.self) == "anonymous")
+        #expect(String(decoding: try await hurried.value.0, as: UTF8.self) == "anonymous")
+        #expect(transport.requests.count == 1)
     }
 
     @Test("once a shared call has finished, the next identical request is sent again")

@@ -15,6 +15,19 @@ struct HedgingTests {
         String(decoding: result.0, as: UTF8.self)
     }
 
+    /// A middleware for between the hedging layer and the transport: counts each attempt that fails, as its
+    /// error goes back to the hedging layer.
+    private func countingFailures(_ failures: Arrivals) -> Middleware {
+        Middleware { request, next in
+            do {
+                return try await next(request)
+            } catch {
+                failures.arrive()
+                throw error
+            }
+        }
+    }
+
     @Test(
         "with no response after the delay, a second attempt is sent; it wins and the first is cancelled",
         .timeLimit(.minutes(1))
@@ -140,6 +153,7 @@ struct HedgingTests {
     @Test("an attempt that fails while another is in flight does not end the call", .timeLimit(.minutes(1)))
     func failedAttemptDoesNotEndTheCall() async throws {
         let arrived = Arrivals()
+        let failed = Arrivals()
         let releaseSecond = Gate()
         let transport = MockTransport { _ in
             arrived.arrive()
@@ -150,24 +164,27 @@ struct HedgingTests {
             await releaseSecond.wait()
             return .status(200, body: "second")
         }
-        let recorder = RecordingTransport(wrapping: transport)
         let clock = ManualClock()
-        let client = Client(transport: recorder, middleware: [.hedging(after: .seconds(1), clock: clock)])
+        let client = Client(
+            transport: transport,
+            middleware: [.hedging(after: .seconds(1), clock: clock), countingFailures(failed)]
+        )
 
         let call = Task { try await client.send(URLRequest(url: url)) }
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(1))
-        await waitUntil { recorder.calls.first?.outcome != nil }
+        await failed.wait(for: 1)
         releaseSecond.open()
         let result = try await call.value
 
         #expect(body(result) == "second")
-        #expect(recorder.calls.count == 2)
+        #expect(transport.callCount == 2)
     }
 
     @Test("when every attempt fails, the original request's error is thrown", .timeLimit(.minutes(1)))
     func allAttemptsFail() async throws {
         let arrived = Arrivals()
+        let failed = Arrivals()
         let releaseFirst = Gate()
         let transport = MockTransport { _ in
             arrived.arrive()
@@ -177,30 +194,28 @@ struct HedgingTests {
             }
             throw URLError(.networkConnectionLost)
         }
-        let recorder = RecordingTransport(wrapping: transport)
         let clock = ManualClock()
-        let client = Client(transport: recorder, middleware: [.hedging(after: .seconds(1), clock: clock)])
+        let client = Client(
+            transport: transport,
+            middleware: [.hedging(after: .seconds(1), clock: clock), countingFailures(failed)]
+        )
 
         let call = Task { try await client.send(URLRequest(url: url)) }
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(1))
         // The hedge fails first; the call goes on waiting for the original request.
-        await waitUntil { recorder.calls.count == 2 && recorder.calls[1].outcome != nil }
+        await failed.wait(for: 1)
         releaseFirst.open()
         let error = await #expect(throws: CourierError.self) { try await call.value }
 
-        #expect(recorder.calls.count == 2)
+        #expect(transport.callCount == 2)
         #expect((error?.underlying as? URLError)?.code == .timedOut)
     }
 
     @Test("cancelling the caller cancels every attempt and throws CancellationError", .timeLimit(.minutes(1)))
     func callerCancelled() async throws {
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let clock = ManualClock()
         let client = Client(transport: transport, middleware: [.hedging(after: .seconds(1), clock: clock)])
 

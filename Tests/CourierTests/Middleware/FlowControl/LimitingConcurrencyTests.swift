@@ -15,108 +15,102 @@ struct LimitingConcurrencyTests {
 
     @Test("no more than maxInFlight requests reach the transport at once", .timeLimit(.minutes(1)))
     func overallLimit() async throws {
-        let gauge = ConcurrencyGauge()
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = MockTransport { _ in
-            gauge.enter()
-            defer { gauge.leave() }
-            arrived.arrive()
-            await release.wait()
-            return .ok
-        }
+        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 4)
-        let client = Client(transport: transport, middleware: [.limitingConcurrency(limiter)])
+        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let requests = (0..<30).map { request("https://a.example.test/\($0)") }
         let batch = Task { await client.sendAll(requests, maxConcurrency: 30) }
 
-        await arrived.wait(for: 4)
-        await waitUntil { limiter.waiting == 26 }
-        #expect(arrived.count == 4)
+        await holding.waitUntilHolding(4)
+        try await waitUntil { limiter.waiting == 26 }
+        // Every request has reached the limiter: four hold a permit and are in the transport, the rest wait.
+        #expect(holding.heldCount == 4)
         #expect(limiter.inFlight == 4)
-        release.open()
+        await answerInRounds(holding, total: 30, limit: 4)
         let results = await batch.value
 
         #expect(results.allSatisfy { (try? $0.get()) != nil })
-        #expect(gauge.peak == 4)
+        #expect(holding.peakHeldCount == 4)
         #expect(limiter.inFlight == 0)
         #expect(limiter.waiting == 0)
     }
 
+    @Test("waiting requests get their permits in the order they arrived", .timeLimit(.minutes(1)))
+    func firstInFirstOut() async throws {
+        let holding = HoldingTransport()
+        let limiter = ConcurrencyLimiter(maxInFlight: 1)
+        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
+        let first = Task { try await client.send(request("https://a.example.test/first")) }
+        await holding.waitUntilHolding(1)
+        var waiters: [Task<(Data, HTTPURLResponse), any Error>] = []
+        for index in 0..<8 {
+            waiters.append(Task { try await client.send(request("https://a.example.test/\(index)")) })
+            // The next one starts only once this one is queued, so the queue's order is 0, 1, 2, ….
+            try await waitUntil { limiter.waiting == index + 1 }
+        }
+
+        holding.open()
+        _ = try await first.value
+        for waiter in waiters { _ = try await waiter.value }
+
+        // One permit: each request reaches the transport only after the one before it has finished.
+        #expect(holding.requests.map { $0.url!.lastPathComponent } == ["first"] + (0..<8).map(String.init))
+    }
+
     @Test("a per-host limit holds for each host, and a busy host does not hold up another", .timeLimit(.minutes(1)))
     func perHostLimit() async throws {
-        let gauges = ["a.example.test": ConcurrencyGauge(), "b.example.test": ConcurrencyGauge()]
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = MockTransport { request in
-            let gauge = gauges[request.url!.host!]!
-            gauge.enter()
-            defer { gauge.leave() }
-            arrived.arrive()
-            await release.wait()
-            return .ok
-        }
-        let client = Client(transport: transport, middleware: [.limitingConcurrency(maxInFlight: 10, perHost: 2)])
+        let holding = HoldingTransport()
+        let limiter = ConcurrencyLimiter(maxInFlight: 10, perHost: 2)
+        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         // Host a's ten requests come first; b's must not queue behind them.
         let requests =
             (0..<10).map { request("https://a.example.test/\($0)") }
             + (0..<5).map { request("https://b.example.test/\($0)") }
         let batch = Task { await client.sendAll(requests, maxConcurrency: 15) }
 
-        await arrived.wait(for: 4)
-        #expect(gauges["a.example.test"]!.current == 2)
-        #expect(gauges["b.example.test"]!.current == 2)
-        release.open()
+        await holding.waitUntilHolding(4)
+        try await waitUntil { limiter.waiting == 11 }
+        let heldHosts = holding.heldRequests.map { $0.url!.host! }
+        #expect(heldHosts.filter { $0 == "a.example.test" }.count == 2)
+        #expect(heldHosts.filter { $0 == "b.example.test" }.count == 2)
+        holding.open()
         let results = await batch.value
 
         #expect(results.allSatisfy { (try? $0.get()) != nil })
-        #expect(gauges["a.example.test"]!.peak == 2)
-        #expect(gauges["b.example.test"]!.peak == 2)
+        #expect(limiter.inFlight == 0)
     }
 
     @Test("a cancelled waiter leaves the queue with CancellationError and takes no permit", .timeLimit(.minutes(1)))
     func cancelledWaiter() async throws {
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            await release.wait()
-            return .ok
-        }
+        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 1)
-        let client = Client(transport: transport, middleware: [.limitingConcurrency(limiter)])
+        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let holder = Task { try await client.send(request("https://a.example.test/holder")) }
-        await arrived.wait(for: 1)
+        await holding.waitUntilHolding(1)
         let waiter = Task { try await client.send(request("https://a.example.test/waiter")) }
         let next = Task { try await client.send(request("https://a.example.test/next")) }
-        await waitUntil { limiter.waiting == 2 }
+        try await waitUntil { limiter.waiting == 2 }
 
         waiter.cancel()
 
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(limiter.waiting == 1)
-        release.open()
+        holding.open()
         _ = try await holder.value
         _ = try await next.value
-        #expect(transport.requests.map { $0.url!.lastPathComponent } == ["holder", "next"])
+        #expect(holding.requests.map { $0.url!.lastPathComponent } == ["holder", "next"])
         #expect(limiter.inFlight == 0)
     }
 
     @Test("with maxQueued, a request beyond the queue fails at once with concurrencyLimited", .timeLimit(.minutes(1)))
     func loadShedding() async throws {
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            await release.wait()
-            return .ok
-        }
+        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 1, maxQueued: 1)
-        let client = Client(transport: transport, middleware: [.limitingConcurrency(limiter)])
+        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let holder = Task { try await client.send(request("https://a.example.test/1")) }
-        await arrived.wait(for: 1)
+        await holding.waitUntilHolding(1)
         let queued = Task { try await client.send(request("https://a.example.test/2")) }
-        await waitUntil { limiter.waiting == 1 }
+        try await waitUntil { limiter.waiting == 1 }
 
         let error = await #expect(throws: CourierError.self) {
             try await client.send(request("https://a.example.test/3"))
@@ -124,27 +118,18 @@ struct LimitingConcurrencyTests {
 
         #expect(error?.code == .concurrencyLimited)
         #expect(error?.middleware == "limitingConcurrency")
-        release.open()
+        holding.open()
         _ = try await holder.value
         _ = try await queued.value
-        #expect(transport.callCount == 2)
+        #expect(holding.requests.count == 2)
     }
 
     @Test("one limiter shared by two clients bounds them together", .timeLimit(.minutes(1)))
     func sharedLimiter() async throws {
-        let gauge = ConcurrencyGauge()
-        let arrived = Arrivals()
-        let release = Gate()
-        let transport = MockTransport { _ in
-            gauge.enter()
-            defer { gauge.leave() }
-            arrived.arrive()
-            await release.wait()
-            return .ok
-        }
+        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 3)
-        let first = Client(transport: transport, middleware: [.limitingConcurrency(limiter)])
-        let second = Client(transport: transport, middleware: [.limitingConcurrency(limiter)])
+        let first = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
+        let second = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let a = Task {
             await first.sendAll((0..<5).map { request("https://a.example.test/\($0)") }, maxConcurrency: 5)
         }
@@ -152,12 +137,13 @@ struct LimitingConcurrencyTests {
             await second.sendAll((0..<5).map { request("https://b.example.test/\($0)") }, maxConcurrency: 5)
         }
 
-        await arrived.wait(for: 3)
-        await waitUntil { limiter.waiting == 7 }
-        release.open()
+        await holding.waitUntilHolding(3)
+        try await waitUntil { limiter.waiting == 7 }
+        #expect(holding.heldCount == 3)
+        await answerInRounds(holding, total: 10, limit: 3)
         _ = await (a.value, b.value)
 
-        #expect(gauge.peak == 3)
-        #expect(transport.callCount == 10)
+        #expect(holding.peakHeldCount == 3)
+        #expect(holding.requests.count == 10)
     }
 }

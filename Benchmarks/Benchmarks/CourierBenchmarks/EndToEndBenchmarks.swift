@@ -1,0 +1,193 @@
+import AsyncHTTPClient
+import Benchmark
+import BenchmarkSupport
+import Courier
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// (9) End to end on loopback: the bare transports against Courier with the default stack over them,
+/// side by side in one run (blocks of requests in A B B A order), reported as throughput ratios.
+///
+/// "Bare" is what a caller without Courier writes: `URLSession.data(for:)`; AsyncHTTPClient's `execute` and
+/// `body.collect(upTo:)`. Both sides send the same request with the same headers (the default stack's
+/// `Authorization` is set up front for the bare side).
+func registerEndToEndBenchmarks() {
+    for concurrency in [1, 16] {
+        let calls = concurrency == 1 ? 200 : 800
+        let suffix = concurrency == 1 ? "serial" : "\(concurrency) concurrent"
+        Paired.register(
+            "Loopback: Courier+default stack over URLSessionTransport vs bare URLSession, \(suffix)",
+            calls: calls,
+            maxDuration: .seconds(20),
+            maxIterations: 40,
+            setup: { try await Loopback.start() },
+            teardown: { try await Loopback.stop() },
+            baseline: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: concurrency) {
+                    let (data, response) = try await fixture.bareSession.data(for: fixture.request)
+                    blackHole((data, response))
+                }
+            },
+            candidate: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: concurrency) {
+                    blackHole(try await fixture.courierOverURLSession.send(fixture.request))
+                }
+            }
+        )
+        Paired.register(
+            "Loopback: Courier+default stack over AsyncHTTPClientTransport vs bare AsyncHTTPClient, \(suffix)",
+            calls: calls * 2,
+            maxDuration: .seconds(20),
+            maxIterations: 40,
+            setup: { try await Loopback.start() },
+            teardown: { try await Loopback.stop() },
+            baseline: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: concurrency) {
+                    blackHole(try await fixture.bareAsyncHTTPClientGet())
+                }
+            },
+            candidate: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: concurrency) {
+                    blackHole(try await fixture.courierOverAsyncHTTPClient.send(fixture.request))
+                }
+            }
+        )
+    }
+}
+
+/// Where the difference over AsyncHTTPClient comes from: Courier with no middleware, and with the default
+/// stack minus its two timeouts, each against the bare client (serial).
+func registerEndToEndBreakdown() {
+    for (label, client) in [
+        ("no middleware", \Loopback.bareCourierOverAsyncHTTPClient),
+        ("default stack without its timeouts", \Loopback.untimedCourierOverAsyncHTTPClient),
+    ] {
+        Paired.register(
+            "Loopback breakdown: Courier, \(label), over AsyncHTTPClientTransport vs bare AsyncHTTPClient, serial",
+            calls: 400,
+            maxDuration: .seconds(15),
+            maxIterations: 30,
+            setup: { try await Loopback.start() },
+            teardown: { try await Loopback.stop() },
+            baseline: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: 1) {
+                    blackHole(try await fixture.bareAsyncHTTPClientGet())
+                }
+            },
+            candidate: { calls in
+                let fixture = try Loopback.current
+                let courier = fixture[keyPath: client]
+                try await concurrently(calls, width: 1) {
+                    blackHole(try await courier.send(fixture.request))
+                }
+            }
+        )
+    }
+}
+
+/// Runs `body` `calls` times, `width` at a time (each of `width` child tasks makes its share in turn).
+func concurrently(
+    _ calls: Int,
+    width: Int,
+    _ body: @escaping @Sendable () async throws -> Void
+) async throws {
+    if width == 1 {
+        for _ in 0..<calls { try await body() }
+        return
+    }
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for worker in 0..<width {
+            let share = calls / width + (worker < calls % width ? 1 : 0)
+            group.addTask {
+                for _ in 0..<share { try await body() }
+            }
+        }
+        try await group.waitForAll()
+    }
+}
+
+/// The loopback server and the clients measured against it, started in a benchmark's setup.
+final class Loopback: Sendable {
+    let server: LoopbackServer
+    /// The request both sides send: a GET with the headers the default stack would add, set up front for
+    /// the bare clients.
+    let request: URLRequest
+    let bareSession: URLSession
+    let courierOverURLSession: Client
+    let asyncHTTPClient: HTTPClient
+    let asyncHTTPClientRequest: HTTPClientRequest
+    /// Courier over the same `HTTPClient` as the bare calls (borrowed, so both share one connection pool
+    /// configuration and event loop group).
+    let courierOverAsyncHTTPClient: Client
+    /// The same transport with no middleware, and with the stack minus its two timeouts: where the
+    /// end-to-end difference comes from.
+    let bareCourierOverAsyncHTTPClient: Client
+    let untimedCourierOverAsyncHTTPClient: Client
+
+    private static let running = Mutex<Loopback?>(nil)
+
+    private init(server: LoopbackServer) {
+        self.server = server
+        var request = URLRequest(url: URL(string: server.url)!)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue("Bearer \(DefaultStack.token)", forHTTPHeaderField: "Authorization")
+        self.request = request
+        bareSession = URLSession(configuration: .default)
+        courierOverURLSession = Client(transport: URLSessionTransport(), middleware: DefaultStack.middleware())
+        // The configuration Courier's transport uses (redirects are Courier's job), for both sides.
+        asyncHTTPClient = HTTPClient(
+            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+            configuration: AsyncHTTPClientTransport.defaultConfiguration
+        )
+        courierOverAsyncHTTPClient = Client(
+            transport: AsyncHTTPClientTransport(client: asyncHTTPClient),
+            middleware: DefaultStack.middleware()
+        )
+        bareCourierOverAsyncHTTPClient = Client(transport: AsyncHTTPClientTransport(client: asyncHTTPClient))
+        untimedCourierOverAsyncHTTPClient = Client(
+            transport: AsyncHTTPClientTransport(client: asyncHTTPClient),
+            middleware: DefaultStack.middleware().filter { $0.name != "timeout" }
+        )
+        var ahcRequest = HTTPClientRequest(url: server.url)
+        ahcRequest.headers.add(name: "Accept", value: "application/json")
+        ahcRequest.headers.add(name: "Authorization", value: "Bearer \(DefaultStack.token)")
+        asyncHTTPClientRequest = ahcRequest
+    }
+
+    /// What a caller of AsyncHTTPClient writes to get a whole small response.
+    func bareAsyncHTTPClientGet() async throws -> (HTTPClientResponse, ByteBuffer) {
+        let response = try await asyncHTTPClient.execute(asyncHTTPClientRequest, timeout: .seconds(30))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        return (response, body)
+    }
+
+    static var current: Loopback {
+        get throws {
+            guard let fixture = running.withLock({ $0 }) else { throw LoopbackServerError.notStarted }
+            return fixture
+        }
+    }
+
+    static func start() async throws {
+        let server = try await LoopbackServer.start()
+        running.withLock { $0 = Loopback(server: server) }
+    }
+
+    static func stop() async throws {
+        guard let fixture = running.withLock({ $0.take() }) else { return }
+        try await fixture.asyncHTTPClient.shutdown()
+        fixture.bareSession.finishTasksAndInvalidate()
+        try await fixture.server.shutdown()
+    }
+}

@@ -1,0 +1,77 @@
+// swift-tools-version:6.1
+//
+// Courier's benchmarks: the cost of the middleware chain over an in-memory transport, the same chain in
+// swift-openapi-runtime's client (the nearest peer), and Courier end to end on loopback against the bare
+// URLSession and AsyncHTTPClient.
+//
+// A separate package, so that the root Courier package stays free of dependencies. Run from this folder:
+//
+//     swift package --disable-sandbox benchmark
+//
+// See RESULTS.md for the figures and how they were measured.
+
+import PackageDescription
+
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "Benchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        // Courier with its AsyncHTTPClient transport.
+        .package(name: "courier", path: "../", traits: ["AsyncHTTPClient"]),
+        // The interposer counts allocations; its other default trait (the ARC runtime interposer) would
+        // need a package that is not used here.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+    ],
+    targets: [
+        // The fixtures and in-memory scenarios, shared by the benchmarks and the instruction counter.
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [
+                .product(name: "Courier", package: "courier"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Runs one scenario N times, for valgrind's instruction counts (see RESULTS.md).
+        .executableTarget(
+            name: "InstructionCounts",
+            dependencies: ["BenchmarkSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "CourierBenchmarks",
+            dependencies: [
+                "BenchmarkSupport",
+                .product(name: "Courier", package: "courier"),
+                .product(name: "CourierTesting", package: "courier"),
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ],
+            path: "Benchmarks/CourierBenchmarks",
+            swiftSettings: swiftSettings,
+            plugins: [
+                .plugin(name: "BenchmarkPlugin", package: "benchmark")
+            ]
+        )
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,141 @@
+public import Courier
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// Makes a given number of calls of one kind; what every benchmark times.
+public typealias Calls = @Sendable (_ count: Int) async throws -> Void
+
+/// Keeps `value` alive and opaque to the optimizer, so that the work producing it is not removed.
+///
+/// - Parameter value: Anything.
+@inline(never)
+public func sink<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// The cheapest transport there is: every request gets the same prebuilt response, without suspending.
+///
+/// The benchmarks measure what Courier adds in front of a transport, so the transport itself should cost
+/// as little as possible. (`MockTransport` from `CourierTesting` validates and records every request, which
+/// would swamp a pass-through layer and grow without bound over millions of calls.)
+public struct InMemoryTransport: Transport {
+    let data: Data
+    let response: HTTPURLResponse
+
+    /// Creates a transport that answers `200 OK` with a small JSON body.
+    public init() {
+        data = Data(Fixtures.body.utf8)
+        response = HTTPURLResponse(
+            url: Fixtures.url,
+            statusCode: 200,
+            httpVersion: "HTTP/1.1",
+            headerFields: ["Content-Type": "application/json"]
+        )!
+    }
+
+    /// Returns the prebuilt response.
+    ///
+    /// - Parameter request: Ignored.
+    /// - Returns: The body and the response.
+    /// - Throws: Never.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        (data, response)
+    }
+}
+
+/// The requests and middleware the benchmarks share.
+public enum Fixtures {
+    /// The URL every in-memory request goes to.
+    public static let url = URL(string: "http://127.0.0.1:8080/users/42")!
+
+    /// The body every server and transport answers with.
+    public static let body = #"{"id":42,"name":"Ada"}"#
+
+    /// A typical small GET with one header, built once: what callers hand to `Client.send`.
+    public static let request: URLRequest = {
+        var request = URLRequest(url: url)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        return request
+    }()
+
+    /// A middleware that only calls `next`: the floor of what a layer costs.
+    public static let passThrough = Middleware(name: "passThrough") { request, next in
+        try await next(request)
+    }
+
+    /// `count` pass-through layers.
+    ///
+    /// - Parameter count: How many.
+    /// - Returns: The layers.
+    public static func passThrough(_ count: Int) -> [Middleware] {
+        Array(repeating: passThrough, count: count)
+    }
+
+    /// `count` layers that each set a header of their own, written as the README shows it.
+    ///
+    /// - Parameter count: How many.
+    /// - Returns: The layers.
+    public static func headerSetting(_ count: Int) -> [Middleware] {
+        (0..<count).map { index in
+            let name = "X-Layer-\(index)"
+            return Middleware(name: "header\(index)") { request, next in
+                var request = request
+                request.setValue("courier", forHTTPHeaderField: name)
+                return try await next(request)
+            }
+        }
+    }
+}
+
+/// Calls straight to `transport`, as a caller without Courier would.
+///
+/// - Parameter transport: The transport.
+/// - Returns: The calls.
+public func callingDirectly(_ transport: any Transport) -> Calls {
+    let request = Fixtures.request
+    return { count in
+        for _ in 0..<count {
+            sink(try await transport.send(request))
+        }
+    }
+}
+
+/// `client.send(URLRequest)` calls.
+///
+/// - Parameter client: The client.
+/// - Returns: The calls.
+public func sending(through client: Client) -> Calls {
+    let request = Fixtures.request
+    return { count in
+        for _ in 0..<count {
+            sink(try await client.send(request))
+        }
+    }
+}
+
+/// A log sink that drops every record it is given: the logging layer still builds (and redacts) a record
+/// per request at the levels the sink accepts, but nothing is written anywhere.
+public struct DiscardingLogSink: LogSink {
+    let minimumLevel: LogRecord.Level
+
+    /// Creates a sink.
+    ///
+    /// - Parameter minimumLevel: The least important level accepted (and so built by the layer).
+    public init(minimumLevel: LogRecord.Level) {
+        self.minimumLevel = minimumLevel
+    }
+
+    /// Whether the layer should build records of `level`.
+    ///
+    /// - Parameter level: A record's level.
+    /// - Returns: `true` from `minimumLevel` up.
+    public func accepts(_ level: LogRecord.Level) -> Bool { level >= minimumLevel }
+
+    /// Drops the record.
+    ///
+    /// - Parameter record: The record.
+    public func log(_ record: LogRecord) {}
+}

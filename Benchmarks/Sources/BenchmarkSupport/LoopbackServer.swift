@@ -1,0 +1,105 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A minimal HTTP/1.1 keep-alive server on 127.0.0.1 that answers every request with the same small JSON
+/// body. Its cost is the same for every client measured against it.
+public final class LoopbackServer: Sendable {
+    /// The port the server listens on (chosen by the system).
+    public let port: Int
+
+    private let group: MultiThreadedEventLoopGroup
+    private let channel: any Channel
+
+    private init(port: Int, group: MultiThreadedEventLoopGroup, channel: any Channel) {
+        self.port = port
+        self.group = group
+        self.channel = channel
+    }
+
+    /// Starts a server on 127.0.0.1, on a port the system chooses, with one event-loop thread of its own.
+    ///
+    /// - Returns: The running server.
+    /// - Throws: When the port cannot be bound.
+    public static func start() async throws -> LoopbackServer {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let channel = try await ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(FixedResponseHandler())
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0)
+            .get()
+        guard let port = channel.localAddress?.port else {
+            try await channel.close()
+            try await group.shutdownGracefully()
+            throw LoopbackServerError.noPort
+        }
+        return LoopbackServer(port: port, group: group, channel: channel)
+    }
+
+    /// The URL of the server's one resource.
+    public var url: String { "http://127.0.0.1:\(port)/users/42" }
+
+    /// Stops listening and shuts the event loop down.
+    ///
+    /// - Throws: When the channel or the event loop fails to close.
+    public func shutdown() async throws {
+        try await channel.close()
+        try await group.shutdownGracefully()
+    }
+}
+
+/// Why the loopback fixtures could not be used.
+public enum LoopbackServerError: Error {
+    /// The server's channel has no local port.
+    case noPort
+    /// A benchmark ran without its setup having started the server.
+    case notStarted
+}
+
+/// Answers each request, once it has been read completely, with `200 OK` and a fixed body; keeps the
+/// connection open unless the client asked to close it.
+private final class FixedResponseHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private var keepAlive = true
+    private let body: ByteBuffer
+    private let headers: HTTPHeaders
+
+    init() {
+        body = ByteBuffer(string: Fixtures.body)
+        headers = [
+            "Content-Type": "application/json",
+            "Content-Length": "\(Fixtures.body.utf8.count)",
+        ]
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            keepAlive = head.isKeepAlive
+        case .body:
+            break
+        case .end:
+            var headers = self.headers
+            if !keepAlive {
+                headers.add(name: "Connection", value: "close")
+            }
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
+                promise: nil
+            )
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+            if !keepAlive {
+                context.close(promise: nil)
+            }
+        }
+    }
+}

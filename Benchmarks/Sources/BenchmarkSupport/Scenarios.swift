@@ -1,0 +1,45 @@
+import Courier
+
+/// Every in-memory scenario, by name: what the benchmarks time and what `InstructionCounts` counts.
+public enum Scenarios {
+    /// The scenarios, in the order they are listed.
+    public static func all() -> [(name: String, calls: Calls)] {
+        let transport: any Transport = InMemoryTransport()
+        return [
+            ("direct", callingDirectly(transport)),
+            ("client0", sending(through: Client(transport: transport))),
+            ("pass1", sending(through: Client(transport: transport, middleware: Fixtures.passThrough(1)))),
+            ("pass10", sending(through: Client(transport: transport, middleware: Fixtures.passThrough(10)))),
+            ("header1", sending(through: Client(transport: transport, middleware: Fixtures.headerSetting(1)))),
+            ("header10", sending(through: Client(transport: transport, middleware: Fixtures.headerSetting(10)))),
+            ("timeout", sending(through: Client(transport: transport, middleware: [.timeout(.seconds(10))]))),
+            ("retry", sending(through: Client(transport: transport, middleware: [.retry(.default)]))),
+            ("logging", sending(through: Client(transport: transport, middleware: [DefaultStack.logging()]))),
+            (
+                "timeout2",
+                sending(
+                    through: Client(transport: transport, middleware: [.timeout(.seconds(10)), .timeout(.seconds(2))])
+                )
+            ),
+            (
+                "timeoutRetryTimeout",
+                sending(
+                    through: Client(
+                        transport: transport,
+                        middleware: [.timeout(.seconds(10)), .retry(.default), .timeout(.seconds(2))]
+                    )
+                )
+            ),
+            (
+                "auth",
+                sending(through: Client(transport: transport, middleware: [.authenticating(token: DefaultStack.token)]))
+            ),
+            ("validation", sending(through: Client(transport: transport, middleware: [.validatingStatus()]))),
+            ("stack", sending(through: Client(transport: transport, middleware: DefaultStack.middleware()))),
+            ("openapiDirect", OpenAPIPeer.callingDirectly()),
+            ("openapi0", OpenAPIPeer.sending(layers: 0)),
+            ("openapi1", OpenAPIPeer.sending(layers: 1)),
+            ("openapi10", OpenAPIPeer.sending(layers: 10)),
+        ]
+    }
+}
