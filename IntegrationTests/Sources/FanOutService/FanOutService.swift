@@ -21,10 +21,10 @@ import FoundationNetworking
 ///     transport: transport,                       // AsyncHTTPClientTransport in a server
 ///     middleware: [
 ///         .counting(counter),                     // in-flight upstream calls, for graceful shutdown
-///         .timeout(.seconds(10)),                 // the whole upstream call, retries included
+///         .timeout(callTimeout),                  // the whole upstream call, retries included (10 s)
 ///         .retry(…),                              // 4 attempts for 5xx and per-attempt timeouts
 ///         .authenticating(with: refresher),       // bearer token, refreshed once on a 401
-///         .timeout(attemptTimeout),               // each attempt
+///         .timeout(attemptTimeout),               // each attempt (1 s)
 ///         .validatingStatus(),
 ///     ]
 /// )
@@ -61,11 +61,13 @@ public struct FanOutService: Sendable {
     ///   - upstream: The upstream API's origin.
     ///   - realm: The upstream's auth realm (`/auth/:realm/…`).
     ///   - transport: What sends the upstream calls.
+    ///   - callTimeout: How long one upstream call may take, retries included.
     ///   - attemptTimeout: How long one upstream attempt may take.
     public init(
         upstream: URL,
         realm: String,
         transport: any Transport,
+        callTimeout: Duration = .seconds(10),
         attemptTimeout: Duration = .seconds(1)
     ) {
         let counter = RequestCounter()
@@ -88,7 +90,7 @@ public struct FanOutService: Sendable {
             transport: transport,
             middleware: [
                 .counting(counter),
-                .timeout(.seconds(10)),
+                .timeout(callTimeout),
                 .retry(retry),
                 .authenticating(with: refresher),
                 .timeout(attemptTimeout),
