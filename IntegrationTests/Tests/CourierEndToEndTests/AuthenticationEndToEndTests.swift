@@ -1,4 +1,5 @@
 import Courier
+import CourierTesting
 import Foundation
 import TestServer
 import Testing
@@ -40,7 +41,7 @@ struct AuthenticationEndToEndTests {
             let counter = RequestCounter()
             let client = Client(
                 baseURL: server.baseURL,
-                transport: kind.make(),
+                transport: kind.make(connections: 64),
                 middleware: [.counting(counter), .authenticating(with: refresher), .validatingStatus()]
             )
             let expired: [String: Bool] = try await client.send(.post("/auth/\(realm)/expire"))
@@ -142,15 +143,28 @@ struct AuthenticationEndToEndTests {
             let client = Client(
                 baseURL: server.baseURL,
                 transport: transport,
-                middleware: [.counting(counter), .timeout(.milliseconds(300)), .validatingStatus()]
+                middleware: [.counting(counter), .validatingStatus()]
             )
             let _: User = try await client.send(.get("/users/1"))
             _ = try? await client.send(Request<Data>.get("/status/500"))
-            _ = try? await client.send(Request<Data>.get("/hang"))
+            // A timeout on a manual clock, moved on once the server holds the request.
+            let clock = ManualClock()
+            let hasty = Client(
+                baseURL: server.baseURL,
+                transport: transport,
+                middleware: [.counting(counter), .timeout(.milliseconds(300), clock: clock)]
+            )
+            let timingOut = Task { try await hasty.send(Request<Data>.get("/hang", query: ["key": .init(key)])) }
+            _ = try await Inspector(server).wait(key, ["hanging": 1])
+            await clock.waitForSleepers(count: 1)
+            clock.advance(by: .milliseconds(300))
+            let timedOut = try await #require(throws: CourierError.self) { try await timingOut.value }
+            #expect(timedOut.code == .timedOut)
+            _ = try await Inspector(server).wait(key, ["hangsEnded": 1])
             // Without a timeout, so that only the cancellation ends it.
             let patient = Client(baseURL: server.baseURL, transport: transport, middleware: [.counting(counter)])
             let cancelled = Task { try await patient.send(Request<Data>.get("/hang", query: ["key": .init(key)])) }
-            _ = try await Inspector(server).wait(key, ["hanging": 1])
+            _ = try await Inspector(server).wait(key, ["hanging": 1, "hangsEnded": 1])
             #expect(counter.snapshot.inFlight == 1)
             cancelled.cancel()
             _ = try? await cancelled.value
