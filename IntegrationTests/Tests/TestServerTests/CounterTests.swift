@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Counters", .timeLimit(.minutes(1)))
+@Suite("Counters", .timeLimit(.minutes(3)))
 struct CounterTests {
     @Test("/hit/:key counts each request and /count/:key reads without counting")
     func hitAndCount() async throws {

@@ -19,7 +19,7 @@ enum HTTP {
     )
 
     /// A backstop for one request; tests also carry a `.timeLimit`.
-    static let requestTimeout: TimeInterval = 30
+    static let requestTimeout: TimeInterval = 120
 
     /// Sends a request and returns the body and the response.
     static func send(
