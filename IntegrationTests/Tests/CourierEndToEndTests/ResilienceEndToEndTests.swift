@@ -85,7 +85,7 @@ struct ResilienceEndToEndTests {
             )
             let request = Request<FlakyResponse>.get(
                 "/flaky/\(key)",
-                query: Query([URLQueryItem(name: "failures", value: "1"), URLQueryItem(name: form, value: "30")])
+                query: Query([URLQueryItem(name: "failures", value: "1"), URLQueryItem(name: form, value: "50")])
             )
             // The retry sleeps on the manual clock; `run` moves it to the sleeper's deadline.
             let flaky = try await clock.run { try await client.send(request) }
@@ -96,11 +96,11 @@ struct ResilienceEndToEndTests {
             #expect(event.reason.description == "status 503")
             let asked = try #require(event.retryAfter)
             if form == "retryAfter" {
-                #expect(asked == .seconds(30))
+                #expect(asked == .seconds(50))
             } else {
                 // The server rounds the date up to a whole second; the client measures from when it reads the
-                // date, so the time the answer took (seconds, on a loaded machine) comes off.
-                #expect(asked > .seconds(15) && asked <= .seconds(31))
+                // date, so the time the answer took comes off (tens of seconds under the thread sanitizer).
+                #expect(asked > .zero && asked <= .seconds(51))
             }
             #expect(event.delay == asked)
             #expect(clock.now.offset == asked)
