@@ -134,7 +134,7 @@ struct FanOutServiceTests {
 
     /// Makes the upstream reject the realm's current token from now on.
     static func revoke(_ realm: String, at upstream: RunningServer) async throws -> [String: Bool] {
-        let client = Client(baseURL: upstream.baseURL, transport: URLSessionTransport())
+        let client = Client(baseURL: upstream.baseURL, transport: TransportKind.urlSession.make())
         return try await client.send(.post("/auth/\(realm)/expire"))
     }
 }

@@ -69,7 +69,9 @@ struct Inspector: Sendable {
     let client: Client
 
     init(_ server: RunningServer) {
-        self.client = Client(baseURL: server.baseURL, transport: URLSessionTransport())
+        // A `URLSession` that lets a request wait for minutes: under the thread sanitizer, with the fan-out
+        // tests running, one round of `wait` has taken longer than its 60-second default.
+        self.client = Client(baseURL: server.baseURL, transport: TransportKind.urlSession.make())
     }
 
     /// The counters of `key`.
