@@ -10,10 +10,11 @@ public enum DefaultStack {
     /// The stack as the README recommends it. Logging goes to a sink that drops records (the layer still
     /// builds a redacted record per request), so what is measured is Courier, not a terminal.
     ///
+    /// - Parameter counter: What the outermost layer counts into; a fresh counter by default.
     /// - Returns: The middleware, outermost first.
-    public static func middleware() -> [Middleware] {
+    public static func middleware(counter: RequestCounter = RequestCounter()) -> [Middleware] {
         [
-            // TODO: .counting(counter) outermost, once RequestCounter is on main.
+            .counting(counter),
             logging(),
             .timeout(.seconds(10)),
             .retry(.default),

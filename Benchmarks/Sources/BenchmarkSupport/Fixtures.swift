@@ -46,6 +46,28 @@ public struct InMemoryTransport: Transport {
     }
 }
 
+/// An in-memory transport that suspends once before it answers, as a transport waiting on a socket does.
+///
+/// Over ``InMemoryTransport`` nothing ever suspends, so a timeout never arms its timer; this transport makes
+/// every call take the path a real request takes (the suspension itself is a `Task.yield()`, about a
+/// microsecond).
+public struct SuspendingTransport: Transport {
+    let base = InMemoryTransport()
+
+    /// Creates the transport.
+    public init() {}
+
+    /// Yields once, then returns the prebuilt response.
+    ///
+    /// - Parameter request: Ignored.
+    /// - Returns: The body and the response.
+    /// - Throws: Never.
+    public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        await Task.yield()
+        return try await base.send(request)
+    }
+}
+
 /// The requests and middleware the benchmarks share.
 public enum Fixtures {
     /// The URL every in-memory request goes to.

@@ -5,6 +5,7 @@ public enum Scenarios {
     /// The scenarios, in the order they are listed.
     public static func all() -> [(name: String, calls: Calls)] {
         let transport: any Transport = InMemoryTransport()
+        let suspending: any Transport = SuspendingTransport()
         return [
             ("direct", callingDirectly(transport)),
             ("client0", sending(through: Client(transport: transport))),
@@ -36,6 +37,17 @@ public enum Scenarios {
             ),
             ("validation", sending(through: Client(transport: transport, middleware: [.validatingStatus()]))),
             ("stack", sending(through: Client(transport: transport, middleware: DefaultStack.middleware()))),
+            // The same over a transport that suspends once per call: the path a socket takes.
+            ("suspendingDirect", callingDirectly(suspending)),
+            ("suspending0", sending(through: Client(transport: suspending))),
+            (
+                "suspendingTimeout",
+                sending(through: Client(transport: suspending, middleware: [.timeout(.seconds(10))]))
+            ),
+            (
+                "suspendingStack",
+                sending(through: Client(transport: suspending, middleware: DefaultStack.middleware()))
+            ),
             ("openapiDirect", OpenAPIPeer.callingDirectly()),
             ("openapi0", OpenAPIPeer.sending(layers: 0)),
             ("openapi1", OpenAPIPeer.sending(layers: 1)),

@@ -240,6 +240,20 @@ struct TracingTests {
         #expect(attribute(span, "http.request.method_original") == .string("FROBNICATE"))
     }
 
+    @Test("a method that is not an HTTP token is not copied into the span")
+    func invalidMethod() async throws {
+        let tracer = InMemoryTracer()
+        let client = Client(transport: MockTransport.ok, middleware: [.tracing(tracer: tracer)])
+
+        await #expect(throws: CourierError.self) {
+            try await client.send(self.request("https://api.example.test/x", method: "GET\r\nX-Injected: 1"))
+        }
+
+        let span = try #require(tracer.finishedSpans.only)
+        #expect(attribute(span, "http.request.method") == .string("_OTHER"))
+        #expect(attribute(span, "http.request.method_original") == .string("<invalid method>"))
+    }
+
     @Test("tracing() uses the tracer bound to the task, read for each request")
     func taskTracer() async throws {
         let first = InMemoryTracer()

@@ -42,9 +42,11 @@ enum HTTPAttributes {
         }
     }
 
-    /// The request's method as sent: `GET` when the request names none.
+    /// The request's method as sent (`GET` when the request names none), or `<invalid method>`.
     static func method(of request: URLRequest) -> String {
-        request.httpMethod ?? "GET"
+        // Never the raw value: a method that is not a token (say, with a CR LF in it) is not copied into
+        // spans, metrics or logs.
+        RequestValidation.printableMethod(of: request)
     }
 
     /// `1xx` to `5xx` for a status code, `_OTHER` for anything outside 100...599.

@@ -35,8 +35,12 @@ extension Middleware {
     /// included; inside it, each attempt (a per-attempt timeout is retryable). See <doc:Resilience>.
     ///
     /// **Cost.** The work starts at once in the caller's thread (an immediate child task, on platforms that
-    /// have it); a timer is armed only if the work suspends. A call that completes without suspending (an
-    /// in-memory transport, a cache) pays for one child task and no timer.
+    /// have it); its deadline is registered only if the work suspends. A call that completes without
+    /// suspending (an in-memory transport, a cache) pays for one child task and nothing else. With the default
+    /// `ContinuousClock`, one middleware enforces the deadlines of all its requests with a single task that
+    /// sleeps until the earliest one, so a request that suspends adds an entry to a queue rather than a timer
+    /// of its own; that task ends once the middleware has been idle for one `duration`. Another clock (a
+    /// `ManualClock` in tests) gets a timer per request.
     ///
     /// The timeout never relies on `URLRequest.timeoutInterval`, which is truncated to whole seconds on
     /// Linux.
@@ -54,12 +58,24 @@ extension Middleware {
             // The default clock gets a closure of its own, which calls a copy of the runner specialized
             // for it: from a generic context the runner would look up generic metadata and conformances
             // on every request (about a third of the layer's cost; see Benchmarks/RESULTS.md).
+            // It also enforces its deadlines with one driver task for the whole middleware instead of a timer
+            // per request (see DeadlineTimer).
+            let timer = DeadlineTimer(clock: clock)
             return Middleware(name: "timeout") { request, next in
-                try await TimeoutRunner.run(duration, clock: clock, request: request, next: next)
+                try await TimeoutRunner.run(duration, timer: timer, request: request, next: next)
             }
         }
         return Middleware(name: "timeout") { request, next in
             try await TimeoutRunner.run(duration, clock: clock, request: request, next: next)
+        }
+    }
+
+    /// A timeout whose deadlines `timer` enforces: what `timeout(_:clock:)` builds for `ContinuousClock`, and
+    /// what the tests build over a `ManualClock`.
+    static func timeout<C: Clock<Duration>>(_ duration: Duration, timer: DeadlineTimer<C>) -> Middleware {
+        precondition(duration > .zero, "a timeout must be longer than zero (got \(duration))")
+        return Middleware(name: "timeout") { request, next in
+            try await TimeoutRunner.run(duration, timer: timer, request: request, next: next)
         }
     }
 }

@@ -83,11 +83,89 @@ enum TimeoutRunner {
         }
     }
 
+    /// The race, with the deadline enforced by `timer` (one driver task per middleware) rather than by a timer
+    /// child per request; see ``DeadlineTimer``.
+    ///
+    /// A timeout whose enclosing deadline is nearer than its own goes the per-request way: its deadline is
+    /// out of order with the timer's queue.
+    static func run(
+        _ duration: Duration,
+        timer: DeadlineTimer<ContinuousClock>,
+        request: URLRequest,
+        next: Next
+    ) async throws -> (Data, HTTPURLResponse) {
+        // Inlined here, so that the default clock's path is specialized: from generic code the runner would
+        // look up metadata and handle its enums through the runtime on every request.
+        try await runOnTimer(duration, timer: timer, request: request, next: next)
+    }
+
+    /// The same, for any clock (tests drive it with a `ManualClock`).
+    static func run<C: Clock<Duration>>(
+        _ duration: Duration,
+        timer: DeadlineTimer<C>,
+        request: URLRequest,
+        next: Next
+    ) async throws -> (Data, HTTPURLResponse) {
+        try await runOnTimer(duration, timer: timer, request: request, next: next)
+    }
+
+    @inline(__always)
+    private static func runOnTimer<C: Clock<Duration>>(
+        _ duration: Duration,
+        timer: DeadlineTimer<C>,
+        request: URLRequest,
+        next: Next
+    ) async throws -> (Data, HTTPURLResponse) {
+        if let outer = Deadline.current, outer.timeLeft < duration {
+            return try await run(duration, clock: timer.clock, request: request, next: next)
+        }
+        let fireAt = timer.clock.now.advanced(by: duration)
+        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
+        let work = DeadlineWork()
+        let response: (Data, HTTPURLResponse)
+        do {
+            response = try await withThrowingTaskGroup(of: (Data, HTTPURLResponse).self) { group in
+                startImmediately(
+                    {
+                        timer.begin(work)
+                        do {
+                            let response = try await Deadline.$current.withValue(deadline) { try await next(request) }
+                            if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
+                            return response
+                        } catch {
+                            if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
+                            throw error
+                        }
+                    },
+                    in: &group
+                )
+                if !work.hasEnded {
+                    timer.arm(work, at: fireAt)
+                }
+                guard let first = try await group.next() else {
+                    preconditionFailure("the timeout's task group has no children")
+                }
+                return first
+            }
+        } catch {
+            guard work.didFire else { throw error }
+            // The caller's own cancellation wins over a deadline that passed at the same time.
+            try Task.checkCancellation()
+            throw timedOut(request, deadline: deadline, isOwn: true)
+        }
+        // A response that came back after the deadline was passed is not the caller's any more.
+        if work.didFire {
+            try Task.checkCancellation()
+            throw timedOut(request, deadline: deadline, isOwn: true)
+        }
+        return response
+    }
+
     /// Starts `operation` as a child task that runs synchronously until it first suspends, where the
     /// platform has immediate tasks; as an ordinary child task elsewhere.
-    private static func startImmediately(
-        _ operation: @escaping @Sendable () async throws -> Outcome,
-        in group: inout ThrowingTaskGroup<Outcome, any Error>
+    private static func startImmediately<Value: Sendable>(
+        _ operation: @escaping @Sendable () async throws -> Value,
+        in group: inout ThrowingTaskGroup<Value, any Error>
     ) {
         if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
             group.addImmediateTask(operation: operation)

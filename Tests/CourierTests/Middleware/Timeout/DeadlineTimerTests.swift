@@ -1,0 +1,244 @@
+import CourierTesting
+import Foundation
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The timeout's shared timer (what `.timeout(_:)` uses with `ContinuousClock`), driven by a `ManualClock`
+/// through the internal factory that takes the timer.
+@Suite("Timeout with a shared timer", .timeLimit(.minutes(1)))
+struct DeadlineTimerTests {
+    @Test("at the deadline the transport is cancelled and the caller gets timedOut; the queue empties")
+    func firesAndCancels() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), timer: timer)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        #expect(timer.pendingCount == 1)
+        clock.advance(by: .milliseconds(99))
+        #expect(transport.cancellationCount == 0)
+        clock.advance(by: .milliseconds(1))
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.timeout == .milliseconds(100))
+        #expect(error?.middleware == "timeout")
+        #expect(transport.cancellationCount == 1)
+        #expect(timer.pendingCount == 0)
+        try await waitUntil { !timer.driverIsRunning }
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("1,000 requests in flight share one sleeping task, and all of them time out at their deadline")
+    func oneSleeperForMany() async throws {
+        let total = 1_000
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
+        try await withThrowingTaskGroup(of: CourierError.Code?.self) { group in
+            for _ in 0..<total {
+                group.addTask {
+                    do {
+                        _ = try await client.send(RetryFixtures.request())
+                        return nil
+                    } catch let error as CourierError {
+                        return error.code
+                    }
+                }
+            }
+            try await waitUntil { timer.pendingCount == total }
+            await clock.waitForSleepers(count: 1)
+            #expect(clock.sleeperCount == 1)
+            #expect(transport.cancellationCount == 0)
+            clock.advance(by: .seconds(1))
+            var codes: [CourierError.Code?] = []
+            for try await code in group {
+                codes.append(code)
+            }
+            #expect(codes.count == total)
+            #expect(codes.allSatisfy { $0 == .timedOut })
+        }
+        #expect(transport.cancellationCount == total)
+        #expect(timer.pendingCount == 0)
+    }
+
+    @Test("requests started at different times each time out at their own deadline")
+    func staggered() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), timer: timer)])
+        let first = Task { try await client.send(RetryFixtures.request()) }
+        try await waitUntil { timer.pendingCount == 1 }
+        clock.advance(by: .milliseconds(40))
+        let second = Task { try await client.send(RetryFixtures.request()) }
+        try await waitUntil { timer.pendingCount == 2 }
+
+        clock.advance(by: .milliseconds(60))  // t = 100 ms: the first deadline
+        let firstError = await #expect(throws: CourierError.self) { try await first.value }
+        #expect(firstError?.code == .timedOut)
+        #expect(transport.cancellationCount == 1)
+        #expect(timer.pendingCount == 1)
+
+        // The driver went back to sleep until the second deadline, t = 140 ms.
+        try await waitUntil { clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(140))] }
+        clock.advance(by: .milliseconds(39))
+        #expect(transport.cancellationCount == 1)
+        clock.advance(by: .milliseconds(1))
+        let secondError = await #expect(throws: CourierError.self) { try await second.value }
+        #expect(secondError?.code == .timedOut)
+        #expect(transport.cancellationCount == 2)
+    }
+
+    @Test("a response in time leaves the queue at once; the idle driver ends at the old deadline")
+    func responseInTime() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let gate = Gate()
+        let transport = MockTransport { _ in
+            await gate.wait()
+            return .status(201)
+        }
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        gate.open()
+        let (_, response) = try await task.value
+        #expect(response.statusCode == 201)
+        #expect(timer.pendingCount == 0)
+        #expect(transport.cancellationCount == 0)
+        #expect(timer.driverIsRunning)  // asleep until the deadline that no longer matters
+        clock.advance(by: .seconds(1))
+        try await waitUntil { !timer.driverIsRunning }
+        #expect(clock.sleeperCount == 0)
+    }
+
+    @Test("a call that completes without suspending registers nothing and starts no driver")
+    func fastPath() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let client = Client(transport: MockTransport.ok, middleware: [.timeout(.seconds(1), timer: timer)])
+        for _ in 0..<10 {
+            let (_, response) = try await client.send(RetryFixtures.request())
+            #expect(response.statusCode == 200)
+        }
+        #expect(timer.pendingCount == 0)
+        #expect(!timer.driverIsRunning)
+        #expect(clock.totalSleeps == 0)
+    }
+
+    @Test("cancelling the caller throws CancellationError, not a timeout, and cancels the transport")
+    func callerCancellation() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+        #expect(transport.cancellationCount == 1)
+        #expect(timer.pendingCount == 0)
+    }
+
+    @Test("errors from the rest of the chain pass through unchanged")
+    func errorsPassThrough() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let gate = Gate()
+        let transport = MockTransport { _ in
+            await gate.wait()
+            throw URLError(.networkConnectionLost)
+        }
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        gate.open()
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .transport)
+        #expect((error?.underlying as? URLError)?.code == .networkConnectionLost)
+        #expect(timer.pendingCount == 0)
+    }
+
+    @Test("a nearer enclosing deadline is waited for the per-request way, and reported as the outer timeout")
+    func nearerOuterDeadline() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
+        let task = Task {
+            try await Deadline.$current.withValue(Deadline(after: .milliseconds(50), clock: clock)) {
+                try await client.send(RetryFixtures.request())
+            }
+        }
+        await clock.waitForSleepers(count: 1)
+        #expect(timer.pendingCount == 0)
+        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(50))])
+        clock.advanceToNextDeadline()
+        let error = await #expect(throws: CourierError.self) { try await task.value }
+        #expect(error?.code == .timedOut)
+        #expect(error?.timeout == .milliseconds(50))
+    }
+
+    @Test("layers inside see the deadline and the time left")
+    func deadlineVisible() async throws {
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let seen = Locked<[Duration]>([])
+        let client = Client(
+            transport: MockTransport.ok,
+            middleware: [
+                .timeout(.milliseconds(300), timer: timer),
+                Middleware { request, next in
+                    if let deadline = Deadline.current {
+                        seen.withLock { $0 += [deadline.timeLeft, deadline.timeout] }
+                    }
+                    return try await next(request)
+                },
+            ]
+        )
+        _ = try await client.send(RetryFixtures.request())
+        #expect(seen.value == [.milliseconds(300), .milliseconds(300)])
+    }
+}
+
+/// The `ContinuousClock` path that `.timeout(_:)` takes by default, in real time.
+@Suite("Timeout on the continuous clock", .timeLimit(.minutes(1)))
+struct ContinuousTimeoutTests {
+    @Test("a transport that never answers is cancelled once the real deadline passes")
+    func realDeadline() async throws {
+        let transport = MockTransport(reply: .hang)
+        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(20))])
+        let clock = ContinuousClock()
+        let start = clock.now
+        let error = await #expect(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
+        #expect(error?.code == .timedOut)
+        #expect(error?.timeout == .milliseconds(20))
+        #expect(clock.now - start >= .milliseconds(20))
+        #expect(transport.cancellationCount == 1)
+    }
+
+    @Test("answers that suspend come back through the default timeout")
+    func answersThatSuspend() async throws {
+        let transport = MockTransport { _ in
+            await Task.yield()
+            return .status(204)
+        }
+        let client = Client(transport: transport, middleware: [.timeout(.seconds(30))])
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<200 {
+                group.addTask { try await client.send(RetryFixtures.request()).1.statusCode }
+            }
+            for try await status in group {
+                #expect(status == 204)
+            }
+        }
+        #expect(transport.cancellationCount == 0)
+    }
+}
