@@ -3,7 +3,7 @@
 // End-to-end tests for Courier against a real HTTP server on loopback.
 //
 // This is a separate package so that the root Courier package stays free of dependencies: only
-// these tests pull in Hummingbird (and, later, AsyncHTTPClient through Courier's trait).
+// these tests pull in Hummingbird, and AsyncHTTPClient through Courier's trait.
 
 import PackageDescription
 
@@ -21,9 +21,13 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .library(name: "TestServer", targets: ["TestServer"]),
+        .library(name: "FanOutService", targets: ["FanOutService"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // Already in the graph through Courier's AsyncHTTPClient trait; the end-to-end tests configure its
+        // connection pool.
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // Already in the graph through Hummingbird; named here because the server and the raw-socket
         // tests import these modules directly.
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
@@ -46,6 +50,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A server-side example: a Hummingbird service that fans out to an upstream through Courier.
+        .target(
+            name: "FanOutService",
+            dependencies: [
+                .product(name: "Courier", package: "courier"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TestServerTests",
             dependencies: [
@@ -59,8 +76,11 @@ let package = Package(
             name: "CourierEndToEndTests",
             dependencies: [
                 "TestServer",
+                "FanOutService",
                 .product(name: "Courier", package: "courier"),
                 .product(name: "CourierTesting", package: "courier"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

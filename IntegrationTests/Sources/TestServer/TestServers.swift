@@ -50,7 +50,8 @@ import ServiceLifecycle
 ///   `waiting`).
 /// - `GET /wait/:key?hits=N&flakyAttempts=N&hanging=N&hangsEnded=N&waiting=N&timeoutMs=MS` →
 ///   waits until each named counter is at least N, then 200 with the counters; 408 with them after
-///   `timeoutMs` (default and maximum 5000) or at shutdown. While it waits it counts in `waiting`.
+///   `timeoutMs` (default 5000, at most 60000) or at shutdown (`X-Wait-Ended: met`, `timeout` or `shutdown`).
+///   While it waits it counts in `waiting`.
 ///   A test synchronises on the server with this, not with sleeps.
 /// - `POST /reset` → 204, forgets every counter and realm (for serial use only).
 ///

@@ -9,16 +9,30 @@ import FoundationNetworking
 
 @Suite("Fan-out and flow control over real sockets", .timeLimit(.minutes(3)))
 struct FanOutEndToEndTests {
-    @Test("sendAll: 1,000 requests, 32 at a time, each answered in input order", arguments: TransportKind.allCases)
+    @Test("sendAll: 1,000 concurrent requests, each answered in input order", arguments: TransportKind.allCases)
     func sendAllThousand(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
-            let client = Client(baseURL: server.baseURL, transport: kind.make())
+            let counter = RequestCounter()
+            let muster = Muster(count: 1000)
+            // All 1,000 are in flight in the client at once (one child task each, held until all have started).
+            // The transport opens up to 64 connections, so the server sees up to 64 requests at a time while the
+            // rest wait in the transport's queue for a connection.
+            let client = Client(
+                baseURL: server.baseURL,
+                transport: kind.make(connections: 64),
+                middleware: [.counting(counter), muster.middleware]
+            )
             let requests = (0..<1000).map { Request<User>.get("/users/\($0)", query: ["countKey": .init(key)]) }
-            let results = await client.sendAll(requests, maxConcurrency: 32)
+            async let sent = client.sendAll(requests, maxConcurrency: requests.count)
+            await muster.releaseWhenAllArrived()
+            let results = await sent
             let ids = try results.map { try $0.get().id }
             #expect(ids == Array(0..<1000))
             #expect(try await Inspector(server).counters(key).hits == 1000)
+            await counter.waitUntilIdle()
+            #expect(counter.snapshot.succeeded == 1000)
+            #expect(counter.snapshot.peak == 1000)
         }
     }
 

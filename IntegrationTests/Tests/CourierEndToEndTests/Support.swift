@@ -1,5 +1,8 @@
+import AsyncHTTPClient
 import Courier
+import CourierTesting
 import Foundation
+import NIOCore
 import TestServer
 import Testing
 
@@ -16,10 +19,35 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
 
     /// A new transport of this kind. An `AsyncHTTPClientTransport` owns its `HTTPClient` and shuts it down
     /// when it is released.
-    func make(maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize) -> any Transport {
+    ///
+    /// Either transport opens at most `connections` connections to one origin; requests beyond that wait in
+    /// the transport's queue. Neither gives up on a queued request for minutes (the tests' own time limits and
+    /// timeout middleware are what bound a call), so that a fan-out of 1,000 on a loaded machine waits for a
+    /// connection instead of failing with AsyncHTTPClient's `getConnectionFromPoolTimeout`.
+    ///
+    /// - Parameters:
+    ///   - maximumResponseSize: The largest response body accepted.
+    ///   - connections: The most connections to one origin; the transport's default (6 for `URLSession`,
+    ///     8 for AsyncHTTPClient) when `nil`.
+    /// - Returns: The transport.
+    func make(
+        maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize,
+        connections: Int? = nil
+    ) -> any Transport {
         switch self {
-        case .urlSession: URLSessionTransport(maximumResponseSize: maximumResponseSize)
-        case .asyncHTTPClient: AsyncHTTPClientTransport(maximumResponseSize: maximumResponseSize)
+        case .urlSession:
+            let configuration = URLSessionTransport.defaultConfiguration
+            if let connections { configuration.httpMaximumConnectionsPerHost = connections }
+            // Time spent waiting for a connection counts against it (60 seconds by default).
+            configuration.timeoutIntervalForRequest = 300
+            return URLSessionTransport(configuration: configuration, maximumResponseSize: maximumResponseSize)
+        case .asyncHTTPClient:
+            var configuration = AsyncHTTPClientTransport.defaultConfiguration
+            if let connections { configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connections }
+            // A request that waits for a pooled connection longer than the connect timeout (10 seconds by
+            // default) fails with `getConnectionFromPoolTimeout`.
+            configuration.timeout.connect = .minutes(5)
+            return AsyncHTTPClientTransport(configuration: configuration, maximumResponseSize: maximumResponseSize)
         }
     }
 }
@@ -41,7 +69,9 @@ struct Inspector: Sendable {
     let client: Client
 
     init(_ server: RunningServer) {
-        self.client = Client(baseURL: server.baseURL, transport: URLSessionTransport())
+        // A `URLSession` that lets a request wait for minutes: under the thread sanitizer, with the fan-out
+        // tests running, one round of `wait` has taken longer than its 60-second default.
+        self.client = Client(baseURL: server.baseURL, transport: TransportKind.urlSession.make())
     }
 
     /// The counters of `key`.
@@ -94,4 +124,27 @@ struct Inspector: Sendable {
 /// A unique key for the server's per-key counters and realms.
 func uniqueKey() -> String {
     UUID().uuidString.lowercased()
+}
+
+/// Holds every request just inside the client until `count` of them have arrived, then lets them all go at
+/// once: a test that releases them has shown that all `count` were in flight together.
+struct Muster: Sendable {
+    let count: Int
+    let arrivals = Arrivals()
+    let gate = Gate()
+
+    /// The middleware that holds the requests; put it in the client's list.
+    var middleware: Middleware {
+        Middleware(name: "muster") { [arrivals, gate] request, next in
+            arrivals.arrive()
+            await gate.wait()
+            return try await next(request)
+        }
+    }
+
+    /// Waits until `count` requests are held, then releases them (and any later ones).
+    func releaseWhenAllArrived() async {
+        await arrivals.wait(for: count)
+        gate.open()
+    }
 }

@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Auth endpoints", .timeLimit(.minutes(1)))
+@Suite("Auth endpoints", .timeLimit(.minutes(3)))
 struct AuthTests {
     private struct Protected: Decodable, Equatable {
         var ok: Bool

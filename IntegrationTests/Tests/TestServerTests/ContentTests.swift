@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Content endpoints", .timeLimit(.minutes(1)))
+@Suite("Content endpoints", .timeLimit(.minutes(3)))
 struct ContentTests {
     private struct User: Decodable, Equatable {
         var id: Int

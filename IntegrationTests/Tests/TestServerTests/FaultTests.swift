@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Fault endpoints", .timeLimit(.minutes(1)))
+@Suite("Fault endpoints", .timeLimit(.minutes(3)))
 struct FaultTests {
     @Test("/status/:code answers that status with a small JSON body", arguments: [200, 201, 400, 404, 429, 500, 503])
     func status(code: Int) async throws {

@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Starting and stopping servers", .timeLimit(.minutes(1)))
+@Suite("Starting and stopping servers", .timeLimit(.minutes(3)))
 struct LifecycleTests {
     @Test("A server listens on 127.0.0.1 at an ephemeral port")
     func binding() async throws {

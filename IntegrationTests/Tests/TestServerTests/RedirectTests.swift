@@ -6,7 +6,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Redirect endpoints", .timeLimit(.minutes(1)))
+@Suite("Redirect endpoints", .timeLimit(.minutes(3)))
 struct RedirectTests {
     @Test("/redirect/:code sends that status with a relative Location to a path", arguments: [301, 302, 303, 307, 308])
     func sameOrigin(code: Int) async throws {

@@ -28,7 +28,14 @@ extension TestRouter {
     ///
     /// `GET /wait/KEY?hits=2&hangsEnded=1&timeoutMs=3000` answers 200 with the counters once
     /// `hits >= 2` and `hangsEnded >= 1`, or 408 with the counters as they were when `timeoutMs`
-    /// (default and maximum: 5000) ran out or the server began to shut down.
+    /// (default 5000, at most 60000) ran out or the server began to shut down. Its `X-Wait-Ended` header
+    /// says which: `met`, `timeout` or `shutdown`.
+    /// The longest a `/wait/:key` long poll may be asked to wait.
+    static let maximumLongPollMilliseconds = 60_000
+
+    /// The header that says why a long poll ended.
+    static var waitEndedHeader: HTTPField.Name { HTTPField.Name("X-Wait-Ended")! }
+
     private static func wait(
         _ request: Request,
         context: BasicRequestContext,
@@ -47,8 +54,14 @@ extension TestRouter {
             guard let value = Int(text) else { return Response.badRequest("\(name) must be a whole number") }
             minimums.append((counter, value))
         }
-        guard let timeout = Self.milliseconds(query["timeoutMs"], default: Self.maximumWaitMilliseconds) else {
-            return Response.badRequest("timeoutMs must be 0...\(maximumWaitMilliseconds)")
+        let timeout: Int
+        if let text = query["timeoutMs"] {
+            guard let value = Int(text), (0...Self.maximumLongPollMilliseconds).contains(value) else {
+                return Response.badRequest("timeoutMs must be 0...\(maximumLongPollMilliseconds)")
+            }
+            timeout = value
+        } else {
+            timeout = Self.maximumWaitMilliseconds
         }
         let frozen = minimums
         let condition: @Sendable (CounterSnapshot) -> Bool = { snapshot in
@@ -67,7 +80,12 @@ extension TestRouter {
         }
         let final = await state.snapshot(key)
         let met = snapshot.map(condition) ?? false
-        return try Response.json(final, status: met ? .ok : .requestTimeout)
+        let ended = met ? "met" : snapshot == nil ? "timeout" : "shutdown"
+        return try Response.json(
+            final,
+            status: met ? .ok : .requestTimeout,
+            headers: [Self.waitEndedHeader: ended]
+        )
     }
 }
 

@@ -9,17 +9,25 @@ import FoundationNetworking
 /// that hands back the 3xx itself.
 enum HTTP {
     /// Follows redirects, as `URLSession` does by default.
-    static let following = URLSession(configuration: .ephemeral)
+    static let following = URLSession(configuration: configuration)
 
     /// Returns every 3xx response as it is.
     static let notFollowing = URLSession(
-        configuration: .ephemeral,
+        configuration: configuration,
         delegate: RefusingRedirects(),
         delegateQueue: nil
     )
 
     /// A backstop for one request; tests also carry a `.timeLimit`.
-    static let requestTimeout: TimeInterval = 30
+    static let requestTimeout: TimeInterval = 120
+
+    /// An ephemeral configuration whose request timeout is ``requestTimeout`` too: with the default 60 seconds,
+    /// requests under the thread sanitizer timed out at 60 seconds although their own timeout was longer.
+    private static var configuration: URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.timeoutIntervalForRequest = requestTimeout
+        return configuration
+    }
 
     /// Sends a request and returns the body and the response.
     static func send(

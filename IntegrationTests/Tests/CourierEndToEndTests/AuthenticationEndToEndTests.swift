@@ -1,0 +1,180 @@
+import Courier
+import CourierTesting
+import Foundation
+import TestServer
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Token refresh and request counting over real sockets", .timeLimit(.minutes(3)))
+struct AuthenticationEndToEndTests {
+    /// A refresher that gets its tokens from the server's realm, through a client without the refresher.
+    static func refresher(
+        realm: String,
+        server: RunningServer,
+        kind: TransportKind
+    ) async throws
+        -> TokenRefresher
+    {
+        let tokenClient = Client(
+            baseURL: server.baseURL,
+            transport: kind.make(),
+            middleware: [.validatingStatus()]
+        )
+        let first: TokenResponse = try await tokenClient.send(.post("/auth/\(realm)/token"))
+        return TokenRefresher(token: .init(first.token)) { _ in
+            let reply: TokenResponse = try await tokenClient.send(.post("/auth/\(realm)/token"))
+            return .init(reply.token, expiresIn: .seconds(reply.expiresIn))
+        }
+    }
+
+    @Test(
+        "Refresh storm: 1,000 concurrent requests with an expired token make one refresh at the server",
+        arguments: TransportKind.allCases
+    )
+    func refreshStorm(kind: TransportKind) async throws {
+        try await TestServers.withServer { server in
+            let realm = uniqueKey()
+            let refresher = try await Self.refresher(realm: realm, server: server, kind: kind)
+            let counter = RequestCounter()
+            let client = Client(
+                baseURL: server.baseURL,
+                transport: kind.make(connections: 64),
+                middleware: [.counting(counter), .authenticating(with: refresher), .validatingStatus()]
+            )
+            let expired: [String: Bool] = try await client.send(.post("/auth/\(realm)/expire"))
+            #expect(expired == ["expired": true])
+
+            let requests = (0..<1000).map { _ in Request<Data>.get("/auth/\(realm)/protected") }
+            let results = await client.sendAll(requests, maxConcurrency: 1000)
+            let failures = results.filter { if case .failure = $0 { true } else { false } }
+            #expect(failures.isEmpty, "\(failures.prefix(3))")
+
+            let stats = try await Inspector(server).authStats(realm)
+            #expect(stats.refreshes == 1)
+            #expect(stats.issued == 2)
+            #expect(stats.accepted == 1000)
+            #expect(refresher.refreshCount == 1)
+            await counter.waitUntilIdle()
+            let counts = counter.snapshot
+            #expect(counts.inFlight == 0)
+            #expect(counts.started == 1001)
+            #expect(counts.succeeded == 1001)
+        }
+    }
+
+    @Test(
+        "A token the server rejects for good fails each request once, with authenticationRejected",
+        arguments: TransportKind.allCases
+    )
+    func rejectedForGood(kind: TransportKind) async throws {
+        try await TestServers.withServer { server in
+            let realm = uniqueKey()
+            // Every refresh returns a token of another realm: the server never accepts it.
+            let otherRealm = uniqueKey()
+            let tokenClient = Client(
+                baseURL: server.baseURL,
+                transport: kind.make(),
+                middleware: [.validatingStatus()]
+            )
+            let refresher = TokenRefresher(token: .init("never-valid")) { _ in
+                let reply: TokenResponse = try await tokenClient.send(.post("/auth/\(otherRealm)/token"))
+                return .init(reply.token)
+            }
+            let client = Client(
+                baseURL: server.baseURL,
+                transport: kind.make(),
+                middleware: [.authenticating(with: refresher), .validatingStatus()]
+            )
+            let error = try await #require(throws: CourierError.self) {
+                try await client.send(Request<Data>.get("/auth/\(realm)/protected"))
+            }
+            #expect(error.code == .authenticationRejected)
+            #expect(error.statusCode == 401)
+            let stats = try await Inspector(server).authStats(realm)
+            // The first try and the one retry after the refresh; no more.
+            #expect(stats.rejected == 2)
+            #expect(refresher.refreshCount == 1)
+        }
+    }
+
+    @Test(
+        "A failing token endpoint fails the request with refreshFailed",
+        arguments: TransportKind.allCases
+    )
+    func refreshFails(kind: TransportKind) async throws {
+        try await TestServers.withServer { server in
+            let realm = uniqueKey()
+            let tokenClient = Client(
+                baseURL: server.baseURL,
+                transport: kind.make(),
+                middleware: [.validatingStatus()]
+            )
+            let refresher = TokenRefresher(token: .init("stale")) { _ in
+                let reply: TokenResponse = try await tokenClient.send(
+                    .post("/auth/\(realm)/token", query: ["fail": 500])
+                )
+                return .init(reply.token)
+            }
+            let client = Client(
+                baseURL: server.baseURL,
+                transport: kind.make(),
+                middleware: [.authenticating(with: refresher), .validatingStatus()]
+            )
+            let error = try await #require(throws: CourierError.self) {
+                try await client.send(Request<Data>.get("/auth/\(realm)/protected"))
+            }
+            #expect(error.code == .refreshFailed)
+            #expect(try await Inspector(server).authStats(realm).issued == 0)
+        }
+    }
+
+    @Test(
+        "The counter returns to zero after successes, failures, timeouts and cancellations",
+        arguments: TransportKind.allCases
+    )
+    func counterBalances(kind: TransportKind) async throws {
+        try await TestServers.withServer { server in
+            let key = uniqueKey()
+            let counter = RequestCounter()
+            let transport = kind.make()
+            let client = Client(
+                baseURL: server.baseURL,
+                transport: transport,
+                middleware: [.counting(counter), .validatingStatus()]
+            )
+            let _: User = try await client.send(.get("/users/1"))
+            _ = try? await client.send(Request<Data>.get("/status/500"))
+            // A timeout on a manual clock, moved on once the server holds the request.
+            let clock = ManualClock()
+            let hasty = Client(
+                baseURL: server.baseURL,
+                transport: transport,
+                middleware: [.counting(counter), .timeout(.milliseconds(300), clock: clock)]
+            )
+            let timingOut = Task { try await hasty.send(Request<Data>.get("/hang", query: ["key": .init(key)])) }
+            _ = try await Inspector(server).wait(key, ["hanging": 1])
+            await clock.waitForSleepers(count: 1)
+            clock.advance(by: .milliseconds(300))
+            let timedOut = try await #require(throws: CourierError.self) { try await timingOut.value }
+            #expect(timedOut.code == .timedOut)
+            _ = try await Inspector(server).wait(key, ["hangsEnded": 1])
+            // Without a timeout, so that only the cancellation ends it.
+            let patient = Client(baseURL: server.baseURL, transport: transport, middleware: [.counting(counter)])
+            let cancelled = Task { try await patient.send(Request<Data>.get("/hang", query: ["key": .init(key)])) }
+            _ = try await Inspector(server).wait(key, ["hanging": 1, "hangsEnded": 1])
+            #expect(counter.snapshot.inFlight == 1)
+            cancelled.cancel()
+            _ = try? await cancelled.value
+            await counter.waitUntilIdle()
+            let counts = counter.snapshot
+            #expect(counts.inFlight == 0)
+            #expect(counts.started == 4)
+            #expect(counts.succeeded == 1)
+            #expect(counts.failed == 2)
+            #expect(counts.cancelled == 1)
+        }
+    }
+}
