@@ -50,6 +50,7 @@ final class ClientLifecycle: Sendable {
 
     /// Sends `request` through `chain`, counting it in flight; throws ``CourierError/Code/clientShutDown``
     /// once the client is closed.
+    @inline(__always)
     func send(_ request: URLRequest, through chain: Chain) async throws -> (Data, HTTPURLResponse) {
         let before = word.wrappingAdd(Self.oneRequest, ordering: .acquiringAndReleasing).oldValue
         defer { end() }
