@@ -21,46 +21,22 @@ func registerEndToEndBenchmarks() {
     for concurrency in [1, 16] {
         let calls = concurrency == 1 ? 200 : 800
         let suffix = concurrency == 1 ? "serial" : "\(concurrency) concurrent"
-        Paired.register(
+        Loopback.register(
             "Loopback: Courier+default stack over URLSessionTransport vs bare URLSession, \(suffix)",
             calls: calls,
-            maxDuration: .seconds(20),
-            maxIterations: 40,
-            setup: { try await Loopback.start() },
-            teardown: { try await Loopback.stop() },
-            baseline: { calls in
-                let fixture = try Loopback.current
-                try await concurrently(calls, width: concurrency) {
-                    let (data, response) = try await fixture.bareSession.data(for: fixture.request)
-                    blackHole((data, response))
-                }
+            width: concurrency,
+            baseline: { fixture in
+                let (data, response) = try await fixture.bareSession.data(for: fixture.request)
+                blackHole((data, response))
             },
-            candidate: { calls in
-                let fixture = try Loopback.current
-                try await concurrently(calls, width: concurrency) {
-                    blackHole(try await fixture.courierOverURLSession.send(fixture.request))
-                }
-            }
+            candidate: { fixture in blackHole(try await fixture.courierOverURLSession.send(fixture.request)) }
         )
-        Paired.register(
+        Loopback.register(
             "Loopback: Courier+default stack over AsyncHTTPClientTransport vs bare AsyncHTTPClient, \(suffix)",
             calls: calls * 2,
-            maxDuration: .seconds(20),
-            maxIterations: 40,
-            setup: { try await Loopback.start() },
-            teardown: { try await Loopback.stop() },
-            baseline: { calls in
-                let fixture = try Loopback.current
-                try await concurrently(calls, width: concurrency) {
-                    blackHole(try await fixture.bareAsyncHTTPClientGet())
-                }
-            },
-            candidate: { calls in
-                let fixture = try Loopback.current
-                try await concurrently(calls, width: concurrency) {
-                    blackHole(try await fixture.courierOverAsyncHTTPClient.send(fixture.request))
-                }
-            }
+            width: concurrency,
+            baseline: { fixture in blackHole(try await fixture.bareAsyncHTTPClientGet()) },
+            candidate: { fixture in blackHole(try await fixture.courierOverAsyncHTTPClient.send(fixture.request)) }
         )
     }
 }
@@ -72,26 +48,14 @@ func registerEndToEndBreakdown() {
         ("no middleware", \Loopback.bareCourierOverAsyncHTTPClient),
         ("default stack without its timeouts", \Loopback.untimedCourierOverAsyncHTTPClient),
     ] {
-        Paired.register(
+        Loopback.register(
             "Loopback breakdown: Courier, \(label), over AsyncHTTPClientTransport vs bare AsyncHTTPClient, serial",
             calls: 400,
+            width: 1,
             maxDuration: .seconds(15),
             maxIterations: 30,
-            setup: { try await Loopback.start() },
-            teardown: { try await Loopback.stop() },
-            baseline: { calls in
-                let fixture = try Loopback.current
-                try await concurrently(calls, width: 1) {
-                    blackHole(try await fixture.bareAsyncHTTPClientGet())
-                }
-            },
-            candidate: { calls in
-                let fixture = try Loopback.current
-                let courier = fixture[keyPath: client]
-                try await concurrently(calls, width: 1) {
-                    blackHole(try await courier.send(fixture.request))
-                }
-            }
+            baseline: { fixture in blackHole(try await fixture.bareAsyncHTTPClientGet()) },
+            candidate: { fixture in blackHole(try await fixture[keyPath: client].send(fixture.request)) }
         )
     }
 }
@@ -99,27 +63,58 @@ func registerEndToEndBreakdown() {
 /// Whether `URLSessionTransport` itself costs anything at 16 concurrent requests: Courier with no middleware
 /// over it, against the bare session.
 func registerURLSessionBreakdown() {
-    Paired.register(
+    Loopback.register(
         "Loopback breakdown: Courier, no middleware, over URLSessionTransport vs bare URLSession, 16 concurrent",
         calls: 800,
+        width: 16,
         maxDuration: .seconds(15),
         maxIterations: 30,
-        setup: { try await Loopback.start() },
-        teardown: { try await Loopback.stop() },
-        baseline: { calls in
-            let fixture = try Loopback.current
-            try await concurrently(calls, width: 16) {
-                let (data, response) = try await fixture.bareSession.data(for: fixture.request)
-                blackHole((data, response))
-            }
+        baseline: { fixture in
+            let (data, response) = try await fixture.bareSession.data(for: fixture.request)
+            blackHole((data, response))
         },
-        candidate: { calls in
-            let fixture = try Loopback.current
-            try await concurrently(calls, width: 16) {
-                blackHole(try await fixture.bareCourierOverURLSession.send(fixture.request))
-            }
-        }
+        candidate: { fixture in blackHole(try await fixture.bareCourierOverURLSession.send(fixture.request)) }
     )
+}
+
+extension Loopback {
+    /// Registers a paired loopback benchmark: the server and clients start in its setup and stop in its
+    /// teardown, and each side makes its calls `width` at a time against the running fixture.
+    ///
+    /// - Parameters:
+    ///   - name: The benchmark's name.
+    ///   - calls: Calls per timed block.
+    ///   - width: How many calls are in flight at once.
+    ///   - maxDuration: How long to keep iterating.
+    ///   - maxIterations: The most iterations.
+    ///   - baseline: One call of the bare client.
+    ///   - candidate: One call through Courier.
+    static func register(
+        _ name: String,
+        calls: Int,
+        width: Int,
+        maxDuration: Duration = .seconds(20),
+        maxIterations: Int = 40,
+        baseline: @escaping @Sendable (Loopback) async throws -> Void,
+        candidate: @escaping @Sendable (Loopback) async throws -> Void
+    ) {
+        Paired.register(
+            name,
+            calls: calls,
+            maxDuration: maxDuration,
+            maxIterations: maxIterations,
+            setup: { try await Loopback.start() },
+            teardown: { try await Loopback.stop() },
+            baseline: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: width) { try await baseline(fixture) }
+            },
+            candidate: { calls in
+                let fixture = try Loopback.current
+                try await concurrently(calls, width: width) { try await candidate(fixture) }
+            }
+        )
+    }
 }
 
 /// Runs `body` `calls` times, `width` at a time (each of `width` child tasks makes its share in turn).
