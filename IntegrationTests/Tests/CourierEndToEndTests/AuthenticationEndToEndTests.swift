@@ -30,6 +30,28 @@ struct AuthenticationEndToEndTests {
         }
     }
 
+    /// A client authenticated by a refresher that starts from `token` and refreshes by posting to the token
+    /// endpoint `tokenPath` (with `query`) through a second client without the refresher.
+    static func authenticatedClient(
+        server: RunningServer,
+        kind: TransportKind,
+        token: String,
+        tokenPath: String,
+        query: Query = []
+    ) -> (client: Client, refresher: TokenRefresher) {
+        let tokenClient = Client(baseURL: server.baseURL, transport: kind.make(), middleware: [.validatingStatus()])
+        let refresher = TokenRefresher(token: .init(token)) { _ in
+            let reply: TokenResponse = try await tokenClient.send(.post(tokenPath, query: query))
+            return .init(reply.token)
+        }
+        let client = Client(
+            baseURL: server.baseURL,
+            transport: kind.make(),
+            middleware: [.authenticating(with: refresher), .validatingStatus()]
+        )
+        return (client, refresher)
+    }
+
     @Test(
         "Refresh storm: 1,000 concurrent requests with an expired token make one refresh at the server",
         arguments: TransportKind.allCases
@@ -74,19 +96,11 @@ struct AuthenticationEndToEndTests {
             let realm = uniqueKey()
             // Every refresh returns a token of another realm: the server never accepts it.
             let otherRealm = uniqueKey()
-            let tokenClient = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.validatingStatus()]
-            )
-            let refresher = TokenRefresher(token: .init("never-valid")) { _ in
-                let reply: TokenResponse = try await tokenClient.send(.post("/auth/\(otherRealm)/token"))
-                return .init(reply.token)
-            }
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.authenticating(with: refresher), .validatingStatus()]
+            let (client, refresher) = Self.authenticatedClient(
+                server: server,
+                kind: kind,
+                token: "never-valid",
+                tokenPath: "/auth/\(otherRealm)/token"
             )
             let error = try await #require(throws: CourierError.self) {
                 try await client.send(Request<Data>.get("/auth/\(realm)/protected"))
@@ -107,21 +121,12 @@ struct AuthenticationEndToEndTests {
     func refreshFails(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let realm = uniqueKey()
-            let tokenClient = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.validatingStatus()]
-            )
-            let refresher = TokenRefresher(token: .init("stale")) { _ in
-                let reply: TokenResponse = try await tokenClient.send(
-                    .post("/auth/\(realm)/token", query: ["fail": 500])
-                )
-                return .init(reply.token)
-            }
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.authenticating(with: refresher), .validatingStatus()]
+            let (client, _) = Self.authenticatedClient(
+                server: server,
+                kind: kind,
+                token: "stale",
+                tokenPath: "/auth/\(realm)/token",
+                query: ["fail": 500]
             )
             let error = try await #require(throws: CourierError.self) {
                 try await client.send(Request<Data>.get("/auth/\(realm)/protected"))
