@@ -1,5 +1,11 @@
+import Courier
 import CourierTesting
+import Foundation
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @Suite("ManualClock")
 struct ManualClockTests {
@@ -164,5 +170,36 @@ struct ManualClockTests {
         }
         #expect(finished == 1)
         #expect(clock.now.offset == .seconds(1))
+    }
+
+    @Test(
+        "run needs no count under a whole-call and a per-attempt timeout: an attempt that hangs is cut at 2 s",
+        .timeLimit(.minutes(1))
+    )
+    func runWithNestedTimeouts() async throws {
+        // The stack the docs recommend: the whole call's timer sleeps beside the attempt's from the start, so
+        // two tasks sleep at once. Time must move to the attempt's deadline (2 s), never to the call's (10 s).
+        // Repeated, because a wrong rule loses a race between the two timers only most of the time.
+        for round in 0..<25 {
+            let clock = ManualClock()
+            let transport = MockTransport(sequence: [.hang, .response(.status(200, body: "round \(round)"))])
+            let client = Client(
+                transport: transport,
+                middleware: [
+                    .timeout(.seconds(10), clock: clock),
+                    .retry(RetryPolicy(backoff: .constant(.seconds(1)), budget: nil), clock: clock),
+                    .timeout(.seconds(2), clock: clock),
+                    .validatingStatus(),
+                ]
+            )
+            let request = URLRequest(url: URL(string: "https://api.example.test/items")!)
+
+            let (data, response) = try await clock.run { try await client.send(request) }
+
+            #expect(response.statusCode == 200)
+            #expect(String(decoding: data, as: UTF8.self) == "round \(round)")
+            #expect(clock.now.offset == .seconds(3))  // the attempt's 2 s, then 1 s of backoff
+            #expect(transport.cancellationCount == 1)
+        }
     }
 }
