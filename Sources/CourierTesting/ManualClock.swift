@@ -14,7 +14,8 @@ import Courier
 /// clock.advance(by: .seconds(5))          // and wakes up
 /// ```
 ///
-/// or let ``run(whenSleeping:_:)`` move it to each deadline while the code runs:
+/// or let ``run(whenSleeping:_:)`` move it to the earliest deadline each time the code has nothing left to do
+/// but wait for the clock, however many timers it sets at once:
 ///
 /// ```swift
 /// let profile = try await clock.run { try await service.loadProfile() }
@@ -216,12 +217,12 @@ public final class ManualClock: Clock, Sendable {
     /// run (every one is suspended) and at least `sleepers` tasks sleep on the clock. So with several timers
     /// at once — the recommended whole-call timeout beside a per-attempt timeout, a hedge's delay beside an
     /// attempt — time moves to the *earliest* of them once all are set, never to a later one that happened to
-    /// be set first, and the default needs no count. The outcome is the same on every run.
+    /// be set first, and the default needs no count. For what it sees, the outcome is the same on every run.
     ///
     /// **What it sees.** The operation's task and every structured child task it creates (task groups,
     /// `async let`, and so the middleware's timeouts and hedges), and the code of the (default) actors they
     /// call. It does not see work in unstructured tasks (`Task { }`, `Task.detached`) — among them a
-    /// ``TokenRefresher``'s refresh and a coalesced call (``Middleware/coalescing(ignoringHeaders:)``) — nor
+    /// `TokenRefresher`'s refresh and a coalesced call (`Middleware.coalescing(ignoringHeaders:)`) — nor
     /// code on an actor with an executor of its own (the main actor), nor I/O in flight (a real transport).
     /// While the operation waits on such work with a timer pending, time may move before the work is done;
     /// when that matters, drive the clock step by step with ``waitForSleepers(count:)`` and ``advance(by:)``,

@@ -202,4 +202,74 @@ struct ManualClockTests {
             #expect(transport.cancellationCount == 1)
         }
     }
+
+    @Test(
+        "run waits for a child task's work, on an actor too, before moving time past the child's deadline",
+        .timeLimit(.minutes(1))
+    )
+    func runWaitsForChildWork() async throws {
+        // One child sleeps 10 s at once; the other works on an actor for a while, then sleeps 1 s. Time must go
+        // to 1 s first: while the work runs, the 10 s sleeper is the only one, but the run is not quiescent.
+        actor Worker {
+            var steps = 0
+            func work() async {
+                for _ in 0..<200 {
+                    steps += 1
+                    await Task.yield()
+                }
+            }
+        }
+        for _ in 0..<20 {
+            let clock = ManualClock()
+            let worker = Worker()
+            let order = try await clock.run {
+                try await withThrowingTaskGroup(of: String.self) { group in
+                    group.addTask {
+                        try await clock.sleep(for: .seconds(10))
+                        return "slow"
+                    }
+                    group.addTask {
+                        await worker.work()
+                        try await clock.sleep(for: .seconds(1))
+                        return "worker at \(clock.now.offset)"
+                    }
+                    var order: [String] = []
+                    for try await name in group { order.append(name) }
+                    return order
+                }
+            }
+            #expect(order == ["worker at 1.0 seconds", "slow"])
+            #expect(await worker.steps == 200)
+        }
+    }
+
+    @Test(
+        "cancelling the task that runs the clock ends the run, even while the operation never sleeps",
+        .timeLimit(.minutes(1))
+    )
+    func runEndsOnCancellation() async throws {
+        let clock = ManualClock()
+        let spinning = Gate()
+        let run = Task {
+            try await clock.run {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await clock.sleep(for: .seconds(10)) }
+                    group.addTask {
+                        spinning.open()
+                        // Busy, never suspended for long: the run is never quiescent, so time must not move.
+                        while !Task.isCancelled { await Task.yield() }
+                        throw CancellationError()
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+        await spinning.wait()
+        await clock.waitForSleepers(count: 1)
+        run.cancel()
+
+        await #expect(throws: CancellationError.self) { try await run.value }
+        #expect(clock.now.offset == .zero)
+        #expect(clock.sleeperCount == 0)
+    }
 }
