@@ -40,7 +40,7 @@ extension Client {
     ///   the cancellation), and the rest get `.failure(CancellationError())` without being sent — nor read: a
     ///   lazy map's closure is not called for them;
     /// - any other sequence may be endless (`(0...).lazy.map { … }`, an iterator), so the array stops at the
-    ///   last element read: it has a result for each request sent, and is shorter than the input.
+    ///   last element read: it has one result per element read, and is shorter than the input.
     ///
     /// Middleware such as ``Middleware/limitingConcurrency(maxInFlight:perHost:maxQueued:)`` still apply to
     /// every request, so a shared limit holds across several `sendAll` calls.
