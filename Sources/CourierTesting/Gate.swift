@@ -28,6 +28,11 @@ public final class Gate: Sendable {
     public var isOpen: Bool { state.withLock { $0.isOpen } }
 
     /// Suspends until the gate is open. Cancellation does not end the wait.
+    ///
+    /// That makes it the way to model a transport that ignores cancellation. In a test's own body, where
+    /// the code under test should open the gate, prefer ``waitUnlessCancelled()``: should the code never
+    /// open it, the test's time limit cancels the wait and the test fails, where `wait()` would keep the
+    /// test (and the run) waiting.
     public func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let resumeNow = state.withLock { state in

@@ -14,7 +14,8 @@ import Courier
 /// clock.advance(by: .seconds(5))          // and wakes up
 /// ```
 ///
-/// or let ``run(whenSleeping:_:)`` move it to each deadline while the code runs:
+/// or let ``run(whenSleeping:_:)`` move it to the earliest deadline each time the code has nothing left to do
+/// but wait for the clock, however many timers it sets at once:
 ///
 /// ```swift
 /// let profile = try await clock.run { try await service.loadProfile() }
@@ -76,7 +77,15 @@ public final class ManualClock: Clock, Sendable {
         let id: Int
         let count: Int
         let run: Int?
+        /// The run's executor, when time must wait for the run to be quiescent too.
+        let executor: QuiescenceTrackingExecutor?
         let continuation: CheckedContinuation<Bool, Never>
+
+        /// Whether enough tasks sleep and the run (if any) has nothing left to do before time moves. Called
+        /// under the clock's lock; the executor's lock nests inside it, never the other way round.
+        func isReady(sleepers: Int) -> Bool {
+            sleepers >= count && (executor?.isQuiescent ?? true)
+        }
     }
 
     private struct State {
@@ -189,27 +198,42 @@ public final class ManualClock: Clock, Sendable {
     ///
     /// - Parameter count: The number of sleepers to wait for.
     public func waitForSleepers(count: Int) async {
-        _ = await waitForSleepers(count: count, run: nil)
+        _ = await waitForSleepers(count: count, run: nil, executor: nil)
     }
 
-    /// Runs `operation`, moving time to the next deadline whenever `sleepers` tasks are asleep, until the
-    /// operation finishes; returns its result.
+    /// Runs `operation`, moving time to the earliest pending deadline each time the operation has nothing
+    /// left to do but wait for the clock, until it finishes; returns its result.
     ///
-    /// This runs code that sleeps one step at a time (retry backoff, polling, token expiry) in virtual
-    /// time without scripting each step:
+    /// This runs code that sleeps (retry backoff, timeouts, polling, token expiry) in virtual time without
+    /// scripting each step:
     ///
     /// ```swift
     /// let profile = try await clock.run { try await service.loadProfile() }
     /// #expect(clock.now.offset == .seconds(3))   // it backed off 1 s, then 2 s
     /// ```
     ///
-    /// Time moves only when exactly the expected number of tasks sleep, so the outcome is the same on
-    /// every run. For code that sleeps in several tasks at once (a timeout racing a slow reply), pass
-    /// that number, or drive the clock step by step with ``waitForSleepers(count:)`` and
-    /// ``advance(by:)``.
+    /// **When time moves.** The operation runs with a task executor of the run's own, which counts the jobs
+    /// of the operation's tasks. Time moves to the next deadline only when none of them is running or about to
+    /// run (every one is suspended) and at least `sleepers` tasks sleep on the clock. So with several timers
+    /// at once — the recommended whole-call timeout beside a per-attempt timeout, a hedge's delay beside an
+    /// attempt — time moves to the *earliest* of them once all are set, never to a later one that happened to
+    /// be set first, and the default needs no count. For what it sees, the outcome is the same on every run.
+    ///
+    /// **What it sees.** The operation's task and every structured child task it creates (task groups,
+    /// `async let`, and so the middleware's timeouts and hedges), and the code of the (default) actors they
+    /// call. It does not see work in unstructured tasks (`Task { }`, `Task.detached`) — among them a
+    /// `TokenRefresher`'s refresh and a coalesced call (`Middleware.coalescing(ignoringHeaders:)`) — nor
+    /// code on an actor with an executor of its own (the main actor), nor I/O in flight (a real transport).
+    /// While the operation waits on such work with a timer pending, time may move before the work is done;
+    /// when that matters, drive the clock step by step with ``waitForSleepers(count:)`` and ``advance(by:)``,
+    /// or, when that work sleeps on this clock as well, pass the number of tasks that sleep at once.
+    ///
+    /// A step that never suspends (a loop spinning on `Task.yield()`) keeps time from moving; put a time limit
+    /// on the test (`.timeLimit(.minutes(1))`), whose cancellation ends the run.
     ///
     /// - Parameters:
-    ///   - sleepers: How many tasks must be asleep before time moves to the next deadline.
+    ///   - sleepers: How many tasks must sleep before time moves; 1 (the default) suits everything the run
+    ///     sees. A larger number waits for sleepers in tasks it does not see.
     ///   - operation: The code under test.
     /// - Returns: What `operation` returns.
     /// - Throws: What `operation` throws.
@@ -221,13 +245,15 @@ public final class ManualClock: Clock, Sendable {
             state.nextID += 1
             return state.nextID
         }
+        let executor = QuiescenceTrackingExecutor { [self] in self.runBecameQuiescent() }
         return try await withThrowingTaskGroup(of: Result?.self) { group in
-            group.addTask {
+            group.addTask(executorPreference: executor) {
                 defer { self.finishRun(run) }
                 return try await operation()
             }
-            group.addTask {
-                while await self.waitForSleepers(count: sleepers, run: run) {
+            // The driver runs elsewhere, so that it never counts as the run's own work.
+            group.addTask(executorPreference: globalConcurrentExecutor) {
+                while await self.waitForSleepers(count: sleepers, run: run, executor: executor) {
                     self.advanceToNextDeadline()
                 }
                 return nil
@@ -241,9 +267,9 @@ public final class ManualClock: Clock, Sendable {
         }
     }
 
-    /// Waits until `count` tasks sleep (returns `true`), or the run `run` finishes or the waiting task is
-    /// cancelled (returns `false`).
-    private func waitForSleepers(count: Int, run: Int?) async -> Bool {
+    /// Waits until `count` tasks sleep and `executor` (if any) is quiescent (returns `true`), or the run `run`
+    /// finishes or the waiting task is cancelled (returns `false`).
+    private func waitForSleepers(count: Int, run: Int?, executor: QuiescenceTrackingExecutor?) async -> Bool {
         let id = state.withLock { state in
             defer { state.nextWaiterID += 1 }
             return state.nextWaiterID
@@ -252,11 +278,16 @@ public final class ManualClock: Clock, Sendable {
             await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
                 let ready = state.withLock { state -> Bool? in
                     if let run, state.finishedRuns.contains(run) { return false }
-                    if state.sleepers.count >= count { return true }
-                    if Task.isCancelled { return false }
-                    state.sleeperWaiters.append(
-                        SleeperWaiter(id: id, count: count, run: run, continuation: continuation)
+                    let waiter = SleeperWaiter(
+                        id: id,
+                        count: count,
+                        run: run,
+                        executor: executor,
+                        continuation: continuation
                     )
+                    if waiter.isReady(sleepers: state.sleepers.count) { return true }
+                    if Task.isCancelled { return false }
+                    state.sleeperWaiters.append(waiter)
                     return nil
                 }
                 if let ready { continuation.resume(returning: ready) }
@@ -279,10 +310,16 @@ public final class ManualClock: Clock, Sendable {
         for waiter in waiters { waiter.continuation.resume(returning: false) }
     }
 
+    /// Resumes the waiters of a run whose last pending job has just finished, if enough tasks sleep.
+    private func runBecameQuiescent() {
+        let ready = state.withLock { Self.takeReadyWaiters(&$0) }
+        for waiter in ready { waiter.continuation.resume(returning: true) }
+    }
+
     private static func takeReadyWaiters(_ state: inout State) -> [SleeperWaiter] {
         let count = state.sleepers.count
-        let ready = state.sleeperWaiters.filter { $0.count <= count }
-        state.sleeperWaiters.removeAll { $0.count <= count }
+        let ready = state.sleeperWaiters.filter { $0.isReady(sleepers: count) }
+        state.sleeperWaiters.removeAll { ready.map(\.id).contains($0.id) }
         return ready
     }
 }

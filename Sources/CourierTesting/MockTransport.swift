@@ -161,9 +161,11 @@ public final class MockTransport: Transport, RequestRecording {
     /// ```
     public var unmetExpectations: [String] { expectationFailures.map(\.message) }
 
-    /// One unmet expectation and where it was written.
+    /// One unmet expectation: the route's index in ``routes`` and the position its `expectCalls` captured, or
+    /// `nil` for an unmatched request.
     struct ExpectationFailure {
         let message: String
+        let routeIndex: Int?
         let position: MockRoute.SourcePosition?
     }
 
@@ -171,12 +173,13 @@ public final class MockTransport: Transport, RequestRecording {
         guard case .routes(let routes, let unmatchedReply) = responder else { return [] }
         let (calls, unmatched) = state.withLock { ($0.routeCalls, $0.unmatched) }
         var failures: [ExpectationFailure] = []
-        for (route, count) in zip(routes, calls) {
+        for (index, (route, count)) in zip(routes, calls).enumerated() {
             guard let expected = route.expectedCalls, !expected.contains(count) else { continue }
             let got = count == 1 ? "1 call" : "\(count) calls"
             failures.append(
                 ExpectationFailure(
                     message: "\(route) expected \(MockRoute.describe(expected)), got \(got)",
+                    routeIndex: index,
                     position: route.expectationPosition
                 )
             )
@@ -184,7 +187,7 @@ public final class MockTransport: Transport, RequestRecording {
         if unmatchedReply == nil {
             for request in unmatched {
                 let message = "unexpected request \(request.summary): no route matches"
-                failures.append(ExpectationFailure(message: message, position: nil))
+                failures.append(ExpectationFailure(message: message, routeIndex: nil, position: nil))
             }
         }
         return failures

@@ -29,6 +29,12 @@ public import Testing
 /// matched no route (reported where the trait is written) — even when the code under test swallowed the
 /// error.
 ///
+/// That holds wherever the trait is written: in `@Test(…)`, in `@Suite(…)`, or in a helper. In the two
+/// attributes, Swift gives `#line` the line of the function or type the macro is attached to, so the trait
+/// reads the attribute in the source file to find where each `expectCalls` (and the trait itself) is written;
+/// routes made in a loop there are reported at their one `expectCalls`. Should the source file be missing
+/// when the tests run, issues are reported at the declaration.
+///
 /// On a suite, the trait applies to every test in it, and each test still gets a fresh transport. A trait
 /// on a test replaces one inherited from its suite.
 public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
@@ -188,13 +194,70 @@ extension MockTransport {
     }
 
     fileprivate func recordUnmetExpectations(defaultLocation: SourceLocation) {
-        for failure in expectationFailures {
+        let failures = expectationFailures
+        guard !failures.isEmpty else { return }
+        let routes = self.routes
+        for failure in failures {
             let location =
-                failure.position.map {
-                    SourceLocation(fileID: $0.fileID, filePath: $0.filePath, line: $0.line, column: $0.column)
-                } ?? defaultLocation
+                failure.routeIndex.flatMap { Self.writtenLocation(ofExpectationOfRouteAt: $0, in: routes) }
+                ?? Self.writtenLocation(of: defaultLocation)
             Issue.record(Comment(rawValue: failure.message), sourceLocation: location)
         }
+    }
+
+    /// Where the `expectCalls` of `routes[index]` is written.
+    ///
+    /// Written inside `@Test(…)` or `@Suite(…)`, every route's position is the declaration's (see
+    /// `AttributeCallLocator`): the routes captured there are matched, in order, with the `expectCalls` calls
+    /// written in the attribute. When their numbers differ (routes made in a loop or under an `if`), one call
+    /// still places them all; otherwise the trait's own position does.
+    private static func writtenLocation(ofExpectationOfRouteAt index: Int, in routes: [MockRoute]) -> SourceLocation? {
+        guard let position = routes[index].expectationPosition else { return nil }
+        let captured = SourceLocation(
+            fileID: position.fileID,
+            filePath: position.filePath,
+            line: position.line,
+            column: position.column
+        )
+        guard
+            let calls = AttributeCallLocator.calls(
+                inAttributesOfDeclarationAt: position.line,
+                column: position.column,
+                filePath: position.filePath
+            )
+        else { return captured }
+        let expectations = calls.filter { $0.name == "expectCalls" }
+        let siblings = routes.indices.filter { routes[$0].expectationPosition == position }
+        let call: AttributeCallLocator.Call?
+        if expectations.count == siblings.count, let rank = siblings.firstIndex(of: index) {
+            call = expectations[rank]
+        } else if expectations.count == 1 {
+            call = expectations[0]
+        } else {
+            let traits = calls.filter { $0.name != "expectCalls" }
+            call = traits.count == 1 ? traits[0] : nil
+        }
+        return call.map { captured.moved(to: $0) } ?? captured
+    }
+
+    /// Where the trait made at `location` is written: `location` itself, unless that is the position of the
+    /// declaration whose `@Test(…)`/`@Suite(…)` holds the trait.
+    private static func writtenLocation(of location: SourceLocation) -> SourceLocation {
+        guard
+            let calls = AttributeCallLocator.calls(
+                inAttributesOfDeclarationAt: location.line,
+                column: location.column,
+                filePath: location.filePath
+            )
+        else { return location }
+        let traits = calls.filter { $0.name != "expectCalls" }
+        return traits.count == 1 ? location.moved(to: traits[0]) : location
+    }
+}
+
+extension SourceLocation {
+    fileprivate func moved(to call: AttributeCallLocator.Call) -> SourceLocation {
+        SourceLocation(fileID: fileID, filePath: filePath, line: call.line, column: call.column)
     }
 }
 #endif

@@ -1,5 +1,11 @@
+import Courier
 import CourierTesting
+import Foundation
 import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @Suite("ManualClock")
 struct ManualClockTests {
@@ -164,5 +170,106 @@ struct ManualClockTests {
         }
         #expect(finished == 1)
         #expect(clock.now.offset == .seconds(1))
+    }
+
+    @Test(
+        "run needs no count under a whole-call and a per-attempt timeout: an attempt that hangs is cut at 2 s",
+        .timeLimit(.minutes(1))
+    )
+    func runWithNestedTimeouts() async throws {
+        // The stack the docs recommend: the whole call's timer sleeps beside the attempt's from the start, so
+        // two tasks sleep at once. Time must move to the attempt's deadline (2 s), never to the call's (10 s).
+        // Repeated, because a wrong rule loses a race between the two timers only most of the time.
+        for round in 0..<25 {
+            let clock = ManualClock()
+            let transport = MockTransport(sequence: [.hang, .response(.status(200, body: "round \(round)"))])
+            let client = Client(
+                transport: transport,
+                middleware: [
+                    .timeout(.seconds(10), clock: clock),
+                    .retry(RetryPolicy(backoff: .constant(.seconds(1)), budget: nil), clock: clock),
+                    .timeout(.seconds(2), clock: clock),
+                    .validatingStatus(),
+                ]
+            )
+            let request = URLRequest(url: URL(string: "https://api.example.test/items")!)
+
+            let (data, response) = try await clock.run { try await client.send(request) }
+
+            #expect(response.statusCode == 200)
+            #expect(String(decoding: data, as: UTF8.self) == "round \(round)")
+            #expect(clock.now.offset == .seconds(3))  // the attempt's 2 s, then 1 s of backoff
+            #expect(transport.cancellationCount == 1)
+        }
+    }
+
+    @Test(
+        "run waits for a child task's work, on an actor too, before moving time past the child's deadline",
+        .timeLimit(.minutes(1))
+    )
+    func runWaitsForChildWork() async throws {
+        // One child sleeps 10 s at once; the other works on an actor for a while, then sleeps 1 s. Time must go
+        // to 1 s first: while the work runs, the 10 s sleeper is the only one, but the run is not quiescent.
+        actor Worker {
+            var steps = 0
+            func work() async {
+                for _ in 0..<200 {
+                    steps += 1
+                    await Task.yield()
+                }
+            }
+        }
+        for _ in 0..<20 {
+            let clock = ManualClock()
+            let worker = Worker()
+            let order = try await clock.run {
+                try await withThrowingTaskGroup(of: String.self) { group in
+                    group.addTask {
+                        try await clock.sleep(for: .seconds(10))
+                        return "slow"
+                    }
+                    group.addTask {
+                        await worker.work()
+                        try await clock.sleep(for: .seconds(1))
+                        return "worker at \(clock.now.offset)"
+                    }
+                    var order: [String] = []
+                    for try await name in group { order.append(name) }
+                    return order
+                }
+            }
+            #expect(order == ["worker at 1.0 seconds", "slow"])
+            #expect(await worker.steps == 200)
+        }
+    }
+
+    @Test(
+        "cancelling the task that runs the clock ends the run, even while the operation never sleeps",
+        .timeLimit(.minutes(1))
+    )
+    func runEndsOnCancellation() async throws {
+        let clock = ManualClock()
+        let spinning = Gate()
+        let run = Task {
+            try await clock.run {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await clock.sleep(for: .seconds(10)) }
+                    group.addTask {
+                        spinning.open()
+                        // Busy, never suspended for long: the run is never quiescent, so time must not move.
+                        while !Task.isCancelled { await Task.yield() }
+                        throw CancellationError()
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+        await spinning.wait()
+        await clock.waitForSleepers(count: 1)
+        run.cancel()
+
+        await #expect(throws: CancellationError.self) { try await run.value }
+        #expect(clock.now.offset == .zero)
+        #expect(clock.sleeperCount == 0)
     }
 }

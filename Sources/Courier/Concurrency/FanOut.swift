@@ -5,8 +5,11 @@
 /// they hold) stays bounded. Inputs are pulled from the sequence's iterator one at a time, so a lazy sequence
 /// is never materialized.
 ///
-/// Cancelling the calling task cancels every child; inputs not yet started are not started and get
-/// `CancellationError`.
+/// Cancelling the calling task cancels every child and stops the reading of the input: the children still
+/// running end (their results, usually `CancellationError`, are collected as usual), nothing more is read from
+/// the sequence, and the call returns. So an endless input ends with the caller, and an input read up to
+/// element *n* has exactly *n* results. (``results(_:maxConcurrency:isolation:operation:)`` gives a
+/// `Collection` its remaining results without reading it.)
 ///
 /// The group's body (reading the input sequence, collecting results, calling `handle`) runs on the caller's
 /// isolation (`isolation`, `#isolation` at the public API): the sequence and the handler belong to the caller
@@ -17,11 +20,12 @@ enum FanOut {
     /// The body of a child task: what to do for one input.
     typealias Operation<Input, Output> = @Sendable (Input) async throws -> Output
 
-    /// Calls `handle` once for every input, in completion order, with the input's position and its result.
+    /// Calls `handle` once for every input read, in completion order, with the input's position and its
+    /// result.
     ///
     /// `handle` runs in the calling task between collections, so it is never called concurrently with
     /// itself. If it throws, the children still running are cancelled (and awaited) and the error is
-    /// rethrown; no further inputs are started.
+    /// rethrown; no further inputs are started. Once the calling task is cancelled, no further input is read.
     static func forEach<Input: Sendable, Output: Sendable, Failure: Error>(
         _ inputs: some Sequence<Input>,
         maxConcurrency: Int,
@@ -38,12 +42,13 @@ enum FanOut {
             var iterator = inputs.makeIterator()
             var nextIndex = 0
             var running = 0
-            var exhausted = false
+            var doneReading = false
             while true {
-                // Top up to the limit. After a cancellation, inputs are drained without starting children.
-                while !exhausted, running < maxConcurrency {
-                    guard let input = iterator.next() else {
-                        exhausted = true
+                // Top up to the limit. Once the caller is cancelled, nothing more is read: the input may be
+                // endless, and what was never read needs no result.
+                while !doneReading, running < maxConcurrency {
+                    guard !group.isCancelled, let input = iterator.next() else {
+                        doneReading = true
                         break
                     }
                     let index = nextIndex
@@ -58,6 +63,9 @@ enum FanOut {
                     if added {
                         running += 1
                     } else {
+                        // Cancelled between reading this input and starting it: it gets its result, and the
+                        // loop reads no more.
+                        doneReading = true
                         do throws(Failure) {
                             try await handle(index, .failure(CancellationError()))
                         } catch {
@@ -82,6 +90,11 @@ enum FanOut {
     }
 
     /// Returns one result per input, in input order.
+    ///
+    /// When the calling task is cancelled, reading stops (see ``forEach(_:maxConcurrency:isolation:operation:handle:)``).
+    /// A `Collection` (which is finite) still gets one result per element: the elements never read get
+    /// `CancellationError`, counted with `count` rather than read (a lazy map's transform is not called for
+    /// them). Any other sequence may be endless, so its results stop at the last element read.
     static func results<Input: Sendable, Output: Sendable>(
         _ inputs: some Sequence<Input>,
         maxConcurrency: Int,
@@ -100,6 +113,11 @@ enum FanOut {
             _ = isolation
             while results.count <= index { results.append(.failure(CancellationError())) }
             results[index] = result
+        }
+        // Short only after a cancellation stopped the reading (every element read got its result above).
+        if Task.isCancelled, let collection = inputs as? any Collection {
+            let count = collection.count
+            while results.count < count { results.append(.failure(CancellationError())) }
         }
         return results
     }

@@ -32,8 +32,15 @@ extension Client {
     /// grows with the input; for a huge input whose results you can handle one at a time, use
     /// `sendEach(_:maxConcurrency:_:)` instead.
     ///
-    /// Cancelling the calling task cancels every request in flight; those not started yet are not sent.
-    /// Both get `.failure(CancellationError())`.
+    /// **Cancellation.** Cancelling the calling task cancels every request in flight and stops the reading of
+    /// `requests`; the call returns once the requests in flight have ended. What you get back depends on
+    /// whether `requests` is a `Collection`:
+    /// - a `Collection` (an array, a range, `ids.lazy.map { … }`) is finite, so you still get one result per
+    ///   element: the requests in flight end with `.failure(CancellationError())` (or the response that beat
+    ///   the cancellation), and the rest get `.failure(CancellationError())` without being sent — nor read: a
+    ///   lazy map's closure is not called for them;
+    /// - any other sequence may be endless (`(0...).lazy.map { … }`, an iterator), so the array stops at the
+    ///   last element read: it has one result per element read, and is shorter than the input.
     ///
     /// Middleware such as ``Middleware/limitingConcurrency(maxInFlight:perHost:maxQueued:)`` still apply to
     /// every request, so a shared limit holds across several `sendAll` calls.
@@ -61,8 +68,9 @@ extension Client {
     /// let results = await client.sendAll(urls.map { URLRequest(url: $0) }, maxConcurrency: 8)
     /// ```
     ///
-    /// Behaves like the typed `sendAll(_:maxConcurrency:)` (bounded task group, input order, cancellation),
-    /// returning each response as it is, without checking its status.
+    /// Behaves like the typed `sendAll(_:maxConcurrency:)` (bounded task group, input order, and on
+    /// cancellation one result per element of a `Collection`, or a result per element read of any other
+    /// sequence), returning each response as it is, without checking its status.
     ///
     /// - Parameters:
     ///   - requests: The requests, each with an absolute URL.
@@ -93,7 +101,8 @@ extension Client {
     ///
     /// On the first failure (in the order requests finish), no further request is started, the ones in
     /// flight are cancelled, and the call returns once they have all ended (structured concurrency: nothing
-    /// keeps running behind your back).
+    /// keeps running behind your back). Cancelling the calling task does the same and throws
+    /// `CancellationError`; nothing more is read from `requests`, so an endless input ends too.
     ///
     /// - Parameters:
     ///   - requests: The requests; any sequence, read once, in order.
@@ -153,8 +162,13 @@ extension Client {
     ///
     /// `handle` runs in the calling task, one result at a time, in the order requests finish (not the input
     /// order). While it runs, the requests in flight carry on but no new one starts, so a slow handler slows
-    /// the intake (back-pressure). Every request gets exactly one call; after the calling task is cancelled,
-    /// the remaining ones get `.failure(CancellationError())` without being sent.
+    /// the intake (back-pressure). Every request read from `requests` gets exactly one call.
+    ///
+    /// **Cancellation.** Cancelling the calling task cancels the requests in flight and stops the reading of
+    /// `requests`: each request in flight still gets its call when it ends (usually with
+    /// `.failure(CancellationError())`, or the response that beat the cancellation), nothing more is read,
+    /// and the call returns. The requests never read get no call, so an endless input ends with its caller.
+    /// A task already cancelled when it calls `sendEach` reads nothing and gets no call.
     ///
     /// - Parameters:
     ///   - requests: The requests; any sequence, read once, in order.
@@ -189,7 +203,8 @@ extension Client {
     /// }
     /// ```
     ///
-    /// Behaves like the typed `sendEach(_:maxConcurrency:_:)`.
+    /// Behaves like the typed `sendEach(_:maxConcurrency:_:)`, cancellation included: the requests in flight
+    /// get their calls, nothing more is read, and the call returns.
     ///
     /// - Parameters:
     ///   - requests: The requests, each with an absolute URL.

@@ -34,6 +34,26 @@ private struct GaugedTransport: Transport {
     }
 }
 
+/// Requests `/e/0`, `/e/1`, … for as long as they are read, counting the reads.
+///
+/// It is a `Sequence` and not a `Collection`, like any lazily generated input. Should a fan-out keep reading
+/// it, it stops after `cap` elements (far more than any test starts) so that the test fails on its count
+/// instead of running forever.
+private struct EndlessRequests: Sequence {
+    let reads: Locked<Int>
+    var cap = 200_000
+
+    func makeIterator() -> AnyIterator<Request<EmptyResponse>> {
+        AnyIterator {
+            let read = reads.withLock { reads in
+                reads += 1
+                return reads
+            }
+            return read <= cap ? Request<EmptyResponse>.get("/e/\(read - 1)") : nil
+        }
+    }
+}
+
 /// Runs its jobs on a dispatch queue it can recognize, so a test can ask "am I on this actor?" without
 /// crashing when the answer is no.
 private final class RecognizableExecutor: SerialExecutor {
@@ -338,5 +358,219 @@ struct ClientSendAllTests {
         #expect(liveRequests.current == 0)
         #expect(inFlight.peak <= 64)
         #expect(inFlight.total == total)
+    }
+
+    // MARK: Cancellation stops the reading of the input
+
+    @Test(
+        "cancelled, sendEach over an endless input hands over the requests in flight and returns, reading no more",
+        .timeLimit(.minutes(1))
+    )
+    func sendEachEndlessCancelled() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport.hanging(counting: arrived)
+        let client = Client(baseURL: baseURL, transport: transport)
+        let reads = Locked(0)
+        let handled = Locked<[Int]>([])
+        let cancellations = Locked(0)
+        let batch = Task {
+            await client.sendEach(EndlessRequests(reads: reads), maxConcurrency: 4) { index, result in
+                handled.withLock { $0.append(index) }
+                if case .failure(is CancellationError) = result { cancellations.withLock { $0 += 1 } }
+            }
+        }
+
+        await arrived.wait(for: 4)
+        batch.cancel()
+        await batch.value
+
+        #expect(reads.value == 4)
+        #expect(handled.value.sorted() == [0, 1, 2, 3])
+        #expect(cancellations.value == 4)
+        #expect(transport.callCount == 4)
+        #expect(transport.cancellationCount == 4)
+    }
+
+    @Test("sendEach called from a cancelled task reads nothing and calls nothing", .timeLimit(.minutes(1)))
+    func sendEachAlreadyCancelled() async throws {
+        let transport = MockTransport(.ok)
+        let client = Client(baseURL: baseURL, transport: transport)
+        let reads = Locked(0)
+        let gate = Gate()
+        let batch = Task {
+            await gate.wait()
+            var calls = 0
+            await client.sendEach(EndlessRequests(reads: reads), maxConcurrency: 4) { _, _ in calls += 1 }
+            return calls
+        }
+        batch.cancel()
+        gate.open()
+
+        #expect(await batch.value == 0)
+        #expect(reads.value == 0)
+        #expect(transport.callCount == 0)
+    }
+
+    @Test(
+        "cancelled, sendAll of a lazily mapped collection returns one result per element without reading the rest",
+        .timeLimit(.minutes(1))
+    )
+    func sendAllCollectionCancelled() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport.hanging(counting: arrived)
+        let client = Client(baseURL: baseURL, transport: transport)
+        let reads = Locked(0)
+        // A `LazyMapCollection`: its count is known without calling the closure.
+        let requests = (0..<1_000).lazy.map { index in
+            reads.withLock { $0 += 1 }
+            return Request<EmptyResponse>.get("/c/\(index)")
+        }
+        let batch = Task { await client.sendAll(requests, maxConcurrency: 4) }
+
+        await arrived.wait(for: 4)
+        batch.cancel()
+        let results = await batch.value
+
+        #expect(results.count == 1_000)
+        #expect(results.allSatisfy { if case .failure(is CancellationError) = $0 { true } else { false } })
+        #expect(reads.value == 4)
+        #expect(transport.callCount == 4)
+    }
+
+    @Test(
+        "cancelled, sendAll of an endless sequence returns the results of the requests it read",
+        .timeLimit(.minutes(1))
+    )
+    func sendAllEndlessCancelled() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport.hanging(counting: arrived)
+        let client = Client(baseURL: baseURL, transport: transport)
+        let reads = Locked(0)
+        let batch = Task { await client.sendAll(EndlessRequests(reads: reads), maxConcurrency: 4) }
+
+        await arrived.wait(for: 4)
+        batch.cancel()
+        let results = await batch.value
+
+        #expect(results.count == 4)
+        #expect(results.allSatisfy { if case .failure(is CancellationError) = $0 { true } else { false } })
+        #expect(reads.value == 4)
+        #expect(transport.cancellationCount == 4)
+    }
+
+    @Test(
+        "cancelled, sendAllOrThrow over an endless sequence throws CancellationError, reading no more",
+        .timeLimit(.minutes(1))
+    )
+    func sendAllOrThrowEndlessCancelled() async throws {
+        let arrived = Arrivals()
+        let transport = MockTransport.hanging(counting: arrived)
+        let client = Client(baseURL: baseURL, transport: transport)
+        let reads = Locked(0)
+        let batch = Task { try await client.sendAllOrThrow(EndlessRequests(reads: reads), maxConcurrency: 4) }
+
+        await arrived.wait(for: 4)
+        batch.cancel()
+
+        await #expect(throws: CancellationError.self) { try await batch.value }
+        #expect(reads.value == 4)
+        #expect(transport.cancellationCount == 4)
+    }
+
+    /// A cancelled batch, for each kind of input, size and limit: some requests have answered, some are in
+    /// flight, and the caller is cancelled.
+    struct CancelledBatch: Sendable, CustomTestStringConvertible {
+        let count: Int
+        let maxConcurrency: Int
+        let answered: Int
+        let isCollection: Bool
+
+        var testDescription: String {
+            "\(isCollection ? "collection" : "sequence") of \(count), \(maxConcurrency) at a time, \(answered) answered"
+        }
+
+        /// Every combination of sizes around the limit, answered counts and input kinds.
+        static var all: [CancelledBatch] {
+            var batches: [CancelledBatch] = []
+            for count in [0, 1, 3, 8, 20] {
+                for maxConcurrency in [1, 3, 8] {
+                    for answered in Set([0, 1, count / 2, count]) where answered <= count {
+                        for isCollection in [true, false] {
+                            batches.append(
+                                CancelledBatch(
+                                    count: count,
+                                    maxConcurrency: maxConcurrency,
+                                    answered: answered,
+                                    isCollection: isCollection
+                                )
+                            )
+                        }
+                    }
+                }
+            }
+            return batches
+        }
+    }
+
+    @Test(
+        "cancelled mid-batch, sendAll and sendEach account for every request read, and read only what they sent",
+        .timeLimit(.minutes(1)),
+        arguments: CancelledBatch.all
+    )
+    func cancelledBatchAccounting(batch: CancelledBatch) async throws {
+        for api in ["sendAll", "sendEach"] {
+            // The first `answered` requests (by index) answer at once; the others hang until cancelled.
+            let started = Arrivals()
+            let transport = MockTransport { request in
+                let index = Int(request.url!.lastPathComponent)!
+                started.arrive()
+                if index < batch.answered { return .ok }
+                try await waitForCancellation()
+                return .ok
+            }
+            let client = Client(baseURL: baseURL, transport: transport)
+            let reads = Locked(0)
+            let requests = (0..<batch.count).lazy.map { index in
+                reads.withLock { $0 += 1 }
+                return Request<EmptyResponse>.get("/b/\(index)")
+            }
+            // The same elements, as a sequence that is not a collection.
+            let sequence: AnySequence<Request<EmptyResponse>> = AnySequence { requests.makeIterator() }
+            // Requests start in index order, so the answered ones start first; wait for those and for the
+            // hanging ones the limit lets in.
+            let expectedStarts = min(batch.count, batch.answered + batch.maxConcurrency)
+            let task = Task { () -> (results: Int, handled: [Int]) in
+                if api == "sendAll" {
+                    let results =
+                        batch.isCollection
+                        ? await client.sendAll(requests, maxConcurrency: batch.maxConcurrency)
+                        : await client.sendAll(sequence, maxConcurrency: batch.maxConcurrency)
+                    return (results.count, [])
+                }
+                var handled: [Int] = []
+                if batch.isCollection {
+                    await client.sendEach(requests, maxConcurrency: batch.maxConcurrency) { index, _ in
+                        handled.append(index)
+                    }
+                } else {
+                    await client.sendEach(sequence, maxConcurrency: batch.maxConcurrency) { index, _ in
+                        handled.append(index)
+                    }
+                }
+                return (0, handled)
+            }
+            await started.wait(for: expectedStarts)
+            task.cancel()
+            let (resultCount, handled) = await task.value
+
+            // Nothing is read that was not sent: reading stops with the cancellation.
+            #expect(reads.value == transport.callCount, "\(api)")
+            #expect(transport.callCount == expectedStarts, "\(api)")
+            if api == "sendAll" {
+                #expect(resultCount == (batch.isCollection ? batch.count : reads.value), "\(api)")
+            } else {
+                #expect(handled.sorted() == Array(0..<reads.value), "\(api)")
+            }
+        }
     }
 }
