@@ -103,6 +103,42 @@ struct AsyncHTTPClientTransportTests {
         #expect(RetryPolicy.isTransient(error))
     }
 
+    @Test("AsyncHTTPClient's and SwiftNIO's connection errors are described, with a POSIXError underneath")
+    func errorTranslation() throws {
+        let request = URLRequest(url: URL(string: "https://api.example.test/v1")!)
+        let cases: [(any Error, String, POSIXErrorCode)] = [
+            (
+                HTTPClientError.connectTimeout,
+                "cannot connect to api.example.test:443 (no answer within the connect timeout)", .ETIMEDOUT
+            ),
+            (
+                IOError(errnoCode: ECONNRESET, reason: "read"), "the connection to api.example.test:443 was reset",
+                .ECONNRESET
+            ),
+            (
+                IOError(errnoCode: EHOSTUNREACH, reason: "connect"),
+                "cannot connect to api.example.test:443 (host unreachable)",
+                .EHOSTUNREACH
+            ),
+        ]
+        for (error, message, code) in cases {
+            let translated = try #require(
+                AsyncHTTPClientTransport.translate(error, request: request, deadline: nil) as? CourierError
+            )
+            #expect(translated.code == .transport)
+            #expect(translated.message == message)
+            #expect((translated.underlying as? POSIXError)?.code == code)
+            #expect(RetryPolicy.isTransient(translated))
+        }
+        // Without a deadline of the call's, AsyncHTTPClient's own deadline error is passed on as it is.
+        let passedOn = AsyncHTTPClientTransport.translate(
+            HTTPClientError.deadlineExceeded,
+            request: request,
+            deadline: nil
+        )
+        #expect(passedOn as? HTTPClientError == .deadlineExceeded)
+    }
+
     @Test("a request under a Deadline gives up when it passes, even with no timeout middleware")
     func honoursDeadline() async throws {
         let server = try SocketServer { _ in .hang }
