@@ -70,6 +70,12 @@ import ServiceLifecycle
 ///   longer accepted (until a new one is issued).
 /// - `GET /auth/:realm/stats`, `GET /auth/stats` → ``AuthStats`` (`issued`, `refreshes`,
 ///   `tokenRequests`, `accepted`, `rejected`).
+/// - `GET /basic-auth/:user/:password` → `200 {"authenticated":true,"user":USER}` with
+///   `Authorization: Basic` of `USER:PASSWORD`, else `401` with
+///   `WWW-Authenticate: Basic realm="Fake Realm"` (as httpbin's).
+/// - `ANY /challenge/:scheme` → `401` with a `WWW-Authenticate` challenge of `basic`
+///   (`Basic realm="Fake Realm"`), `digest` or `negotiate`; `proxy` answers `407` with
+///   `Proxy-Authenticate: Basic realm="Fake Realm"`. The body is `{"error":true,"reason":"…"}`.
 ///
 /// Redirects (the body is a short text; relative `Location`s are the client's to resolve)
 /// - `ANY /redirect/:code?to=TARGET` → `code` (301, 302, 303, 307, 308) to TARGET: a path on the

@@ -175,4 +175,47 @@ struct AuthTests {
             #expect(clock.now - start >= .milliseconds(100))
         }
     }
+
+    @Test("/basic-auth/:user/:password accepts exactly those credentials and challenges anything else")
+    func basicAuth() async throws {
+        try await TestServers.withServer { server in
+            let good = Data("u:p".utf8).base64EncodedString()
+            let wrong = Data("u:q".utf8).base64EncodedString()
+            for (authorization, status) in [("Basic \(good)", 200), ("Basic \(wrong)", 401), (nil, 401)] {
+                let header = authorization.map { "Authorization: \($0)\r\n" } ?? ""
+                // Raw bytes: on Linux, URLSession waits on a Basic challenge until it times out.
+                let reply = try await RawHTTP.exchange(
+                    port: server.port,
+                    request: "GET /basic-auth/u/p HTTP/1.1\r\nHost: 127.0.0.1\r\n\(header)Connection: close\r\n\r\n"
+                )
+                #expect(reply.status == status)
+                if status == 200 {
+                    #expect(String(decoding: reply.body, as: UTF8.self) == #"{"authenticated":true,"user":"u"}"#)
+                } else {
+                    #expect(reply.header("WWW-Authenticate") == #"Basic realm="Fake Realm""#)
+                }
+            }
+        }
+    }
+
+    @Test(
+        "/challenge/:scheme answers 401 with that scheme's challenge, or 407 with Proxy-Authenticate",
+        arguments: [
+            ("basic", 401, "WWW-Authenticate", "Basic realm="),
+            ("digest", 401, "WWW-Authenticate", "Digest realm="),
+            ("negotiate", 401, "WWW-Authenticate", "Negotiate"),
+            ("proxy", 407, "Proxy-Authenticate", "Basic realm="),
+        ]
+    )
+    func challenge(scheme: String, status: Int, header: String, prefix: String) async throws {
+        try await TestServers.withServer { server in
+            let reply = try await RawHTTP.exchange(
+                port: server.port,
+                request: "GET /challenge/\(scheme) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
+            #expect(reply.status == status)
+            #expect(reply.header(header)?.hasPrefix(prefix) == true)
+            #expect(String(decoding: reply.body, as: UTF8.self).contains("Credentials required."))
+        }
+    }
 }

@@ -3,6 +3,7 @@ public import AsyncHTTPClient
 public import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
@@ -40,10 +41,24 @@ public import FoundationNetworking
 ///   bytes received pass the limit; the request is then cancelled and no more than the limit is held.
 /// - **Cancellation**: cancelling the calling task cancels the request (AsyncHTTPClient closes the
 ///   connection); the call throws `CancellationError`.
-/// - **Timeouts**: AsyncHTTPClient requires a deadline for each request; the transport passes a far one
-///   (`NIODeadline.distantFuture`) and leaves deadlines to the timeout middleware, which cancels the
-///   request. `URLRequest.timeoutInterval` is ignored. The client's own connect timeout (10 seconds by
-///   default) still applies.
+/// - **Connecting**: an owned client made from ``defaultConfiguration`` reports a connection that cannot be
+///   made at once (a refused connection fails in a few milliseconds, as with `URLSession`) instead of letting
+///   AsyncHTTPClient's pool try again until its connect timeout, and waits at most 10 seconds (the connect
+///   timeout) for a host that does not answer. Whether to try again is the retry middleware's decision. A
+///   configuration of your own, or a borrowed client, keeps its `connectionPool.retryConnectionEstablishment`
+///   (AsyncHTTPClient's default, `true`, retries a refused connection until the connect timeout).
+/// - **Deadlines**: under a call's ``Deadline`` (set by the timeout middleware, or by you with
+///   `Deadline.$current.withValue`), the request is given to AsyncHTTPClient with that deadline, so that
+///   connecting and waiting for a pooled connection and for the response head never go past it; a deadline
+///   that has passed fails the request before it is sent. Either fails with ``CourierError/Code/timedOut``
+///   and ``CourierError/timeout`` set, as the timeout middleware reports it. The deadline is measured in real
+///   time from the moment the request is sent (a deadline on a test's manual clock is as long in real time).
+///   The body is read until the timeout middleware cancels the call. Without a deadline, the transport passes
+///   `NIODeadline.distantFuture`. `URLRequest.timeoutInterval` is ignored.
+/// - **Errors**: a failed socket call is a ``CourierError/Code/transport`` error that says what happened
+///   (`cannot connect to 127.0.0.1:8080 (connection refused)`), with the socket's `POSIXError` as
+///   ``CourierError/underlying``, so ``RetryPolicy/isTransient(_:)`` treats a refused, reset or timed-out
+///   connection as transient. Other AsyncHTTPClient errors are thrown as they are, and the client wraps them.
 /// - **Bodies**: `httpBody` is sent as it is; an `httpBodyStream` is read whole before sending. Responses
 ///   are not decompressed unless the client's configuration enables it.
 public final class AsyncHTTPClientTransport: Transport {
@@ -51,9 +66,17 @@ public final class AsyncHTTPClientTransport: Transport {
     public static let defaultMaximumResponseSize = URLSessionTransport.defaultMaximumResponseSize
 
     /// The configuration of an owned client when none is given: AsyncHTTPClient's defaults, with redirects
-    /// disallowed.
+    /// disallowed and a failed connection reported at once.
+    ///
+    /// `connectionPool.retryConnectionEstablishment` is `false`: when a connection cannot be made (refused,
+    /// unreachable), the requests waiting for it fail at once, as with `URLSession`, instead of waiting while
+    /// the pool tries again until the connect timeout (10 seconds); whether to try again is the
+    /// ``Middleware/retry(_:clock:)`` middleware's decision. The connect timeout stays AsyncHTTPClient's
+    /// 10 seconds, for a host that does not answer at all.
     public static var defaultConfiguration: HTTPClient.Configuration {
-        HTTPClient.Configuration(redirectConfiguration: .disallow)
+        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return configuration
     }
 
     /// The client requests are sent with.
@@ -128,29 +151,115 @@ public final class AsyncHTTPClientTransport: Transport {
     /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
     /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
     ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,
-    ///   ``CourierError/Code/clientShutDown`` after ``shutdown()``, or AsyncHTTPClient's error.
+    ///   ``CourierError/Code/clientShutDown`` after ``shutdown()``, ``CourierError/Code/timedOut`` when the
+    ///   call's ``Deadline`` passes, ``CourierError/Code/transport`` for a failed socket call, or
+    ///   AsyncHTTPClient's error.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         // Validated (RequestValidation's checks) while converted: one pass over the headers.
         var outgoing = try Self.makeHead(from: request)
         // AsyncHTTPClient 1.37 still sends a request whose task was cancelled before `execute`.
         try Task.checkCancellation()
+        let callDeadline = Deadline.current
+        let deadline: NIODeadline
+        if let callDeadline {
+            let left = callDeadline.timeLeft
+            guard left > .zero else { throw Self.deadlinePassed(callDeadline, request: request) }
+            deadline = Self.nioDeadline(after: left)
+        } else {
+            deadline = .distantFuture
+        }
         outgoing.body = try Self.makeBody(from: request)
         do {
-            let response = try await client.execute(outgoing, deadline: .distantFuture)
+            let response = try await client.execute(outgoing, deadline: deadline)
             return try await collect(response, for: request)
         } catch let error as CourierError {
             throw error
-        } catch let error as HTTPClientError where error == .alreadyShutdown {
-            throw CourierError(
-                .clientShutDown,
-                message: "the AsyncHTTPClient HTTPClient is shut down",
-                request: request,
-                underlying: error
-            )
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw error
+            throw Self.translate(error, request: request, deadline: callDeadline)
         }
+    }
+
+    // MARK: Deadlines and errors
+
+    /// `NIODeadline.now()` plus `duration`; `distantFuture` for a duration too long to count in nanoseconds.
+    static func nioDeadline(after duration: Duration) -> NIODeadline {
+        let (seconds, attoseconds) = duration.components
+        // About 292 years of nanoseconds fit in an Int64; a deadline further away is as good as none.
+        guard seconds < 9_000_000_000 else { return .distantFuture }
+        return .now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    }
+
+    /// The error for a call whose ``Deadline`` passed while (or before) the transport was waiting: the one the
+    /// timeout middleware that set the deadline reports, whichever of the two notices first.
+    static func deadlinePassed(_ deadline: Deadline, request: URLRequest) -> CourierError {
+        var error = CourierError(
+            .timedOut,
+            message: "the call's deadline passed (a timeout of \(deadline.timeout))",
+            request: request
+        )
+        error.timeout = deadline.timeout
+        return error
+    }
+
+    /// What an error of AsyncHTTPClient or SwiftNIO becomes: a ``CourierError`` that says what happened when
+    /// the error is known, the error itself otherwise (the client reports it as ``CourierError/Code/transport``).
+    ///
+    /// A socket error is reported with a `POSIXError` underneath, the way ``RetryPolicy/isTransient(_:)``
+    /// recognises a refused, reset or timed-out connection.
+    static func translate(_ error: any Error, request: URLRequest, deadline: Deadline?) -> any Error {
+        switch error {
+        case let error as HTTPClientError:
+            if error == .alreadyShutdown {
+                return CourierError(
+                    .clientShutDown,
+                    message: "the AsyncHTTPClient HTTPClient is shut down",
+                    request: request,
+                    underlying: error
+                )
+            }
+            if error == .deadlineExceeded, let deadline {
+                return deadlinePassed(deadline, request: request)
+            }
+            if error == .connectTimeout {
+                return CourierError(
+                    .transport,
+                    message:
+                        "cannot connect to \(TransportFailure.endpoint(of: request)) (no answer within the connect timeout)",
+                    request: request,
+                    underlying: POSIXError(.ETIMEDOUT)
+                )
+            }
+            return error
+        case let error as IOError:
+            return socketFailure(errno: error.errnoCode, request: request) ?? error
+        case let error as NIOConnectionError:
+            // A host name: every address it resolved to failed; the last attempt's error says why.
+            if let last = error.connectionErrors.last?.error as? IOError {
+                return socketFailure(errno: last.errnoCode, request: request) ?? error
+            }
+            return error
+        default:
+            return error
+        }
+    }
+
+    /// A ``CourierError/Code/transport`` error for a socket call that failed with `errno`, or `nil` for a code
+    /// `POSIXError` does not know.
+    private static func socketFailure(errno code: Int32, request: URLRequest) -> CourierError? {
+        guard let posix = POSIXErrorCode(rawValue: code) else { return nil }
+        let endpoint = TransportFailure.endpoint(of: request)
+        let message: String
+        switch posix {
+        case .ECONNREFUSED: message = "cannot connect to \(endpoint) (connection refused)"
+        case .ETIMEDOUT: message = "cannot connect to \(endpoint) (the connection timed out)"
+        case .EHOSTUNREACH, .EHOSTDOWN: message = "cannot connect to \(endpoint) (host unreachable)"
+        case .ENETUNREACH, .ENETDOWN: message = "cannot connect to \(endpoint) (network unreachable)"
+        case .ECONNRESET: message = "the connection to \(endpoint) was reset"
+        case .EPIPE: message = "the connection to \(endpoint) was closed while sending"
+        default: message = "the connection to \(endpoint) failed (\(String(cString: strerror(code))))"
+        }
+        return CourierError(.transport, message: message, request: request, underlying: POSIXError(posix))
     }
 
     // MARK: Conversion

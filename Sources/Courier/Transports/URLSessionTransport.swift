@@ -30,8 +30,16 @@ public import FoundationNetworking
 /// - **Timeouts**: do not rely on `URLRequest.timeoutInterval` for sub-second timeouts. On Linux it is
 ///   truncated to whole seconds, so `0.5` fires after about 1 ms; this transport raises an interval
 ///   between 0 and 1 second to 1 second on Linux. Use the timeout middleware for real deadlines.
-/// - A response that is not an HTTP response throws ``CourierError/Code/nonHTTPResponse``; a failure of
-///   the session throws its `URLError`, which the client reports as ``CourierError/Code/transport``.
+/// - **Authentication challenges**: a 401 or 407 that asks for credentials (`WWW-Authenticate: Basic`,
+///   `Digest`, `Negotiate`, `Proxy-Authenticate`, …) is returned at once as a response, with its body, for
+///   Courier's middleware to handle. The session never answers it with a credential: not from its credential
+///   storage, nor by URL loading's default handling. TLS challenges (server trust, client certificates) keep
+///   the system's handling. With ``init(session:maximumResponseSize:)`` this is your session delegate's to do.
+/// - A response that is not an HTTP response throws ``CourierError/Code/nonHTTPResponse``. A session failure
+///   that names a connection problem (cannot connect, connection lost, timed out, host not found) throws a
+///   ``CourierError/Code/transport`` error that says so (`cannot connect to 127.0.0.1:8080`), with the
+///   `URLError` as ``CourierError/underlying``; any other failure throws its `URLError`, which the client
+///   reports as ``CourierError/Code/transport``.
 public final class URLSessionTransport: Transport {
     /// The response size limit used when none is given: 10 MiB.
     ///
@@ -99,7 +107,11 @@ public final class URLSessionTransport: Transport {
     ///   session can meet a redirect to another origin;
     /// - the body is collected by the session and checked against `maximumResponseSize` only when it is
     ///   complete, so a huge body is buffered before it is refused;
-    /// - on Linux, the body of a 3xx response comes back empty.
+    /// - on Linux, the body of a 3xx response comes back empty;
+    /// - the session's delegate answers authentication challenges. On Linux through Swift 6.3, a session whose
+    ///   delegate does not answer them waits until the request times out on a 401 with
+    ///   `WWW-Authenticate: Basic realm=…` (swift-corelibs-foundation issue 5456; fixed for Swift 6.4), and
+    ///   a session with credential storage sends a stored credential in answer.
     ///
     /// - Parameters:
     ///   - session: The session.
@@ -128,15 +140,20 @@ public final class URLSessionTransport: Transport {
     /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
     /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
     ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,
-    ///   ``CourierError/Code/nonHTTPResponse``, or the session's `URLError`.
+    ///   ``CourierError/Code/nonHTTPResponse``, ``CourierError/Code/transport`` for a connection failure, or the
+    ///   session's `URLError`.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try RequestValidation.validate(request)
         var request = request
         Self.raiseSubsecondTimeout(&request)
-        if let delegate {
-            return try await delegate.send(request, on: session, maximumResponseSize: maximumResponseSize)
+        do {
+            if let delegate {
+                return try await delegate.send(request, on: session, maximumResponseSize: maximumResponseSize)
+            }
+            return try await sendWithCompletionHandler(request)
+        } catch let error as URLError {
+            throw TransportFailure.describing(error, request: request)
         }
-        return try await sendWithCompletionHandler(request)
     }
 
     /// On Linux, FoundationNetworking truncates `timeoutInterval` to whole seconds, so an interval below one

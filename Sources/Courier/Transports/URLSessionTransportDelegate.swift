@@ -5,9 +5,9 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The delegate of the session a ``URLSessionTransport`` creates: it refuses redirects and collects each
-/// task's body chunk by chunk, so that a body larger than the limit is refused while it arrives instead of
-/// after it has been buffered whole.
+/// The delegate of the session a ``URLSessionTransport`` creates: it refuses redirects, hands a response that
+/// asks for credentials back as it is, and collects each task's body chunk by chunk, so that a body larger than
+/// the limit is refused while it arrives instead of after it has been buffered whole.
 ///
 /// One delegate serves every task of its session; each task's state lives in an ``URLSessionExchange``
 /// found by the task's identifier.
@@ -58,9 +58,66 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         completionHandler(nil)
     }
 
+    /// A 401 or 407 that asks for credentials is the caller's to handle (Courier's authentication middleware
+    /// reads it): the session must neither answer it with a credential of its own nor wait for one.
+    ///
+    /// On Apple platforms, rejecting the protection space makes the session go on without a credential and
+    /// deliver the response. FoundationNetworking issues the challenge only after the whole response has
+    /// arrived, cancels the task for a rejected space, and (through Swift 6.3.x) waits until the request times
+    /// out for default handling without a credential, or sends one from the session's credential storage
+    /// (swift-corelibs-foundation issue 5456). So there the exchange is completed with the response and body it
+    /// has received, and the task is cancelled afterwards.
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        let disposition = Self.disposition(for: challenge)
+        #if canImport(FoundationNetworking)
+        if disposition == .rejectProtectionSpace {
+            let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+            exchange?.complete(error: nil, fallbackResponse: challenge.failureResponse)
+            completionHandler(.cancelAuthenticationChallenge, nil)
+            return
+        }
+        #endif
+        completionHandler(disposition, nil)
+    }
+
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         exchange?.complete(error: error)
+    }
+
+    // MARK: URLSessionDelegate
+
+    /// Challenges for the whole session (on Apple platforms: server trust, client certificates, NTLM and
+    /// Negotiate), answered as ``urlSession(_:task:didReceive:completionHandler:)`` answers them.
+    func urlSession(
+        _ session: URLSession,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        completionHandler(Self.disposition(for: challenge), nil)
+    }
+
+    /// Server trust and client certificates belong to TLS and keep the system's handling (certificates are
+    /// checked as usual); every other method asks for a credential for the request, and the space is rejected,
+    /// so that no credential Courier did not put on the request (from credential storage, a default
+    /// credential, or URL loading's own handling) is ever sent.
+    static func disposition(for challenge: URLAuthenticationChallenge) -> URLSession.AuthChallengeDisposition {
+        #if canImport(FoundationNetworking)
+        // FoundationNetworking issues no TLS challenges: every one asks for a credential for the request.
+        return .rejectProtectionSpace
+        #else
+        switch challenge.protectionSpace.authenticationMethod {
+        case NSURLAuthenticationMethodServerTrust, NSURLAuthenticationMethodClientCertificate:
+            return .performDefaultHandling
+        default:
+            return .rejectProtectionSpace
+        }
+        #endif
     }
 
     // MARK: URLSessionDataDelegate
@@ -201,7 +258,9 @@ final class URLSessionExchange: Sendable {
         }
     }
 
-    func complete(error: (any Error)?) {
+    /// Ends the exchange: with `error`, or else with the response received (`fallbackResponse` when none was,
+    /// as for a challenge issued before the response was delivered) and the body collected.
+    func complete(error: (any Error)?, fallbackResponse: URLResponse? = nil) {
         let outcome:
             (CheckedContinuation<(Data, HTTPURLResponse), any Error>, Result<(Data, HTTPURLResponse), any Error>)? =
                 state.withLock { state in
@@ -210,7 +269,7 @@ final class URLSessionExchange: Sendable {
                     if let error {
                         return (continuation, .failure(error))
                     }
-                    guard let response = state.response as? HTTPURLResponse else {
+                    guard let response = (state.response ?? fallbackResponse) as? HTTPURLResponse else {
                         let error = CourierError(
                             .nonHTTPResponse,
                             message: "the response is not an HTTP response",

@@ -236,7 +236,9 @@ final class SocketServer: Sendable {
         case 304: "Not Modified"
         case 307: "Temporary Redirect"
         case 308: "Permanent Redirect"
+        case 401: "Unauthorized"
         case 404: "Not Found"
+        case 407: "Proxy Authentication Required"
         default: "Status"
         }
     }

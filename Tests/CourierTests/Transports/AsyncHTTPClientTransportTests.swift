@@ -2,6 +2,7 @@
 import AsyncHTTPClient
 import CourierTesting
 import Foundation
+import NIOCore
 import NIOHTTP1
 import Testing
 
@@ -55,6 +56,123 @@ struct AsyncHTTPClientTransportTests {
             try await transport.send(URLRequest(url: URL(string: "http://127.0.0.1:9/")!))
         }
         #expect(error.code == .clientShutDown)
+    }
+
+    @Test("a refused connection fails at once with transport, saying which address refused it")
+    func refusedConnection() async throws {
+        let port = try RefusingPort()
+        let transport = AsyncHTTPClientTransport()
+        let client = Client(transport: transport)
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = await outcome { try await client.send(URLRequest(url: port.url("/nobody-home"))) }
+        let elapsed = start.duration(to: clock.now)
+        try await transport.shutdown()
+        let error = try #require(result.failure as? CourierError, "\(result)")
+        #expect(error.code == .transport)
+        #expect(error.message == "cannot connect to 127.0.0.1:\(port.port) (connection refused)")
+        #expect(error.description.contains("cannot connect to 127.0.0.1:\(port.port) (connection refused)"))
+        // A generous guard: AsyncHTTPClient's own default retries a refused connection for 10 seconds.
+        #expect(elapsed < .seconds(5))
+    }
+
+    @Test("a refused connection to a host name says so too, whichever of its addresses refused it")
+    func refusedConnectionByName() async throws {
+        let port = try RefusingPort()
+        let transport = AsyncHTTPClientTransport()
+        let url = try #require(URL(string: "http://localhost:\(port.port)/nobody-home"))
+        let result = await outcome { try await transport.send(URLRequest(url: url)) }
+        try await transport.shutdown()
+        let error = try #require(result.failure as? CourierError, "\(result)")
+        #expect(error.code == .transport)
+        #expect(error.message == "cannot connect to localhost:\(port.port) (connection refused)")
+        #expect((error.underlying as? POSIXError)?.code == .ECONNREFUSED)
+    }
+
+    @Test("a refused connection is not retried by the pool until the connect timeout, however long it is")
+    func refusedConnectionWithLongConnectTimeout() async throws {
+        let port = try RefusingPort()
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        // Longer than the test's time limit: a pool that retries the connection until then fails the test.
+        configuration.timeout.connect = .minutes(5)
+        let transport = AsyncHTTPClientTransport(configuration: configuration)
+        let result = await outcome { try await transport.send(URLRequest(url: port.url("/nobody-home"))) }
+        try await transport.shutdown()
+        let error = try #require(result.failure as? CourierError, "\(result)")
+        #expect(error.code == .transport)
+        #expect(RetryPolicy.isTransient(error))
+    }
+
+    @Test("AsyncHTTPClient's and SwiftNIO's connection errors are described, with a POSIXError underneath")
+    func errorTranslation() throws {
+        let request = URLRequest(url: URL(string: "https://api.example.test/v1")!)
+        let cases: [(any Error, String, POSIXErrorCode)] = [
+            (
+                HTTPClientError.connectTimeout,
+                "cannot connect to api.example.test:443 (no answer within the connect timeout)", .ETIMEDOUT
+            ),
+            (
+                IOError(errnoCode: ECONNRESET, reason: "read"), "the connection to api.example.test:443 was reset",
+                .ECONNRESET
+            ),
+            (
+                IOError(errnoCode: EHOSTUNREACH, reason: "connect"),
+                "cannot connect to api.example.test:443 (host unreachable)",
+                .EHOSTUNREACH
+            ),
+        ]
+        for (error, message, code) in cases {
+            let translated = try #require(
+                AsyncHTTPClientTransport.translate(error, request: request, deadline: nil) as? CourierError
+            )
+            #expect(translated.code == .transport)
+            #expect(translated.message == message)
+            #expect((translated.underlying as? POSIXError)?.code == code)
+            #expect(RetryPolicy.isTransient(translated))
+        }
+        // Without a deadline of the call's, AsyncHTTPClient's own deadline error is passed on as it is.
+        let passedOn = AsyncHTTPClientTransport.translate(
+            HTTPClientError.deadlineExceeded,
+            request: request,
+            deadline: nil
+        )
+        #expect(passedOn as? HTTPClientError == .deadlineExceeded)
+    }
+
+    @Test("a request under a Deadline gives up when it passes, even with no timeout middleware")
+    func honoursDeadline() async throws {
+        let server = try SocketServer { _ in .hang }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        let deadline = Deadline(after: .milliseconds(200))
+        let result = await outcome {
+            try await Deadline.$current.withValue(deadline) {
+                try await transport.send(URLRequest(url: server.url("/slow")))
+            }
+        }
+        try await transport.shutdown()
+        let error = try #require(result.failure as? CourierError, "\(result)")
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .milliseconds(200))
+        #expect(server.requests.count == 1)
+        await server.closedByClient.wait(for: 1)
+    }
+
+    @Test("a Deadline that has passed already fails the request before anything is sent")
+    func deadlinePassedBeforeSending() async throws {
+        let server = try SocketServer { _ in .response(status: 200) }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        let deadline = Deadline(after: .zero)
+        let result = await outcome {
+            try await Deadline.$current.withValue(deadline) {
+                try await transport.send(URLRequest(url: server.url("/late")))
+            }
+        }
+        try await transport.shutdown()
+        let error = try #require(result.failure as? CourierError, "\(result)")
+        #expect(error.code == .timedOut)
+        #expect(server.requests.isEmpty)
     }
 
     @Test("a body stream is read and sent whole")
@@ -157,6 +275,16 @@ struct AsyncHTTPClientTransportTests {
     )
     func versionString(version: NIOHTTP1.HTTPVersion, expected: String) {
         #expect(AsyncHTTPClientTransport.versionString(version) == expected)
+    }
+}
+#endif
+
+#if AsyncHTTPClient
+extension Result {
+    /// The error, when this is a failure.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }
 #endif

@@ -58,6 +58,38 @@ struct URLSessionTransportTests {
         #expect(error?.code == .transport)
         #expect(error?.middleware == nil)
         #expect(error?.underlying is URLError)
+        #expect(error?.message == "cannot connect to 127.0.0.1:\(port.port)")
+        #expect(error?.description.contains("cannot connect to 127.0.0.1:\(port.port)") == true)
+    }
+
+    @Test(
+        "a URLError naming a connection failure says what happened, with the URLError underneath",
+        arguments: [
+            (URLError.Code.cannotConnectToHost, "cannot connect to api.example.test:443"),
+            (.networkConnectionLost, "the connection to api.example.test:443 was lost"),
+            (.timedOut, "no answer from api.example.test:443 within the request's timeout interval"),
+            (.cannotFindHost, "cannot find host api.example.test"),
+            (.dnsLookupFailed, "cannot find host api.example.test"),
+        ]
+    )
+    func connectionFailureMessages(code: URLError.Code, message: String) throws {
+        let request = URLRequest(url: URL(string: "https://api.example.test/v1/users")!)
+        let error = try #require(TransportFailure.describing(URLError(code), request: request) as? CourierError)
+        #expect(error.code == .transport)
+        #expect(error.message == message)
+        #expect((error.underlying as? URLError)?.code == code)
+    }
+
+    @Test("other URLErrors, cancellation among them, are passed on as they are")
+    func otherURLErrorsPassedOn() {
+        let request = URLRequest(url: URL(string: "http://[::1]:8080/x")!)
+        for code in [URLError.Code.cancelled, .badServerResponse, .secureConnectionFailed] {
+            #expect((TransportFailure.describing(URLError(code), request: request) as? URLError)?.code == code)
+        }
+        #expect(TransportFailure.endpoint(of: request) == "[::1]:8080")
+        #expect(
+            TransportFailure.endpoint(of: URLRequest(url: URL(string: "http://example.test/")!)) == "example.test:80"
+        )
     }
 
     @Test("a reply that is not HTTP is a CourierError, not a hang or a crash")

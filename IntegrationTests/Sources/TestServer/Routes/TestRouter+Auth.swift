@@ -25,6 +25,14 @@ extension TestRouter {
                 try Response.json(await state.authStats(realm: realm(context)))
             }
         }
+        router.get("basic-auth/:user/:password") { request, context in
+            try Self.basicAuth(request, context: context)
+        }
+        for method in Self.allMethods {
+            router.on("challenge/:scheme", method: method) { _, context in
+                try Self.challenge(context.parameters.get("scheme") ?? "")
+            }
+        }
         for prefix in ["auth/:realm/", ""] {
             router.get("\(prefix)protected") { request, context in
                 try await Self.protected(request, realm: realm(context), state: state, rejectWith403: false)
@@ -87,6 +95,43 @@ extension TestRouter {
         return try Response.json(ErrorBody(reason: reason), status: .unauthorized, headers: headers)
     }
 
+    /// The realm of the Basic challenges (`/basic-auth/…`, `/challenge/basic`), as httpbin names it.
+    static let basicRealm = "Fake Realm"
+
+    /// `200 {"authenticated":true,"user":USER}` when the request carries `Authorization: Basic` with
+    /// `USER:PASSWORD`; otherwise `401` with `WWW-Authenticate: Basic realm="Fake Realm"`.
+    private static func basicAuth(_ request: Request, context: BasicRequestContext) throws -> Response {
+        let user = context.parameters.get("user") ?? ""
+        let password = context.parameters.get("password") ?? ""
+        let expected = "Basic " + Data("\(user):\(password)".utf8).base64EncodedString()
+        guard request.headers[.authorization] == expected else {
+            return try Self.challenge("basic")
+        }
+        return try Response.json(BasicAuthBody(user: user))
+    }
+
+    /// A `401` asking for credentials of `scheme` (`basic`, `digest`, `negotiate`), or for `proxy` a
+    /// `407` with `Proxy-Authenticate: Basic`; the body is `{"error":true,"reason":"…"}`.
+    private static func challenge(_ scheme: String) throws -> Response {
+        var headers = HTTPFields()
+        var status = HTTPResponse.Status.unauthorized
+        switch scheme {
+        case "basic":
+            headers[.wwwAuthenticate] = #"Basic realm="\#(basicRealm)""#
+        case "digest":
+            headers[.wwwAuthenticate] =
+                #"Digest realm="\#(basicRealm)", qop="auth", nonce="6fa8a1cbd2a4e1c0", opaque="0d4b""#
+        case "negotiate":
+            headers[.wwwAuthenticate] = "Negotiate"
+        case "proxy":
+            status = .proxyAuthenticationRequired
+            headers[.proxyAuthenticate] = #"Basic realm="\#(basicRealm)""#
+        default:
+            return Response.badRequest("scheme must be basic, digest, negotiate or proxy")
+        }
+        return try Response.json(ErrorBody(reason: "Credentials required."), status: status, headers: headers)
+    }
+
     /// The token of an `Authorization: Bearer TOKEN` header; the scheme is case-insensitive.
     static func bearerToken(_ header: String?) -> String? {
         guard let header else { return nil }
@@ -94,6 +139,12 @@ extension TestRouter {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         return String(parts[1]).trimmingCharacters(in: .whitespaces)
     }
+}
+
+/// What `/basic-auth/:user/:password` answers to the right credentials.
+private struct BasicAuthBody: Encodable {
+    var authenticated = true
+    var user: String
 }
 
 /// What a protected endpoint answers to the current token.
