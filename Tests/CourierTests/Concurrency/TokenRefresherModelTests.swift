@@ -543,6 +543,7 @@ private final class ModelCase {
     /// and a refresh runs exactly when the test holds one. Then records the current token's version.
     private func settle() async {
         let started = tasks.count
+        let (world, server, refresher, refreshes) = (self.world, self.server, self.refresher, self.refreshes)
         await world.changes.wait {
             // Read in this order so that a request moving on while they are read is never counted twice.
             let finishedCount = world.finishedCount
