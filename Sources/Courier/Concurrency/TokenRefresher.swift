@@ -350,9 +350,10 @@ public actor TokenRefresher {
         storage.withLock { $0.machine.waiterCount }
     }
 
-    /// Whether a refresh is running.
-    nonisolated var isRefreshInProgress: Bool {
-        storage.withLock { $0.machine.refreshing != nil }
+    /// How many callers are waiting and whether a refresh is running, read together (a refresh that ends
+    /// changes both at once).
+    nonisolated var activity: (waiters: Int, isRefreshing: Bool) {
+        storage.withLock { ($0.machine.waiterCount, $0.machine.refreshing != nil) }
     }
 
     /// Calls `observer` after every change a test may wait for: a caller starts waiting, a refresh ends, a token

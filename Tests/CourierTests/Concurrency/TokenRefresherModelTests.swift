@@ -545,13 +545,14 @@ private final class ModelCase {
         let started = tasks.count
         let (world, server, refresher, refreshes) = (self.world, self.server, self.refresher, self.refreshes)
         await world.changes.wait {
-            // Read in this order so that a request moving on while they are read is never counted twice.
+            // Read in this order so that nothing moving on while they are read is counted twice or looks
+            // settled: a request goes from waiting to held, a refresh starts before the test holds it and ends
+            // after the test let it go.
             let finishedCount = world.finishedCount
             let held = server.heldCount
-            let waiting = refresher.waiterCount
+            let refresher = refresher.activity  // both at once: a refresh that ends changes both
             let pending = refreshes.pending != nil
-            let refreshing = refresher.isRefreshInProgress
-            return finishedCount + held + waiting == started && pending == refreshing
+            return finishedCount + held + refresher.waiters == started && pending == refresher.isRefreshing
         }
         for case .finished(let request, _, _) in world.log { finished.insert(request) }
         let token = refresher.token.value
