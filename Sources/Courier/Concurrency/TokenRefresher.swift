@@ -117,11 +117,11 @@ public actor TokenRefresher {
     /// `min(leeway, lifetime / 2)` is left of the lifetime it arrived with.
     ///
     /// The leeway covers the time a request takes to reach the server and clock differences, so a token is not
-    /// sent just as it expires. Capped at half the lifetime, a token just received is always usable, and a token
-    /// is refreshed at most twice per lifetime however short it is: with the default 30 s, a 1 h token is
-    /// refreshed after 59 min 30 s, a 60 s token after 30 s, a 30 s token after 15 s, a 1 s token after 0.5 s
-    /// (such short lifetimes may need a larger ``limit``). Without the cap, a token living no longer than the
-    /// leeway would be refreshed before every request until ``CourierError/Code/tooManyRefreshes``.
+    /// sent just as it expires. Capped at half the lifetime, a token just received is always usable, and
+    /// refreshes before sending come at most once per half lifetime, however short: with the default 30 s, a 1 h
+    /// token is refreshed after 59 min 30 s, a 60 s token after 30 s, a 30 s token after 15 s, a 1 s token after
+    /// 0.5 s (such short lifetimes may need a larger ``limit``). Without the cap, a token living no longer than
+    /// the leeway would be refreshed before every request until ``CourierError/Code/tooManyRefreshes``.
     ///
     /// A token that arrives with no time left (`expiresIn` zero or negative, from a refresh or ``setToken(_:)``;
     /// usually a clock or unit mismatch) is not refreshed before sending: it is used until the server rejects
