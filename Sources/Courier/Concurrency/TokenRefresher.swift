@@ -20,12 +20,18 @@ import Synchronization
 ///   one of them waits for it and retries once with the new token.
 /// - **Versions.** Every stored token gets a ``version`` one higher than the last. A request that was
 ///   rejected with an older version than the current one retries with the current token and does not
-///   refresh again (the stale-token race).
+///   refresh again (the stale-token race). A rejected request is only ever handed a **newer** token than the
+///   one rejected, never the same one again: if a refresh of an older token is still running (the current one
+///   was stored with ``setToken(_:)`` meanwhile, and rejected too), it waits for that refresh to end, then one
+///   refresh of the current token runs for every such request. Refreshes never overlap, so a refresh closure
+///   may use a refresh token that the server rotates.
 /// - **The refresh belongs to the refresher.** It runs in a task of its own, so a caller that is cancelled
 ///   while waiting stops waiting at once (it throws `CancellationError`), and the refresh goes on and
 ///   stores its token for everybody else.
-/// - **Preemptive refresh.** A token with an expiry is refreshed before sending, once it is within
-///   `leeway` of expiring, instead of after a rejection. Time is read from the injected clock.
+/// - **Preemptive refresh.** A token with an expiry is refreshed before sending once `min(leeway, lifetime / 2)`
+///   is left of it, instead of after a rejection, so a token just received is always usable however short
+///   its life (see ``leeway``, also for a token that arrives already expired). Time is read from the injected
+///   clock.
 /// - **Failure.** A failed refresh fails every waiter promptly with the same
 ///   ``CourierError/Code/refreshFailed`` error (its ``CourierError/underlying`` is what `refresh` threw).
 ///   Requests that were already sent with the failed token get that error too instead of starting another
@@ -40,7 +46,8 @@ import Synchronization
 ///   and the child tasks and `Task { }`s it creates, but not `Task.detached`.
 ///
 /// **Cost.** The current token lives in a mutex, so the middleware reads it synchronously: a request whose
-/// token is valid never awaits the actor. Only rejections and refreshes do.
+/// token is valid never awaits anything. Only rejections and refreshes wait, on a continuation, without an
+/// actor hop.
 ///
 /// The token's value never appears in a description or an error.
 public actor TokenRefresher {
@@ -93,41 +100,50 @@ public actor TokenRefresher {
         public static let `default` = RefreshLimit(maximum: 5, per: .seconds(30))
     }
 
-    /// The current token, readable without awaiting the actor.
-    struct Credential: Sendable {
-        var value: String
-        var version: Int
-        /// When the token expires, as a time since the refresher was created; `nil` when unknown.
-        var expiresAt: Duration?
-        /// How many refreshes have failed so far; a request compares it to detect a failure since it sent.
-        var failedRefreshes: Int
+    /// The current token, as the middleware reads it without awaiting the actor.
+    typealias Credential = TokenRefresherStateMachine.Credential
+
+    private typealias Decision = TokenRefresherStateMachine.Decision
+
+    /// The state machine and the continuations of its waiters, under one lock.
+    private struct Storage {
+        var machine: TokenRefresherStateMachine
+        var continuations: [Int: CheckedContinuation<Credential, any Error>] = [:]
+        /// Called after every change a test may wait for (a waiter added, a refresh ended); `nil` outside tests.
+        var observer: (@Sendable () -> Void)?
     }
 
-    private struct Refresh {
-        let replacing: Int
-        var waiters: [RefreshWaiter] = []
-    }
-
-    /// How long before expiry a token is refreshed preemptively.
+    /// How long before its expiry a token is refreshed before sending, at most: a token is refreshed once
+    /// `min(leeway, lifetime / 2)` is left of the lifetime it arrived with.
+    ///
+    /// The leeway covers the time a request takes to reach the server and clock differences, so a token is not
+    /// sent just as it expires. Capped at half the lifetime, a token just received is always usable, and
+    /// refreshes before sending come at most once per half lifetime, however short: with the default 30 s, a 1 h
+    /// token is refreshed after 59 min 30 s, a 60 s token after 30 s, a 30 s token after 15 s, a 1 s token after
+    /// 0.5 s (such short lifetimes may need a larger ``limit``). Without the cap, a token living no longer than
+    /// the leeway would be refreshed before every request until ``CourierError/Code/tooManyRefreshes``.
+    ///
+    /// A token that arrives with no time left (`expiresIn` zero or negative, from a refresh or ``setToken(_:)``;
+    /// usually a clock or unit mismatch) is not refreshed before sending: it is used until the server rejects
+    /// it, because refreshing it at once would bring another such token, again and again. Only the token the
+    /// refresher starts with is refreshed before its first use when it has no time left: it was kept from an
+    /// earlier run and expired meanwhile.
     public nonisolated let leeway: Duration
     /// The limit on refreshes per time window.
     public nonisolated let limit: RefreshLimit
 
-    // The current credential; written only by the actor, read by the middleware without awaiting it.
-    private let current: LockedState<Credential>
-    private let refreshesStarted = Atomic<Int>(0)
+    private nonisolated let storage: LockedState<Storage>
+    private nonisolated let nextWaiter = Atomic<Int>(0)
     private nonisolated let elapsed: @Sendable () -> Duration
-    private let operation: @Sendable (Token) async throws -> Token
-
-    private var refresh: Refresh?
-    private var recentRefreshStarts: [Duration] = []
-    private var lastFailure: CourierError?
+    private nonisolated let operation: @Sendable (Token) async throws -> Token
 
     /// Creates a refresher.
     ///
     /// - Parameters:
-    ///   - token: The token to start with, for example one kept from the last run.
-    ///   - leeway: How long before its expiry a token is refreshed before sending.
+    ///   - token: The token to start with, for example one kept from the last run. If its `expiresIn` is zero or
+    ///     negative, it is refreshed before its first use.
+    ///   - leeway: How long before its expiry a token is refreshed before sending, at most half its lifetime
+    ///     (see ``leeway``).
     ///   - limit: The most refreshes within a time window; more fail with
     ///     ``CourierError/Code/tooManyRefreshes``.
     ///   - clock: The clock for expiry and for the refresh window; tests pass a manual clock.
@@ -146,8 +162,8 @@ public actor TokenRefresher {
         self.leeway = leeway
         self.limit = limit
         self.operation = refresh
-        self.current = LockedState(
-            Credential(value: token.value, version: 1, expiresAt: token.expiresIn, failedRefreshes: 0)
+        self.storage = LockedState(
+            Storage(machine: TokenRefresherStateMachine(token: token, leeway: leeway, limit: limit))
         )
     }
 
@@ -155,8 +171,7 @@ public actor TokenRefresher {
 
     /// The current token; its ``Token/expiresIn`` is the time left from now.
     public nonisolated var token: Token {
-        let credential = self.credential
-        return Token(credential.value, expiresIn: credential.expiresAt.map { $0 - elapsed() })
+        token(from: credential)
     }
 
     /// The current token's version: 1 for the first token, one more for every token stored since.
@@ -166,26 +181,30 @@ public actor TokenRefresher {
 
     /// How many refreshes have started (successful or not).
     public nonisolated var refreshCount: Int {
-        refreshesStarted.load(ordering: .relaxed)
+        storage.withLock { $0.machine.refreshesStarted }
     }
 
     nonisolated var credential: Credential {
-        current.withLock { $0 }
+        storage.withLock { $0.machine.credential }
     }
 
-    /// Whether `credential` is within the leeway of its expiry (or past it).
+    /// Whether `credential` is due for a refresh before sending (see ``leeway``).
     nonisolated func isExpiring(_ credential: Credential) -> Bool {
-        guard let expiresAt = credential.expiresAt else { return false }
-        return elapsed() + leeway >= expiresAt
+        guard credential.refreshAt != nil else { return false }
+        return TokenRefresherStateMachine.isExpiring(credential, now: elapsed())
+    }
+
+    private nonisolated func token(from credential: Credential) -> Token {
+        guard let expiresAt = credential.expiresAt else { return Token(credential.value) }
+        return Token(credential.value, expiresIn: expiresAt - elapsed())
     }
 
     // MARK: Using
 
-    /// Returns the current token, refreshed first if it is within ``leeway`` of expiring.
+    /// Returns the current token, refreshed first if it is due (see ``leeway``).
     ///
     /// For code that needs the credential outside a ``Client``, for example to open a WebSocket.
     ///
-    /// - Returns: A token that is not about to expire.
     /// - Throws: ``CourierError/Code/refreshFailed``, ``CourierError/Code/tooManyRefreshes``, or
     ///   `CancellationError` when the calling task is cancelled while waiting.
     public func validToken() async throws -> Token {
@@ -193,79 +212,98 @@ public actor TokenRefresher {
         if isExpiring(credential) {
             credential = try await newerCredential(than: credential)
         }
-        return Token(credential.value, expiresIn: credential.expiresAt.map { $0 - elapsed() })
+        return token(from: credential)
     }
 
-    /// Refreshes the current token now, or joins the refresh in progress.
+    /// Refreshes the current token now, or joins the refresh of it in progress.
     ///
-    /// - Returns: The new token.
+    /// - Returns: The new token (or a token stored with ``setToken(_:)`` meanwhile).
     /// - Throws: ``CourierError/Code/refreshFailed``, ``CourierError/Code/tooManyRefreshes``, or
     ///   `CancellationError` when the calling task is cancelled while waiting.
     @discardableResult
     public func refresh() async throws -> Token {
-        let credential = try await newerCredential(than: self.credential)
-        return Token(credential.value, expiresIn: credential.expiresAt.map { $0 - elapsed() })
+        token(from: try await newerCredential(than: self.credential))
     }
 
     /// Stores a token obtained elsewhere (for example after the user signs in again) as the next version.
     ///
-    /// A refresh in progress is not cancelled, but its result is dropped: its waiters get this token.
+    /// Everybody waiting for a refresh gets this token at once. A refresh in progress is not cancelled, but its
+    /// result is dropped, and so is its failure. A token with no time left (`expiresIn` zero or negative) is used
+    /// until the server rejects it (see ``leeway``).
     ///
     /// - Parameter token: The new token.
     public func setToken(_ token: Token) {
         let now = elapsed()
-        current.withLock { credential in
-            credential.value = token.value
-            credential.version += 1
-            credential.expiresAt = token.expiresIn.map { now + $0 }
-        }
+        perform(now: now) { $0.setToken(token, now: now) }
     }
 
     // MARK: Refreshing
 
     /// Returns a credential newer than `stale`: the current one if somebody already replaced `stale`,
     /// otherwise the result of a refresh (started here, or already in progress).
-    func newerCredential(than stale: Credential) async throws -> Credential {
+    ///
+    /// Never `stale` again, nor an older one: a caller rejected with `stale` needs something else to send.
+    nonisolated func newerCredential(than stale: Credential) async throws -> Credential {
         try Task.checkCancellation()
-        let credential = self.credential
-        if credential.version > stale.version { return credential }
-        if credential.failedRefreshes > stale.failedRefreshes, let lastFailure {
-            // A refresh of this very token failed after the caller read it: same wave, same error.
-            throw lastFailure
-        }
-        if Self.isRefreshing(ObjectIdentifier(self)) {
-            // The refresh closure itself is asking for a new token: waiting would wait for itself forever.
-            throw CourierError(
-                .refreshFailed,
-                message: "the refresh closure asked its own refresher for a new token, which would never come"
-            )
-        }
-        if refresh == nil {
-            try startRefresh(of: credential)
-        }
-        let waiter = RefreshWaiter()
-        refresh?.waiters.append(waiter)
+        // The stale-token race is settled without the lock's bookkeeping when the token has already changed.
+        let current = credential
+        if current.version > stale.version { return current }
+
+        let waiter = nextWaiter.wrappingAdd(1, ordering: .relaxed).oldValue
+        let isRefreshClosure = Self.isRefreshing(ObjectIdentifier(self))
+        let now = elapsed()
         return try await withTaskCancellationHandler {
-            try await waiter.wait()
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Credential, any Error>) in
+                let (decision, observer) = storage.withLock { storage -> (Decision?, (@Sendable () -> Void)?) in
+                    // Checked under the lock: `onCancel` takes the lock after the cancellation flag is set, so
+                    // either it finds this waiter or this check sees the cancellation.
+                    if Task.isCancelled { return (nil, nil) }
+                    let decision = storage.machine.newerCredential(
+                        than: stale,
+                        waiter: waiter,
+                        isRefreshClosure: isRefreshClosure,
+                        now: now
+                    )
+                    switch decision {
+                    case .wait, .waitAndStart: storage.continuations[waiter] = continuation
+                    case .use, .fail, .waitingForItself: break
+                    }
+                    return (decision, storage.observer)
+                }
+                guard let decision else { return continuation.resume(throwing: CancellationError()) }
+                switch decision {
+                case .use(let credential):
+                    continuation.resume(returning: credential)
+                case .fail(let error):
+                    continuation.resume(throwing: error)
+                case .waitingForItself:
+                    // The refresh closure itself is asking for a new token: waiting would wait for itself forever.
+                    continuation.resume(
+                        throwing: CourierError(
+                            .refreshFailed,
+                            message:
+                                "the refresh closure asked its own refresher for a new token, which would never come"
+                        )
+                    )
+                case .wait:
+                    break
+                case .waitAndStart(let replaced):
+                    startRefresh(replacing: replaced, now: now)
+                }
+                observer?()
+            }
         } onCancel: {
-            waiter.cancel()
+            let continuation = storage.withLock { storage in
+                storage.machine.cancel(waiter: waiter) ? storage.continuations.removeValue(forKey: waiter) : nil
+            }
+            continuation?.resume(throwing: CancellationError())
         }
     }
 
-    private func startRefresh(of credential: Credential) throws {
-        let now = elapsed()
-        recentRefreshStarts.removeAll { now - $0 >= limit.window }
-        guard recentRefreshStarts.count < limit.maximum else {
-            throw CourierError(
-                .tooManyRefreshes,
-                message: "\(limit.maximum) credential refreshes already started within \(limit.window)"
-            )
-        }
-        recentRefreshStarts.append(now)
-        refreshesStarted.wrappingAdd(1, ordering: .relaxed)
-        refresh = Refresh(replacing: credential.version)
-
-        let replaced = Token(credential.value, expiresIn: credential.expiresAt.map { $0 - now })
+    /// Runs the refresh closure for `replaced` in a task of the refresher's own, which no caller can cancel and
+    /// which inherits none of the caller's task-local values (its deadline, its redirect hop).
+    private nonisolated func startRefresh(replacing replaced: Credential, now: Duration) {
+        let token = Token(replaced.value, expiresIn: replaced.expiresAt.map { $0 - now })
         let operation = self.operation
         // Requests sent by `refresh` pass through this refresher's middleware (and those of any refresher
         // whose refresh this one runs inside) untouched.
@@ -273,58 +311,55 @@ public actor TokenRefresher {
         Task.detached(priority: Task.currentPriority) {
             let result: Result<Token, any Error>
             do {
-                result = .success(try await Self.$refreshing.withValue(context) { try await operation(replaced) })
+                result = .success(try await Self.$refreshing.withValue(context) { try await operation(token) })
             } catch {
                 result = .failure(error)
             }
-            await self.finishRefresh(result)
+            self.finishRefresh(result)
         }
     }
 
-    private func finishRefresh(_ result: Result<Token, any Error>) {
-        guard let refresh else { return }
-        self.refresh = nil
-        let outcome: Result<Credential, any Error>
-        switch result {
-        case .success(let token) where !Self.isUsable(token.value):
-            outcome = .failure(
-                recordFailure(
-                    CourierError(
-                        .refreshFailed,
-                        message: "the refreshed token is empty or contains CR, LF or NUL"
-                    )
-                )
-            )
-        case .success(let token):
-            let now = elapsed()
-            outcome = .success(
-                current.withLock { credential in
-                    // A token stored with setToken(_:) during the refresh wins over the refresh's result.
-                    guard credential.version == refresh.replacing else { return credential }
-                    credential.value = token.value
-                    credential.version += 1
-                    credential.expiresAt = token.expiresIn.map { now + $0 }
-                    return credential
-                }
-            )
-        case .failure(let error):
-            outcome = .failure(
-                recordFailure(
-                    CourierError(.refreshFailed, message: "refreshing the credential failed", underlying: error)
-                )
-            )
+    private nonisolated func finishRefresh(_ result: Result<Token, any Error>) {
+        let now = elapsed()
+        perform(now: now) { $0.finishRefresh(result, now: now) }
+    }
+
+    /// Applies an event to the machine under the lock, then carries out what it returns outside it.
+    private nonisolated func perform(
+        now: Duration,
+        _ event: (inout TokenRefresherStateMachine) -> TokenRefresherStateMachine.Resumption
+    ) {
+        let (resumption, continuations, observer) = storage.withLock { storage in
+            let resumption = event(&storage.machine)
+            let continuations = resumption.resume.map { storage.continuations.removeValue(forKey: $0.waiter) }
+            return (resumption, continuations, storage.observer)
         }
-        for waiter in refresh.waiters { waiter.resume(with: outcome) }
+        if let replaced = resumption.start {
+            startRefresh(replacing: replaced, now: now)
+        }
+        for (continuation, resumed) in zip(continuations, resumption.resume) {
+            continuation?.resume(with: resumed.outcome.mapError { $0 })
+        }
+        observer?()
     }
 
-    private func recordFailure(_ error: CourierError) -> CourierError {
-        lastFailure = error
-        current.withLock { $0.failedRefreshes += 1 }
-        return error
+    // MARK: Observing (tests)
+
+    /// How many callers are waiting for a refresh.
+    nonisolated var waiterCount: Int {
+        storage.withLock { $0.machine.waiterCount }
     }
 
-    private static func isUsable(_ value: String) -> Bool {
-        !value.isEmpty && !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
+    /// How many callers are waiting and whether a refresh is running, read together (a refresh that ends
+    /// changes both at once).
+    nonisolated var activity: (waiters: Int, isRefreshing: Bool) {
+        storage.withLock { ($0.machine.waiterCount, $0.machine.refreshing != nil) }
+    }
+
+    /// Calls `observer` after every change a test may wait for: a caller starts waiting, a refresh ends, a token
+    /// is stored.
+    nonisolated func onChange(_ observer: @escaping @Sendable () -> Void) {
+        storage.withLock { $0.observer = observer }
     }
 
     // MARK: Refresh context
@@ -336,68 +371,5 @@ public actor TokenRefresher {
     static func isRefreshing(_ id: ObjectIdentifier) -> Bool {
         let refreshing = Self.refreshing
         return !refreshing.isEmpty && refreshing.contains(id)
-    }
-}
-
-/// One caller waiting for a refresh: resumed once, by the refresh's end or by the caller's cancellation,
-/// whichever comes first.
-private final class RefreshWaiter: Sendable {
-    private enum State {
-        case pending
-        case waiting(CheckedContinuation<TokenRefresher.Credential, any Error>)
-        case finished(Result<TokenRefresher.Credential, any Error>)
-        case cancelled
-    }
-
-    // Guards the one-shot state.
-    private let state = LockedState(State.pending)
-
-    func wait() async throws -> TokenRefresher.Credential {
-        try await withCheckedThrowingContinuation { continuation in
-            let ready = state.withLock { state -> Result<TokenRefresher.Credential, any Error>? in
-                switch state {
-                case .pending:
-                    state = .waiting(continuation)
-                    return nil
-                case .finished(let result):
-                    return result
-                case .cancelled, .waiting:
-                    return .failure(CancellationError())
-                }
-            }
-            if let ready { continuation.resume(with: ready) }
-        }
-    }
-
-    func resume(with result: Result<TokenRefresher.Credential, any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<TokenRefresher.Credential, any Error>? in
-            switch state {
-            case .pending:
-                state = .finished(result)
-                return nil
-            case .waiting(let continuation):
-                state = .finished(result)
-                return continuation
-            case .finished, .cancelled:
-                return nil
-            }
-        }
-        continuation?.resume(with: result)
-    }
-
-    func cancel() {
-        let continuation = state.withLock { state -> CheckedContinuation<TokenRefresher.Credential, any Error>? in
-            switch state {
-            case .pending:
-                state = .cancelled
-                return nil
-            case .waiting(let continuation):
-                state = .cancelled
-                return continuation
-            case .finished, .cancelled:
-                return nil
-            }
-        }
-        continuation?.resume(throwing: CancellationError())
     }
 }

@@ -478,6 +478,7 @@ struct TokenRefresherTests {
             return .init(reply.token)
         }
         await client.use(.authenticating(with: refresher))
+        clock.advance(by: .seconds(3))  // past half of its 5 s life: due for a refresh before sending
 
         let _: EmptyResponse = try await client.send(.get("/data"))
 
