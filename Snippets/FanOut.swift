@@ -36,9 +36,9 @@ let client = Client(
     baseURL: URL(string: "https://api.example.com")!,
     transport: transport,
     middleware: [
+        .coalescing(),
         .circuitBreaker(failureThreshold: 5, cooldown: .seconds(30)),
         .limitingConcurrency(maxInFlight: 8, perHost: 8),
-        .coalescing(),
     ]
 )
 

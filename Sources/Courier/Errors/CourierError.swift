@@ -33,6 +33,7 @@ public struct CourierError: Error, Sendable {
             case redirectLoop
             case insecureRedirect
             case bodyTooLarge
+            case bodyNotReplayable
             case clientShutDown
             case circuitOpen
             case concurrencyLimited
@@ -70,6 +71,9 @@ public struct CourierError: Error, Sendable {
         public static let insecureRedirect = Code(.insecureRedirect)
         /// The response body is larger than the configured maximum.
         public static let bodyTooLarge = Code(.bodyTooLarge)
+        /// A layer had to send the request again (a retry, a restart after a token refresh, a `307`/`308`
+        /// redirect), but its body is a one-shot stream that cannot be sent twice.
+        public static let bodyNotReplayable = Code(.bodyNotReplayable)
         /// The client is shutting down or shut down and accepts no new requests.
         public static let clientShutDown = Code(.clientShutDown)
         /// A circuit breaker is open for the request's host.
@@ -87,7 +91,8 @@ public struct CourierError: Error, Sendable {
     public var message: String
     /// The request's method, if known (a placeholder when it is not a valid HTTP token).
     public var method: String?
-    /// The request's URL with secrets redacted, if known.
+    /// The URL with secrets redacted, if known: the URL of the response the error came from (after
+    /// redirects, the last hop's), or else the request's.
     public var redactedURL: String?
     /// The HTTP status code, when there was a response.
     public var statusCode: Int?
@@ -108,6 +113,11 @@ public struct CourierError: Error, Sendable {
     var decodedAPIError: (any Sendable)?
     /// Whether a chain layer has already recorded where this error came from.
     var isAttributed = false
+    /// The response as it came, for Courier's own decisions (an authentication rule reads its real
+    /// headers); never part of a description or a reflection.
+    var response: HTTPURLResponse?
+    /// The request's URL, redacted, when the response came from another URL (a redirect was followed).
+    var redactedRequestURL: String?
 
     /// How much of a response body an error keeps.
     public static let maximumStoredBodySize = 64 * 1024
@@ -134,7 +144,14 @@ public struct CourierError: Error, Sendable {
         self.code = code
         self.message = message
         self.method = request.map(RequestValidation.printableMethod)
-        self.redactedURL = request?.url.map(Redaction.redactedURL)
+        let requestURL = request?.url
+        if let responseURL = response?.url, !HTTPOrigin.isSameResource(responseURL, requestURL) {
+            self.redactedURL = Redaction.redactedURL(responseURL)
+            self.redactedRequestURL = requestURL.map(Redaction.redactedURL)
+        } else {
+            self.redactedURL = requestURL.map(Redaction.redactedURL)
+        }
+        self.response = response
         self.statusCode = response?.statusCode
         self.responseHeaders = response.map(Redaction.redactedHeaders) ?? [:]
         if let body {
@@ -189,7 +206,9 @@ extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, L
     /// `CourierError.unacceptableStatus: GET https://api.example.com/users/42 → 403: the status 403 is not acceptable`.
     public var description: String {
         var text = "CourierError.\(code)"
-        if let method, let redactedURL {
+        if let method, let redactedRequestURL, let redactedURL {
+            text += ": \(method) \(redactedRequestURL), redirected to \(redactedURL)"
+        } else if let method, let redactedURL {
             text += ": \(method) \(redactedURL)"
         }
         if let statusCode {

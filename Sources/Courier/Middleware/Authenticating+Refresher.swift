@@ -20,8 +20,12 @@ extension Middleware {
     /// - A token within the refresher's ``TokenRefresher/leeway`` of expiring is refreshed **before** sending.
     /// - A rejection (see ``AuthenticationFailure``; 401 by default) is recognised whether it comes back as
     ///   a response or as a thrown ``CourierError`` with a status, so status validation may sit inside this
-    ///   middleware. A rejection from another origin than the one the token was sent to (after a redirect)
-    ///   is not the token's fault and is passed on as it is.
+    ///   middleware. A rejection of a request that did not carry the token — from another origin, or from
+    ///   any hop after a redirect layer inside removed the token on the way to another origin — is not the
+    ///   token's fault: it is passed on as it is, and nothing is refreshed.
+    /// - A request whose body is a one-shot `httpBodyStream` cannot be restarted: its rejection fails with
+    ///   ``CourierError/Code/bodyNotReplayable`` (carrying the rejection's status and body) and nothing is
+    ///   refreshed.
     /// - A request that was rejected with an older token than the current one retries with the current one
     ///   without refreshing.
     /// - Each request is retried **at most once**. If the refreshed token is rejected too, the request
@@ -106,16 +110,27 @@ private struct RefreshingAuthenticator: Sendable {
         if refresher.isExpiring(credential) {
             credential = try await refresher.newerCredential(than: credential)
         }
+        let rejection: (response: HTTPURLResponse?, body: Data?, error: CourierError?)
         switch try await attempt(request, with: credential, next: next) {
         case .accepted(let result):
             return result
-        case .rejectedResponse, .rejectedError:
-            break
+        case .rejectedResponse(let body, let response):
+            rejection = (response, body, nil)
+        case .rejectedError(let error):
+            rejection = (nil, nil, error)
         }
+        // Only a request whose body can be sent again is restarted; nothing is refreshed for one that cannot.
+        let again = try Replay.again(
+            request,
+            for: "the restart after the credential was rejected",
+            response: rejection.response,
+            body: rejection.body,
+            underlying: rejection.error
+        )
         // The stale-token race is settled without awaiting the actor when the token has already changed.
         let latest = refresher.credential
         let fresh = latest.version > credential.version ? latest : try await refresher.newerCredential(than: credential)
-        switch try await attempt(request, with: fresh, next: next) {
+        switch try await attempt(again, with: fresh, next: next) {
         case .accepted(let result):
             return result
         case .rejectedResponse(let body, let response):
@@ -136,10 +151,16 @@ private struct RefreshingAuthenticator: Sendable {
             error.statusCode = rejection.statusCode
             error.responseHeaders = rejection.responseHeaders
             error.responseBody = rejection.responseBody
+            error.response = rejection.response
             throw error
         }
     }
 
+    /// Sends `request` with `credential` and tells whether the server rejected the credential: a response
+    /// (or a thrown ``CourierError``) that `failure` matches, from a request that carried the credential to
+    /// the origin it was meant for. A rejection after a redirect layer inside removed the credential (the
+    /// chain went to another origin), or from another origin, is passed on as it is: that server's opinion
+    /// of a credential it never received says nothing about the credential.
     private func attempt(
         _ request: URLRequest,
         with credential: TokenRefresher.Credential,
@@ -147,14 +168,18 @@ private struct RefreshingAuthenticator: Sendable {
     ) async throws -> Attempt {
         var authenticated = request
         authenticated.setValue(prefix + credential.value, forHTTPHeaderField: header)
+        let attached = AttachedCredential.attaching(header)
         do {
-            let (body, response) = try await next(authenticated)
-            guard failure.matches(response, body: body), Self.isSameOrigin(request.url, response.url) else {
+            let (body, response) = try await attached.bound { try await next(authenticated) }
+            guard failure.matches(response, body: body), !attached.wasRemoved,
+                Self.isSameOrigin(request.url, response.url)
+            else {
                 return .accepted((body, response))
             }
             return .rejectedResponse(body, response)
         } catch let error as CourierError where failure.matches(error) {
-            guard Self.isSameOrigin(request.url, error.redactedURL.flatMap { URL(string: $0) }) else { throw error }
+            let url = error.response?.url ?? error.redactedURL.flatMap { URL(string: $0) }
+            guard !attached.wasRemoved, Self.isSameOrigin(request.url, url) else { throw error }
             return .rejectedError(error)
         }
     }

@@ -120,10 +120,16 @@ public struct AuthenticationFailure: Sendable {
     }
 
     /// Whether a thrown error carries a rejection: a ``CourierError`` with a status that matches.
+    ///
+    /// The predicate sees the real response the error was made from (its headers unredacted), not the
+    /// error's redacted copy of them.
     func matches(_ error: CourierError) -> Bool {
         guard let statusCode = error.statusCode else { return false }
         if statuses.contains(statusCode) { return true }
         guard let predicate else { return false }
+        if let response = error.response {
+            return predicate(Response(response, body: error.responseBody ?? Data()))
+        }
         return predicate(
             Response(statusCode: statusCode, headers: error.responseHeaders, body: error.responseBody ?? Data())
         )

@@ -155,18 +155,6 @@ struct FollowingRedirectsTests {
         #expect(transport.requests.map(\.httpMethod) == ["HEAD", "HEAD"])
     }
 
-    @Test("a 307 whose body is a stream is returned as it is: the stream cannot be sent again")
-    func streamBodyNotResent() async throws {
-        let transport = redirecting(307, to: "/landing")
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
-        var request = URLRequest(url: Self.start)
-        request.httpMethod = "POST"
-        request.httpBodyStream = InputStream(data: Data("once".utf8))
-        let (_, response) = try await client.send(request)
-        #expect(response.statusCode == 307)
-        #expect(transport.callCount == 1)
-    }
-
     @Test(
         "a relative Location is resolved against the URL of the request that got it",
         arguments: [

@@ -17,9 +17,12 @@ extension Middleware {
     /// The header value is built and checked once, here. An empty token, or one containing CR, LF or NUL,
     /// makes every request fail with ``CourierError/Code/invalidRequest`` before anything is sent; no
     /// error message contains the token. The middleware replaces any value the request already has in
-    /// that header. For tokens that expire, see ``authenticating(scheme:tokenProvider:)``. On a redirect hop
-    /// that left the original origin (see ``RedirectContext``) no credential is added, whichever order this
-    /// and ``followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)`` are listed in.
+    /// that header. For tokens that expire, see ``authenticating(scheme:tokenProvider:)``.
+    ///
+    /// The credential never reaches another origin, whatever header carries it: a
+    /// ``followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)`` layer inside removes that header on
+    /// the first hop to another origin, and with the redirect layer outside, no credential is added to such a
+    /// hop (see ``RedirectContext``).
     ///
     /// - Parameters:
     ///   - token: The credential.
@@ -42,7 +45,8 @@ extension Middleware {
             guard RedirectContext.mayAttachCredentials else { return try await next(request) }
             var request = request
             request.setValue(value, forHTTPHeaderField: header)
-            return try await next(request)
+            // A redirect layer inside learns which header to remove on a hop to another origin.
+            return try await AttachedCredential.attaching(header).bound { try await next(request) }
         }
     }
 
@@ -60,7 +64,8 @@ extension Middleware {
     /// The provider is called once per pass through the middleware (so a retry outside it asks again).
     /// What it throws is passed on unchanged (a `CancellationError` stays one) and nothing is sent. An
     /// empty token, or one containing CR, LF or NUL, fails with ``CourierError/Code/invalidRequest``;
-    /// no error message contains the token. For a credential that the server can reject and that must
+    /// no error message contains the token. As with a fixed token, the credential never reaches another
+    /// origin through a redirect. For a credential that the server can reject and that must
     /// then be refreshed exactly once for many concurrent requests, use a `TokenRefresher`.
     ///
     /// - Parameters:
@@ -81,7 +86,7 @@ extension Middleware {
             let token = try await tokenProvider()
             var request = request
             try scheme.authorize(&request, with: token)
-            return try await next(request)
+            return try await AttachedCredential.attaching(scheme.headerName).bound { try await next(request) }
         }
     }
 }

@@ -16,7 +16,7 @@ extension Middleware {
     /// ```
     ///
     /// Only requests whose method is idempotent (``HTTPMethod/isIdempotent``: `GET`, `HEAD`, `OPTIONS`,
-    /// `TRACE`, `PUT`, `DELETE`) and whose body can be sent twice (no body stream) are hedged; the others
+    /// `TRACE`, `PUT`, `DELETE`) and whose body can be sent twice (bytes, not a one-shot stream) are hedged; the others
     /// pass straight through. Each extra attempt starts `delay` after the previous one, up to
     /// `maxExtraAttempts` of them.
     ///
@@ -51,7 +51,7 @@ extension Middleware {
         precondition(delay >= .zero, "the hedging delay must not be negative")
         precondition(maxExtraAttempts >= 0, "maxExtraAttempts must not be negative")
         return Middleware(name: "hedging") { request, next in
-            guard maxExtraAttempts > 0, request.httpBodyStream == nil,
+            guard maxExtraAttempts > 0, Replay.isReplayable(request),
                 HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent
             else {
                 return try await next(request)

@@ -17,12 +17,14 @@ extension Middleware {
     ///   `Content-Length` and the other headers that describe a body are removed. `307` and `308` keep the
     ///   method and the body. No other status is a redirect (`304 Not Modified` is returned as it is).
     /// - A relative `Location` is resolved against the URL of the request that got it. A redirect
-    ///   without a `Location`, or whose `Location` is not an `http` or `https` URL, is returned as it is; so is
-    ///   a `307`/`308` whose body is a stream that cannot be sent again.
+    ///   without a `Location`, or whose `Location` is not an `http` or `https` URL, is returned as it is. A
+    ///   `307`/`308` whose body is a one-shot `httpBodyStream` fails with
+    ///   ``CourierError/Code/bodyNotReplayable``: the stream cannot be sent a second time.
     /// - When a hop changes the origin (scheme, host or port), `Authorization`, `Cookie`,
     ///   `Proxy-Authorization`, `Host`, the other names in ``Redaction/sensitiveHeaderNames`` (such as
-    ///   `X-Api-Key`) and `sensitiveHeaders` are removed. Once removed they stay removed, even if a later hop
-    ///   comes back to the first origin.
+    ///   `X-Api-Key`), `sensitiveHeaders`, and every header an `.authenticating` middleware outside put its
+    ///   credential in (or that your own middleware declared with ``RedirectContext/sendingCredential(in:_:)``)
+    ///   are removed. Once removed they stay removed, even if a later hop comes back to the first origin.
     /// - A redirect from `https` to `http` fails with ``CourierError/Code/insecureRedirect`` unless
     ///   `allowsInsecureRedirects` is `true`. A redirect back to a URL already requested in the chain (with
     ///   the same method) fails with ``CourierError/Code/redirectLoop``; more than `max` redirects fail with

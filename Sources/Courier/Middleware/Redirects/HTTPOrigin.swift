@@ -23,4 +23,15 @@ struct HTTPOrigin: Hashable, Sendable {
         default: nil
         }
     }
+
+    /// Whether `url` and `other` name the same resource: the same origin, path (an empty path is `/`)
+    /// and query. Transports may hand back a response URL spelled a little differently from the request's.
+    static func isSameResource(_ url: URL, _ other: URL?) -> Bool {
+        guard let other else { return false }
+        if url == other { return true }
+        guard HTTPOrigin(url) == HTTPOrigin(other) else { return false }
+        let path = url.path.isEmpty ? "/" : url.path
+        let otherPath = other.path.isEmpty ? "/" : other.path
+        return path == otherPath && url.query == other.query
+    }
 }

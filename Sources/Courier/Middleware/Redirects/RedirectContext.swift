@@ -17,9 +17,21 @@ public import Foundation
 /// }
 /// ```
 ///
-/// An authenticating middleware that refreshes its credential on `401` must also leave a foreign hop's
-/// `401` alone (pass the response on): the foreign origin's opinion of a credential it never received
-/// says nothing about the credential.
+/// A middleware that adds a credential in a header of its own must also say so with
+/// ``sendingCredential(in:_:)``, so that a redirect layer inside it removes that header on a hop to
+/// another origin, whatever its name:
+///
+/// ```swift
+/// Middleware(name: "tenant-key") { request, next in
+///     var request = request
+///     request.setValue(tenantKey, forHTTPHeaderField: "X-Tenant-Key")
+///     return try await RedirectContext.sendingCredential(in: "X-Tenant-Key") { try await next(request) }
+/// }
+/// ```
+///
+/// The built-in `.authenticating` middleware do both. An authenticating middleware that refreshes its
+/// credential on `401` must also leave a foreign hop's `401` alone (pass the response on): the foreign
+/// origin's opinion of a credential it never received says nothing about the credential.
 public enum RedirectContext {
     /// The redirect hop being sent by the current task, or `nil` when the current request is not a redirect.
     @TaskLocal public static var currentHop: RedirectHop?
@@ -29,6 +41,23 @@ public enum RedirectContext {
     /// otherwise.
     public static var mayAttachCredentials: Bool {
         currentHop.map { !$0.hasLeftOriginalOrigin } ?? true
+    }
+
+    /// Runs `operation` (your middleware's call of `next`) knowing that the request carries a credential in
+    /// the header `name`: a ``Middleware/followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)``
+    /// layer inside removes that header from every hop once the chain has left the request's origin.
+    ///
+    /// It costs a task-local binding and a small allocation per call.
+    ///
+    /// - Parameters:
+    ///   - name: The header your middleware put the credential in (any case).
+    ///   - operation: What to run, typically `{ try await next(request) }`.
+    /// - Returns: What `operation` returns.
+    public static func sendingCredential<Result>(
+        in name: String,
+        _ operation: () async throws -> Result
+    ) async rethrows -> Result {
+        try await AttachedCredential.attaching(name).bound(operation)
     }
 
     /// Whether two URLs have the same origin: the same scheme and host (compared case-insensitively) and

@@ -41,6 +41,9 @@ struct RedirectFollower: Sendable {
     }
 
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
+        if let attached = AttachedCredential.current {
+            for credential in attached.all { credential.setRemoved(false) }
+        }
         // A request that starts a chain is never a hop of an enclosing chain (a request sent from within
         // another client's hop, say).
         let first =
@@ -115,9 +118,7 @@ struct RedirectFollower: Sendable {
                     body: response.0
                 )
             }
-            guard var redirected = redirectedRequest(from: current, status: status, to: target) else {
-                return response
-            }
+            var redirected = try redirectedRequest(from: current, status: status, to: target, answered: response)
             if targetOrigin != currentOrigin {
                 removeSensitiveHeaders(from: &redirected)
             }
@@ -163,9 +164,25 @@ struct RedirectFollower: Sendable {
         return target
     }
 
-    /// The request for the next hop, or `nil` when it cannot be made (a body stream that cannot be sent
-    /// again).
-    func redirectedRequest(from request: URLRequest, status: Int, to target: URL) -> URLRequest? {
+    /// The request for the next hop.
+    ///
+    /// - Throws: ``CourierError/Code/bodyNotReplayable`` for a `307`/`308` whose body is a stream that
+    ///   cannot be sent again.
+    func redirectedRequest(
+        from request: URLRequest,
+        status: Int,
+        to target: URL,
+        answered response: (Data, HTTPURLResponse)
+    ) throws -> URLRequest {
+        if status == 307 || status == 308 {
+            // They send the same method and body again.
+            _ = try Replay.again(
+                request,
+                for: "following the \(status) redirect",
+                response: response.1,
+                body: response.0
+            )
+        }
         var redirected = request
         redirected.url = target
         let method = (request.httpMethod ?? "GET").uppercased()
@@ -178,16 +195,20 @@ struct RedirectFollower: Sendable {
             redirected.httpBodyStream = nil
             removeHeaders(from: &redirected) { Self.bodyHeaders.contains($0) }
         default:
-            // 307 and 308 send the same method and body again.
-            if request.httpBodyStream != nil {
-                return nil
-            }
+            break
         }
         return redirected
     }
 
+    /// Removes the fixed list, the names the middleware was given, and every header an authenticating layer
+    /// outside said carries its credential (see ``AttachedCredential``), which it marks as removed.
     private func removeSensitiveHeaders(from request: inout URLRequest) {
         removeHeaders(from: &request) { strippedOnOriginChange.contains($0) }
+        guard let attached = AttachedCredential.current else { return }
+        for credential in attached.all {
+            request.setValue(nil, forHTTPHeaderField: credential.headerName)
+            credential.setRemoved(true)
+        }
     }
 
     private func removeHeaders(from request: inout URLRequest, where shouldRemove: (String) -> Bool) {

@@ -13,6 +13,8 @@ struct Retrier<C: Clock<Duration>>: Sendable {
 
     private enum Decision {
         case giveUp
+        /// Everything says retry, but the body cannot be sent again.
+        case cannotReplay
         case retry(RetryEvent)
     }
 
@@ -39,6 +41,18 @@ struct Retrier<C: Clock<Duration>>: Sendable {
                 switch failure {
                 case .response(let data, let response): return (data, response)
                 case .error(let error): throw error
+                }
+            case .cannotReplay:
+                switch failure {
+                case .response(let data, let response):
+                    throw Replay.refusal(
+                        request,
+                        for: "retry after a \(response.statusCode)",
+                        response: response,
+                        body: data
+                    )
+                case .error(let error):
+                    throw Replay.refusal(request, for: "retry after an error", underlying: error)
                 }
             case .retry(let event):
                 policy.onRetry?(event)
@@ -70,6 +84,7 @@ struct Retrier<C: Clock<Duration>>: Sendable {
             retryAfterValue = nil
         }
         guard isSafeToRetry(request) else { return .giveUp }
+        guard Replay.isReplayable(request) else { return .cannotReplay }
 
         var delay: Duration
         var retryAfter: Duration?

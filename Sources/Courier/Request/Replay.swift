@@ -1,0 +1,68 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The one answer to "can this request be sent again?", asked by every layer that sends a request more than
+/// once: retry, the restart after a token refresh, `307`/`308` redirects and hedging.
+///
+/// A body of bytes (`httpBody`), or no body, is sent again byte for byte. A body stream
+/// (`httpBodyStream`) is read as it is sent and cannot be rewound, so a second send would carry whatever is
+/// left of it — usually nothing. Such a request is never sent again: the layer that would do it throws
+/// ``CourierError/Code/bodyNotReplayable`` instead (hedging, which never needs a second send, just sends
+/// it once).
+enum Replay {
+    /// Whether `request` can be sent again as it is.
+    static func isReplayable(_ request: URLRequest) -> Bool {
+        request.httpBodyStream == nil
+    }
+
+    /// Returns the request to send again, or throws ``CourierError/Code/bodyNotReplayable``.
+    ///
+    /// - Parameters:
+    ///   - request: The request that was sent.
+    ///   - layer: Who wants to send it again, and why, for the error: `"retry after a 503"`.
+    ///   - response: The response that made the layer want to send it again, if any; the error carries it.
+    ///   - body: That response's body.
+    ///   - underlying: The error that made the layer want to send it again, if any.
+    /// - Returns: The request, ready to be sent again.
+    /// - Throws: ``CourierError/Code/bodyNotReplayable`` when its body cannot be sent again.
+    static func again(
+        _ request: URLRequest,
+        for layer: @autoclosure () -> String,
+        response: HTTPURLResponse? = nil,
+        body: Data? = nil,
+        underlying: (any Error)? = nil
+    ) throws -> URLRequest {
+        guard !isReplayable(request) else { return request }
+        throw refusal(request, for: layer(), response: response, body: body, underlying: underlying)
+    }
+
+    /// The error for a request that `layer` would send again but cannot: it carries the response (or the
+    /// status of the error) that made the layer want to.
+    static func refusal(
+        _ request: URLRequest,
+        for layer: String,
+        response: HTTPURLResponse? = nil,
+        body: Data? = nil,
+        underlying: (any Error)? = nil
+    ) -> CourierError {
+        var error = CourierError(
+            .bodyNotReplayable,
+            message: "\(layer) would send the request again, but its body is an httpBodyStream, which can be "
+                + "read only once; give the request its body as Data (httpBody) so it can be sent again",
+            request: request,
+            response: response,
+            body: body,
+            underlying: underlying
+        )
+        if response == nil, let failure = underlying as? CourierError {
+            error.statusCode = failure.statusCode
+            error.responseHeaders = failure.responseHeaders
+            error.responseBody = failure.responseBody
+            error.response = failure.response
+        }
+        return error
+    }
+}

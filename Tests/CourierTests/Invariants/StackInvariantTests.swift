@@ -1,0 +1,269 @@
+import Courier
+import CourierTesting
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The promises Courier makes whatever the server does and whatever order the middleware are in, checked
+/// over thousands of seeded cases: random stacks of the built-in middleware against a server on three
+/// origins that redirects across origins and schemes, rejects tokens, answers 401/403/429/500/503 with
+/// and without Retry-After, stalls, hangs and drops connections.
+///
+/// After every case: no credential reached another origin; nothing non-idempotent was sent again after the
+/// server may have acted on it (unless it carried an idempotency key); no body went out empty or cut;
+/// refreshes stayed within the rejections that caused them and the limit; the counter is back to 0; the
+/// call ended, and by its deadline when it had one; and no error description or log line contains a
+/// secret. A failure prints the case's seed: `COURIER_INVARIANT_SEED=<seed> swift test --filter
+/// StackInvariantTests` replays it alone.
+@Suite("Stack invariants (seeded, model-based)", .timeLimit(.minutes(5)))
+struct StackInvariantTests {
+    /// How many cases CI runs; `COURIER_INVARIANT_CASES` raises it for a longer hunt.
+    static var caseCount: Int {
+        ProcessInfo.processInfo.environment["COURIER_INVARIANT_CASES"].flatMap(Int.init) ?? 10_000
+    }
+
+    static var seeds: [UInt64] {
+        if let seed = ProcessInfo.processInfo.environment["COURIER_INVARIANT_SEED"].flatMap(UInt64.init) {
+            return [seed]
+        }
+        let base = ProcessInfo.processInfo.environment["COURIER_INVARIANT_BASE"].flatMap(UInt64.init) ?? 0xC0_0121E5
+        return (0..<UInt64(caseCount)).map { base &+ $0 }
+    }
+
+    @Test("every invariant holds over thousands of random stacks and servers")
+    func invariantsHold() async throws {
+        let seeds = Self.seeds
+        let failures = Locked<[String]>([])
+        // A few cases at a time, so that both cores work; each case has its own clock and server.
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            func startNext() {
+                guard next < seeds.count else { return }
+                let seed = seeds[next]
+                next += 1
+                group.addTask {
+                    let problems = await Self.run(StackCase(seed: seed))
+                    if !problems.isEmpty { failures.withLock { $0.append(contentsOf: problems) } }
+                }
+            }
+            for _ in 0..<8 { startNext() }
+            while await group.next() != nil {
+                if failures.value.count > 200 { break }
+                startNext()
+            }
+        }
+        let found = failures.value
+        #expect(found.isEmpty, "\(found.count) violations; the first:\n\(found.prefix(5).joined(separator: "\n"))")
+        if let path = ProcessInfo.processInfo.environment["COURIER_INVARIANT_REPORT"] {
+            try found.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+        }
+    }
+
+    // MARK: One case
+
+    /// The secrets of one case: credentials and a token in the URL.
+    struct Secrets {
+        let staticToken: String
+        let tenantKey: String
+        let providerToken: String
+        let refresherTokens: [String]
+        let urlToken: String
+        let password: String
+
+        init(seed: UInt64) {
+            let tag = String(seed, radix: 36)
+            staticToken = "static-SECRET-\(tag)-a1b2c3"
+            tenantKey = "tenant-SECRET-\(tag)-d4e5f6"
+            providerToken = "provider-SECRET-\(tag)-g7h8i9"
+            refresherTokens = (1...8).map { "refresher-SECRET-\(tag)-v\($0)-j0k1" }
+            urlToken = "url-SECRET-\(tag)-l2m3n4"
+            password = "pw-SECRET-\(tag)-o5p6"
+        }
+
+        var all: [String] { [staticToken, tenantKey, providerToken, urlToken, password] + refresherTokens }
+    }
+
+    static func run(_ model: StackCase) async -> [String] {
+        let clock = ManualClock()
+        let secrets = Secrets(seed: model.seed)
+        let revoked: Set<String> =
+            model.firstTokenRevoked ? [secrets.refresherTokens[0], secrets.providerToken, secrets.staticToken] : []
+        let server = ModelServer(case: model, clock: clock, revoked: revoked)
+        let counter = RequestCounter()
+        let logLines = Locked<[String]>([])
+        let refreshes = Locked(0)
+        var refresher: TokenRefresher?
+
+        var middleware: [Middleware] = []
+        for layer in model.layers {
+            switch layer {
+            case .counting: middleware.append(.counting(counter))
+            case .logging:
+                middleware.append(.logging(clock: clock) { record in logLines.withLock { $0.append("\(record)") } })
+            case .timeout(let duration): middleware.append(.timeout(duration, clock: clock))
+            case .retry(let attempts, let immediate):
+                var random = SplitMix64.derived(seed: model.seed, 2)
+                let jitter = Locked(random.nextUnitInterval())
+                let policy = RetryPolicy(
+                    maximumAttempts: attempts,
+                    backoff: immediate ? .immediate : .exponential(),
+                    random: { jitter.value }
+                )
+                middleware.append(.retry(policy, clock: clock))
+            case .staticToken(let header):
+                let token = header == "X-Tenant-Key" ? secrets.tenantKey : secrets.staticToken
+                middleware.append(.authenticating(token: token, scheme: scheme(header)))
+            case .tokenProvider(let header):
+                let token = secrets.providerToken
+                middleware.append(.authenticating(scheme: scheme(header)) { token })
+            case .refresher(let header):
+                let tokens = secrets.refresherTokens
+                let made =
+                    refresher
+                    ?? TokenRefresher(token: .init(tokens[0]), clock: clock) { _ in
+                        let version = refreshes.withLock { count -> Int in
+                            count += 1
+                            return count
+                        }
+                        return .init(tokens[min(version, tokens.count - 1)])
+                    }
+                refresher = made
+                middleware.append(.authenticating(with: made, scheme: scheme(header)))
+            case .validatingStatus: middleware.append(.validatingStatus())
+            case .redirects: middleware.append(.followingRedirects())
+            case .hedging: middleware.append(.hedging(after: .milliseconds(300), maxExtraAttempts: 1, clock: clock))
+            case .idempotencyKey: middleware.append(.idempotencyKey())
+            }
+        }
+        let client = Client(transport: server.transport, middleware: middleware)
+
+        var components = URLComponents(string: "https://api.example.test/orders")!
+        if model.seed % 3 == 0 { components.queryItems = [URLQueryItem(name: "access_token", value: secrets.urlToken)] }
+        if model.seed % 5 == 0 {
+            components.user = "ada"
+            components.password = secrets.password
+        }
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = model.method
+        switch model.body {
+        case .none: break
+        case .bytes: request.httpBody = StackCase.bodyBytes
+        case .stream: request.httpBodyStream = InputStream(data: StackCase.bodyBytes)
+        }
+        if model.idempotencyKey { request.setValue("key-\(model.seed)", forHTTPHeaderField: "Idempotency-Key") }
+
+        // Run the call, moving virtual time whenever something sleeps on the clock.
+        let outcome = Locked<Result<Int, any Error>?>(nil)
+        let call = Task {
+            let result: Result<Int, any Error>
+            do {
+                result = .success(try await client.send(request).1.statusCode)
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+        }
+        let ended = await drive(clock, until: { outcome.value != nil })
+        if !ended { call.cancel() }
+        await call.value
+        let finishedAt = clock.now.offset
+
+        var problems: [String] = []
+        func violation(_ text: String) {
+            problems.append("\(text)\n  case: \(model)\n  server: \(server.receptions.value.map(\.description))")
+        }
+
+        let receptions = server.receptions.value
+        // The call ended, and within its deadline.
+        if !ended { violation("the call did not end (no sleeper left and no progress for 10 s)") }
+        if let deadline = model.wholeCallDeadline, finishedAt > deadline {
+            violation("the call ended at \(finishedAt), past its \(deadline) deadline")
+        }
+        // No credential at another origin.
+        let credentialHeaders = model.credentialHeaders
+        for reception in receptions where reception.origin != ModelServer.apiOrigin {
+            for (name, value) in reception.headers {
+                if credentialHeaders.contains(name.lowercased()) || secrets.all.contains(where: value.contains) {
+                    violation("a credential reached \(reception.origin): \(name)")
+                }
+            }
+        }
+        // Nothing non-idempotent sent again after the server may have acted on it, without a key.
+        let hasKey =
+            model.idempotencyKey || model.layers.contains { if case .idempotencyKey = $0 { true } else { false } }
+        if ["POST", "PATCH"].contains(model.method) && !hasKey {
+            let sends = receptions.filter { $0.method == model.method }
+            if let first = sends.firstIndex(where: \.mayHaveProcessed), first < sends.count - 1 {
+                violation("\(model.method) sent again after the server may have acted on it")
+            }
+        }
+        // No body went out empty or cut.
+        for reception in receptions where reception.method == model.method && model.body != .none {
+            if reception.body != StackCase.bodyBytes {
+                violation(
+                    "a \(reception.method) went out with \(reception.body.count) of \(StackCase.bodyBytes.count) body bytes"
+                )
+            }
+        }
+        // Refreshes within the rejections that caused them, and the limit.
+        if let refresher {
+            let rejections = receptions.filter { $0.origin == ModelServer.apiOrigin && $0.answer.hasPrefix("401") }
+                .count
+            if refresher.refreshCount > min(rejections, TokenRefresher.RefreshLimit.default.maximum) {
+                violation("\(refresher.refreshCount) refreshes for \(rejections) rejections")
+            }
+        }
+        // The counter is back to 0.
+        if model.layers.contains(where: { if case .counting = $0 { true } else { false } }) {
+            let snapshot = counter.snapshot
+            if snapshot.inFlight != 0 || snapshot.started != snapshot.finished || snapshot.started == 0 {
+                violation("counter: \(snapshot)")
+            }
+        }
+        // No secret in any text.
+        var texts = logLines.value
+        if case .failure(let error) = outcome.value {
+            var dumped = ""
+            dump(error, to: &dumped)
+            texts += [
+                "\(error)", String(reflecting: error), error.localizedDescription, dumped,
+                (error as? CourierError)?.debugDescription ?? "",
+            ]
+        }
+        for text in texts {
+            for secret in secrets.all where text.contains(secret) {
+                violation("a secret in a text: \(secret) in \(text.prefix(300))")
+            }
+        }
+        return problems
+    }
+
+    private static func scheme(_ header: String) -> AuthorizationScheme {
+        header == "Authorization" ? .bearer : .header(header)
+    }
+
+    /// Lets the call's tasks run, and moves the clock to the next deadline whenever something sleeps on it,
+    /// until `isDone`. Returns `false` when nothing sleeps and nothing has changed for 10 s of real time: the
+    /// call hangs with nothing left to wake it.
+    static func drive(_ clock: ManualClock, until isDone: @Sendable () -> Bool) async -> Bool {
+        var idleSince: ContinuousClock.Instant?
+        while !isDone() {
+            for _ in 0..<4 { await Task.yield() }
+            if isDone() { return true }
+            if clock.advanceToNextDeadline() {
+                idleSince = nil
+                continue
+            }
+            let now = ContinuousClock.now
+            if let since = idleSince {
+                if since.duration(to: now) > .seconds(10) { return false }
+            } else {
+                idleSince = now
+            }
+        }
+        return true
+    }
+}

@@ -1,0 +1,262 @@
+import Courier
+import CourierTesting
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// One randomly drawn case of the stack invariants: a stack built from the built-in middleware in a random
+/// order, a request, and a server on three origins whose answers are drawn from the same seed.
+struct StackCase: CustomStringConvertible {
+    /// One layer of the stack.
+    enum Layer: CustomStringConvertible {
+        case counting
+        case logging
+        case timeout(Duration)
+        case retry(attempts: Int, immediate: Bool)
+        case staticToken(header: String)
+        case tokenProvider(header: String)
+        case refresher(header: String)
+        case validatingStatus
+        case redirects
+        case hedging
+        case idempotencyKey
+
+        var description: String {
+            switch self {
+            case .counting: "counting"
+            case .logging: "logging"
+            case .timeout(let duration): "timeout(\(duration))"
+            case .retry(let attempts, let immediate): "retry(\(attempts)\(immediate ? ", immediate" : ""))"
+            case .staticToken(let header): "authenticating(token, \(header))"
+            case .tokenProvider(let header): "authenticating(provider, \(header))"
+            case .refresher(let header): "authenticating(refresher, \(header))"
+            case .validatingStatus: "validatingStatus"
+            case .redirects: "followingRedirects"
+            case .hedging: "hedging"
+            case .idempotencyKey: "idempotencyKey"
+            }
+        }
+
+        var credentialHeader: String? {
+            switch self {
+            case .staticToken(let header), .tokenProvider(let header), .refresher(let header): header
+            default: nil
+            }
+        }
+    }
+
+    /// The request's body.
+    enum Body: CustomStringConvertible {
+        case none, bytes, stream
+        var description: String {
+            switch self {
+            case .none: "no body"
+            case .bytes: "Data body"
+            case .stream: "stream body"
+            }
+        }
+    }
+
+    let seed: UInt64
+    let layers: [Layer]
+    let method: String
+    let body: Body
+    let idempotencyKey: Bool
+    /// Whether the server treats the first token as revoked from the start.
+    let firstTokenRevoked: Bool
+
+    static let bodyBytes = Data("payload-0123456789".utf8)
+
+    init(seed: UInt64) {
+        var random = SplitMix64.derived(seed: seed, 0)
+        self.seed = seed
+        func chance(_ p: Double) -> Bool { random.nextUnitInterval() < p }
+        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+
+        let headers = ["Authorization", "X-Access-Token", "X-Session-Token", "Api-Token"]
+        var pool: [Layer] = []
+        if chance(0.7) { pool.append(.counting) }
+        if chance(0.3) { pool.append(.logging) }
+        if chance(0.6) { pool.append(.timeout(.seconds(Int64(pick([5, 10, 30]))))) }
+        if chance(0.6) { pool.append(.retry(attempts: pick([2, 3, 4]), immediate: chance(0.5))) }
+        switch random.next() % 4 {
+        case 0: pool.append(.staticToken(header: pick(headers)))
+        case 1: pool.append(.tokenProvider(header: pick(headers)))
+        default: pool.append(.refresher(header: pick(headers)))
+        }
+        if chance(0.2) { pool.append(.staticToken(header: "X-Tenant-Key")) }
+        if chance(0.5) { pool.append(.timeout(.seconds(Int64(pick([1, 2, 4]))))) }
+        if chance(0.7) { pool.append(.validatingStatus) }
+        if chance(0.8) { pool.append(.redirects) }
+        if chance(0.2) { pool.append(.hedging) }
+        if chance(0.2) { pool.append(.idempotencyKey) }
+        // Mostly the recommended order, sometimes shuffled: every invariant must hold in any order.
+        if chance(0.5) {
+            for index in pool.indices.reversed() where index > 0 {
+                pool.swapAt(index, Int(random.next() % UInt64(index + 1)))
+            }
+        }
+        layers = pool
+        method = pick(["GET", "GET", "PUT", "POST", "POST", "DELETE", "PATCH"])
+        body = method == "GET" || method == "DELETE" ? .none : pick([.bytes, .bytes, .stream])
+        idempotencyKey = chance(0.2)
+        firstTokenRevoked = chance(0.3)
+    }
+
+    var hasTimeout: Bool {
+        layers.contains { if case .timeout = $0 { true } else { false } }
+    }
+
+    /// The deadline the whole call must keep: that of a timeout with only layers outside it that never wait.
+    var wholeCallDeadline: Duration? {
+        for layer in layers {
+            switch layer {
+            case .timeout(let duration): return duration
+            case .counting, .logging, .idempotencyKey, .validatingStatus, .staticToken, .tokenProvider: continue
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    var credentialHeaders: Set<String> {
+        Set(layers.compactMap { $0.credentialHeader?.lowercased() })
+    }
+
+    var description: String {
+        "seed \(seed): \(method) \(body), idempotency key: \(idempotencyKey), first token revoked: "
+            + "\(firstTokenRevoked); stack: \(layers.map(\.description).joined(separator: " → "))"
+    }
+}
+
+/// What the model server saw: every request it received, with what it answered.
+struct Reception: CustomStringConvertible, Sendable {
+    let url: URL
+    let method: String
+    let headers: [String: String]
+    let body: Data
+    let answer: String
+    /// Whether the server may have acted on the request (anything but a redirect or a rejection).
+    let mayHaveProcessed: Bool
+
+    var origin: String {
+        "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port ?? (url.scheme == "https" ? 443 : 80))"
+    }
+
+    var description: String { "\(method) \(url.absoluteString) → \(answer)" }
+}
+
+/// The server of one case: three origins, answers drawn from the case's seed in the order requests arrive.
+final class ModelServer: Sendable {
+    static let apiOrigin = "https://api.example.test:443"
+    static let origins = ["https://api.example.test", "https://other.example.test", "http://api.example.test:8080"]
+    /// After this many requests, every answer is 200, so that every case ends.
+    static let maximumReceptions = 24
+
+    let seed: UInt64
+    let hasTimeout: Bool
+    let clock: ManualClock
+    let receptions = Locked<[Reception]>([])
+    /// Tokens the server rejects.
+    let revoked: Locked<Set<String>>
+
+    init(case model: StackCase, clock: ManualClock, revoked: Set<String>) {
+        self.seed = model.seed
+        self.hasTimeout = model.hasTimeout
+        self.clock = clock
+        self.revoked = Locked(revoked)
+    }
+
+    var transport: MockTransport {
+        MockTransport(reply: .handler { [self] request in self.answer(request.urlRequest) })
+    }
+
+    private func answer(_ request: URLRequest) -> MockReply {
+        let body = Self.readBody(request)
+        let headers = request.allHTTPHeaderFields ?? [:]
+        let index = receptions.withLock { $0.count }
+        var random = SplitMix64.derived(seed: seed, 1, UInt64(index))
+        func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+        let url = request.url!
+        let isAPI = url.scheme == "https" && url.host == "api.example.test" && url.port == nil
+        let credential = headers.first {
+            ["authorization", "x-access-token", "x-session-token", "api-token"].contains($0.key.lowercased())
+        }
+        let token = credential.map { $0.value.hasPrefix("Bearer ") ? String($0.value.dropFirst(7)) : $0.value }
+
+        let reply: MockReply
+        let answer: String
+        var processed = true
+        if index >= Self.maximumReceptions {
+            (reply, answer) = (.text("done"), "200 (cap)")
+        } else if isAPI, let token, revoked.withLock({ $0.contains(token) }) {
+            (reply, answer) = (
+                .status(401, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""]), "401 revoked"
+            )
+            processed = false
+        } else if !isAPI && random.nextUnitInterval() < 0.25 {
+            // Another origin rejects whatever it was sent: never the API's token's fault.
+            (reply, answer) = (.status(401, headers: ["WWW-Authenticate": "Bearer"]), "401 foreign")
+            processed = false
+        } else {
+            let roll = random.nextUnitInterval()
+            switch roll {
+            case ..<0.35:
+                (reply, answer) = (.text("ok"), "200")
+            case ..<0.52:
+                let status = pick([301, 302, 303, 307, 308])
+                let target = "\(pick(Self.origins))/r\(random.next() % 4)"
+                (reply, answer) = (.status(status, headers: ["Location": target]), "\(status) → \(target)")
+                processed = false
+            case ..<0.57:
+                if isAPI, let token { revoked.withLock { _ = $0.insert(token) } }
+                (reply, answer) = (.status(401, headers: ["WWW-Authenticate": "Bearer"]), "401")
+                processed = false
+            case ..<0.60:
+                (reply, answer) = (.status(403), "403")
+            case ..<0.67:
+                let seconds = Int(random.next() % 3)
+                (reply, answer) = (.status(429, headers: ["Retry-After": "\(seconds)"]), "429 retry after \(seconds)")
+            case ..<0.74:
+                (reply, answer) = (.status(503), "503")
+            case ..<0.78:
+                (reply, answer) = (.status(500), "500")
+            case ..<0.86:
+                let delay = Duration.milliseconds(Int64(250 * (1 + random.next() % 12)))
+                (reply, answer) = (MockReply.text("slow").delayed(by: delay, on: clock), "200 after \(delay)")
+            case ..<0.91 where hasTimeout:
+                (reply, answer) = (.hang, "hang")
+            default:
+                (reply, answer) = (.urlError(.networkConnectionLost), "dropped")
+            }
+        }
+        receptions.withLock {
+            $0.append(
+                Reception(
+                    url: url,
+                    method: request.httpMethod ?? "GET",
+                    headers: headers,
+                    body: body,
+                    answer: answer,
+                    mayHaveProcessed: processed
+                )
+            )
+        }
+        return reply
+    }
+
+    static func readBody(_ request: URLRequest) -> Data {
+        if let body = request.httpBody { return body }
+        guard let stream = request.httpBodyStream else { return Data() }
+        stream.open()
+        defer { stream.close() }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while case let count = stream.read(&buffer, maxLength: buffer.count), count > 0 {
+            data.append(contentsOf: buffer[..<count])
+        }
+        return data
+    }
+}
