@@ -194,6 +194,26 @@ public actor TokenRefresher {
         return TokenRefresherStateMachine.isExpiring(credential, now: elapsed())
     }
 
+    /// Whether `credential` has not expired yet (a token with no known expiry never does): it may still be sent
+    /// when its early refresh fails.
+    nonisolated func isUnexpired(_ credential: Credential) -> Bool {
+        guard let expiresAt = credential.expiresAt else { return true }
+        return elapsed() < expiresAt
+    }
+
+    /// The credential to send now: `credential`, or a newer one when it is due for an early refresh. When that
+    /// refresh fails (the token server is down, or the refresh limit is reached) and `credential` has not
+    /// expired, `credential` is still sent: the failure reaches callers once the token has expired, not before.
+    nonisolated func credentialToSend(_ credential: Credential) async throws -> Credential {
+        guard isExpiring(credential) else { return credential }
+        do {
+            return try await newerCredential(than: credential)
+        } catch let error as CourierError {
+            guard isUnexpired(credential) else { throw error }
+            return credential
+        }
+    }
+
     private nonisolated func token(from credential: Credential) -> Token {
         guard let expiresAt = credential.expiresAt else { return Token(credential.value) }
         return Token(credential.value, expiresIn: expiresAt - elapsed())
@@ -203,16 +223,14 @@ public actor TokenRefresher {
 
     /// Returns the current token, refreshed first if it is due (see ``leeway``).
     ///
-    /// For code that needs the credential outside a ``Client``, for example to open a WebSocket.
+    /// For code that needs the credential outside a ``Client``, for example to open a WebSocket. When the early
+    /// refresh fails but the token has not expired yet, the token is returned all the same.
     ///
-    /// - Throws: ``CourierError/Code/refreshFailed``, ``CourierError/Code/tooManyRefreshes``, or
+    /// - Throws: ``CourierError/Code/refreshFailed``, ``CourierError/Code/tooManyRefreshes`` (once the token has
+    ///   expired), or
     ///   `CancellationError` when the calling task is cancelled while waiting.
     public func validToken() async throws -> Token {
-        var credential = self.credential
-        if isExpiring(credential) {
-            credential = try await newerCredential(than: credential)
-        }
-        return token(from: credential)
+        token(from: try await credentialToSend(credential))
     }
 
     /// Refreshes the current token now, or joins the refresh of it in progress.

@@ -17,7 +17,9 @@ extension Middleware {
     /// )
     /// ```
     ///
-    /// - A token within the refresher's ``TokenRefresher/leeway`` of expiring is refreshed **before** sending.
+    /// - A token due for an early refresh (see ``TokenRefresher/leeway``) is refreshed **before** sending. If that
+    ///   refresh fails while the token has not expired yet, the request is sent with it all the same: an outage
+    ///   of the token server fails requests only once the token has really expired.
     /// - A rejection (see ``AuthenticationFailure``; 401 by default) is recognised whether it comes back as
     ///   a response or as a thrown ``CourierError`` with a status, so status validation may sit inside this
     ///   middleware. A rejection of a request that did not carry the token — from another origin, or from
@@ -106,10 +108,7 @@ private struct RefreshingAuthenticator: Sendable {
         guard RedirectContext.mayAttachCredentials else {
             return try await next(request)
         }
-        var credential = refresher.credential
-        if refresher.isExpiring(credential) {
-            credential = try await refresher.newerCredential(than: credential)
-        }
+        let credential = try await refresher.credentialToSend(refresher.credential)
         let rejection: (response: HTTPURLResponse?, body: Data?, error: CourierError?)
         switch try await attempt(request, with: credential, next: next) {
         case .accepted(let result):

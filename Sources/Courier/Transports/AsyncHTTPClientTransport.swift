@@ -51,8 +51,9 @@ public import FoundationNetworking
 ///   `Deadline.$current.withValue`), the request is given to AsyncHTTPClient with that deadline, so that
 ///   connecting and waiting for a pooled connection and for the response head never go past it; a deadline
 ///   that has passed fails the request before it is sent. Either fails with ``CourierError/Code/timedOut``
-///   and ``CourierError/timeout`` set, as the timeout middleware reports it. The deadline is measured in real
-///   time from the moment the request is sent (a deadline on a test's manual clock is as long in real time).
+///   and ``CourierError/timeout`` set, as the timeout middleware reports it. Only a deadline on a real-time
+///   clock (`ContinuousClock`, `SuspendingClock`) is handed over; one on a test's manual clock is virtual,
+///   and only the timeout middleware that set it enforces it.
 ///   The body is read until the timeout middleware cancels the call. Without a deadline, the transport passes
 ///   `NIODeadline.distantFuture`. `URLRequest.timeoutInterval` is ignored.
 /// - **Errors**: a failed socket call is a ``CourierError/Code/transport`` error that says what happened
@@ -159,7 +160,8 @@ public final class AsyncHTTPClientTransport: Transport {
         var outgoing = try Self.makeHead(from: request)
         // AsyncHTTPClient 1.37 still sends a request whose task was cancelled before `execute`.
         try Task.checkCancellation()
-        let callDeadline = Deadline.current
+        // A deadline on a test's manual clock is virtual: the timeout middleware enforces it, not the wire.
+        let callDeadline = Deadline.current.flatMap { $0.isRealTime ? $0 : nil }
         let deadline: NIODeadline
         if let callDeadline {
             let left = callDeadline.timeLeft

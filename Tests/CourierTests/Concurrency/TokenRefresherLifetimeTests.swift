@@ -153,4 +153,28 @@ struct TokenRefresherLifetimeTests {
         #expect(try await refresher.validToken() == .init("v2", expiresIn: .seconds(20)))
         #expect(refresher.refreshCount == 1)
     }
+
+    @Test("an early refresh that fails leaves the unexpired token in use; once it has expired, the failure is reported")
+    func failedEarlyRefresh() async throws {
+        struct TokenServerDown: Error {}
+        let clock = ManualClock()
+        let refresher = TokenRefresher(token: .init("v1", expiresIn: .seconds(60)), clock: clock) { _ in
+            throw TokenServerDown()
+        }
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+
+        clock.advance(by: .seconds(40))  // due for an early refresh, 20 s left
+        _ = try await client.send(URLRequest(url: Self.base))
+        #expect(try await refresher.validToken().value == "v1")
+        #expect(refresher.refreshCount == 2)
+        #expect(transport.requests.map(Self.bearer) == ["Bearer v1"])
+
+        clock.advance(by: .seconds(20))  // expired now: nothing valid is left to send
+        let error = try await #require(throws: CourierError.self) {
+            try await client.send(URLRequest(url: Self.base))
+        }
+        #expect(error.code == .refreshFailed)
+        #expect(transport.callCount == 1)
+    }
 }

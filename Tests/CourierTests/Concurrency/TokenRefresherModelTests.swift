@@ -410,7 +410,12 @@ private final class ModelCase {
     private func completeRefresh() async {
         guard let (index, replaced) = refreshes.pending else { return }
         let dropped = replaced.value != refresher.token.value
-        let waiting = waitingRequests()
+        // A request waiting for an early refresh (it has sent nothing yet) of a token that has not expired sends
+        // that token all the same when the refresh fails; only the others fail with the refresh's error.
+        let unexpired =
+            refresher.token.value == replaced.value && (refresher.token.expiresIn.map { $0 > .zero } ?? true)
+        let neverSent = unsentRequests()
+        let waiting = waitingRequests().filter { !(unexpired && neverSent.contains($0)) }
         let roll = Int.random(in: 0..<100, using: &random)
         minted += 1
         let result: Result<TokenRefresher.Token, any Error>
@@ -465,6 +470,13 @@ private final class ModelCase {
     }
 
     private var waitingAtFailure: [Int: Set<Int>] = [:]
+
+    /// Requests started that have sent nothing yet.
+    private func unsentRequests() -> Set<Int> {
+        var sent: Set<Int> = []
+        for case .sent(let request, _) in world.log { sent.insert(request) }
+        return Set(tasks.keys.filter { !sent.contains($0) })
+    }
 
     /// Requests held by the server now: sent more often than answered, and not finished.
     private func unansweredRequests() -> Set<Int> {

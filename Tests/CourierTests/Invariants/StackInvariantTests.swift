@@ -56,7 +56,7 @@ struct StackInvariantTests {
             }
         }
         let found = failures.value
-        #expect(found.isEmpty, "\(found.count) violations; the first:\n\(found.prefix(5).joined(separator: "\n"))")
+        #expect(found.count == 0, "\(found.count) violations; the first:\n\(found.prefix(5).joined(separator: "\n"))")
         if let path = ProcessInfo.processInfo.environment["COURIER_INVARIANT_REPORT"] {
             try found.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
         }
@@ -91,7 +91,7 @@ struct StackInvariantTests {
         let secrets = Secrets(seed: model.seed)
         let revoked: Set<String> =
             model.firstTokenRevoked ? [secrets.refresherTokens[0], secrets.providerToken, secrets.staticToken] : []
-        let server = ModelServer(case: model, clock: clock, revoked: revoked)
+        let server = StackModelServer(case: model, clock: clock, revoked: revoked)
         let counter = RequestCounter()
         let logLines = Locked<[String]>([])
         let refreshes = Locked(0)
@@ -184,7 +184,7 @@ struct StackInvariantTests {
         }
         // No credential at another origin.
         let credentialHeaders = model.credentialHeaders
-        for reception in receptions where reception.origin != ModelServer.apiOrigin {
+        for reception in receptions where reception.origin != StackModelServer.apiOrigin {
             for (name, value) in reception.headers {
                 if credentialHeaders.contains(name.lowercased()) || secrets.all.contains(where: value.contains) {
                     violation("a credential reached \(reception.origin): \(name)")
@@ -210,7 +210,7 @@ struct StackInvariantTests {
         }
         // Refreshes within the rejections that caused them, and the limit.
         if let refresher {
-            let rejections = receptions.filter { $0.origin == ModelServer.apiOrigin && $0.answer.hasPrefix("401") }
+            let rejections = receptions.filter { $0.origin == StackModelServer.apiOrigin && $0.answer.hasPrefix("401") }
                 .count
             if refresher.refreshCount > min(rejections, TokenRefresher.RefreshLimit.default.maximum) {
                 violation("\(refresher.refreshCount) refreshes for \(rejections) rejections")

@@ -149,7 +149,7 @@ struct Reception: CustomStringConvertible, Sendable {
 }
 
 /// The server of one case: three origins, answers drawn from the case's seed in the order requests arrive.
-final class ModelServer: Sendable {
+final class StackModelServer: Sendable {
     static let apiOrigin = "https://api.example.test:443"
     static let origins = ["https://api.example.test", "https://other.example.test", "http://api.example.test:8080"]
     /// After this many requests, every answer is 200, so that every case ends.

@@ -175,6 +175,23 @@ struct AsyncHTTPClientTransportTests {
         #expect(server.requests.isEmpty)
     }
 
+    @Test("a Deadline on a manual clock is virtual: the transport does not enforce it in real time")
+    func virtualDeadlineIgnored() async throws {
+        let server = try SocketServer { _ in .response(status: 200) }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        // Passed already on its own clock, which nothing moves: a real-time transport must leave it alone.
+        let deadline = Deadline(after: .zero, clock: ManualClock())
+        let result = await outcome {
+            try await Deadline.$current.withValue(deadline) {
+                try await transport.send(URLRequest(url: server.url("/virtual")))
+            }
+        }
+        try await transport.shutdown()
+        #expect(result.success?.1.statusCode == 200, "\(result)")
+        #expect(server.requests.count == 1)
+    }
+
     @Test("a body stream is read and sent whole")
     func bodyStream() async throws {
         let server = try SocketServer { request in .response(status: 200, body: request.body) }
@@ -285,6 +302,11 @@ extension Result {
     fileprivate var failure: Failure? {
         if case .failure(let error) = self { return error }
         return nil
+    }
+
+    /// The value, when this is a success.
+    fileprivate var success: Success? {
+        try? get()
     }
 }
 #endif

@@ -66,6 +66,11 @@ public struct Deadline: Sendable {
 
     /// Whether the deadline has passed.
     public var hasPassed: Bool { instant.timeLeft <= .zero }
+
+    /// Whether the deadline's clock runs in real time (`ContinuousClock` or `SuspendingClock`), so that a
+    /// transport may hand it to a network library as a wall-clock deadline. A deadline on a test's manual
+    /// clock is virtual: only the timeout middleware that set it enforces it.
+    var isRealTime: Bool { instant.isRealTime }
 }
 
 /// An instant together with the clock it belongs to, so that the time left can be measured without
@@ -73,6 +78,7 @@ public struct Deadline: Sendable {
 /// available on `any Clock<Duration>`.
 private protocol DeadlineInstant: Sendable {
     var timeLeft: Duration { get }
+    var isRealTime: Bool { get }
 }
 
 private struct ClockInstant<C: Clock<Duration>>: DeadlineInstant {
@@ -80,4 +86,5 @@ private struct ClockInstant<C: Clock<Duration>>: DeadlineInstant {
     let instant: C.Instant
 
     var timeLeft: Duration { clock.now.duration(to: instant) }
+    var isRealTime: Bool { clock is ContinuousClock || clock is SuspendingClock }
 }
