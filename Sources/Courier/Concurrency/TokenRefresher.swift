@@ -42,7 +42,8 @@ import Synchronization
 /// **Cost.** The current token lives in a mutex, so the middleware reads it synchronously: a request whose
 /// token is valid never awaits the actor. Only rejections and refreshes do.
 ///
-/// The token's value never appears in a description or an error.
+/// The token's value never appears in a description, an error or a log record: every token it stores is
+/// registered with ``Redaction/registerSecret(_:)``.
 public actor TokenRefresher {
     /// A credential's value and, optionally, how long it stays valid.
     public struct Token: Sendable, Hashable, CustomStringConvertible {
@@ -146,6 +147,7 @@ public actor TokenRefresher {
         self.leeway = leeway
         self.limit = limit
         self.operation = refresh
+        Redaction.registerSecret(token.value)
         self.current = LockedState(
             Credential(value: token.value, version: 1, expiresAt: token.expiresIn, failedRefreshes: 0)
         )
@@ -213,6 +215,7 @@ public actor TokenRefresher {
     ///
     /// - Parameter token: The new token.
     public func setToken(_ token: Token) {
+        Redaction.registerSecret(token.value)
         let now = elapsed()
         current.withLock { credential in
             credential.value = token.value
@@ -296,6 +299,7 @@ public actor TokenRefresher {
                 )
             )
         case .success(let token):
+            Redaction.registerSecret(token.value)
             let now = elapsed()
             outcome = .success(
                 current.withLock { credential in
