@@ -90,8 +90,8 @@ public enum Redaction {
     /// - Returns: `true` for `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, the other
     ///   ``sensitiveHeaderNames``, and names containing one of the ``sensitiveNameFragments`` (`X-Access-Token`).
     public static func isSensitiveHeader(_ name: String) -> Bool {
-        let lowercased = name.lowercased()
-        return sensitiveHeaderNames.contains(lowercased) || sensitiveNameFragments.contains { lowercased.contains($0) }
+        var name = name
+        return name.withUTF8 { RedactionNames.isHeaderName($0) || RedactionNames.containsFragment($0) }
     }
 
     /// Whether values of the query or form parameter `name` are secret.
@@ -100,43 +100,20 @@ public enum Redaction {
     /// - Returns: `true` for the ``sensitiveParameterNames`` and names containing one of the
     ///   ``sensitiveNameFragments`` (`auth_token`, `X-Amz-Signature`).
     public static func isSensitiveParameter(_ name: String) -> Bool {
-        let lowercased = name.lowercased()
-        return sensitiveParameterNames.contains(lowercased)
-            || sensitiveNameFragments.contains { lowercased.contains($0) }
+        var name = name
+        return name.withUTF8 { RedactionNames.isParameterName($0) || RedactionNames.containsFragment($0) }
     }
 
     /// Returns `url` as a string with user-info, sensitive query and fragment values, token parameters nested
     /// in other parameters' values (`?next=%2Fcb%3Ftoken%3D…`) and known secrets replaced by `REDACTED`.
     ///
+    /// A sensitive parameter's value is replaced up to the next `&` or `#`; the rest of the URL is kept as it
+    /// was written.
+    ///
     /// - Parameter url: Any URL.
     /// - Returns: A string safe to print.
     public static func redactedURL(_ url: URL) -> String {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
-            return redactedURLString(url.absoluteString)
-        }
-        if components.percentEncodedUser != nil || components.percentEncodedPassword != nil {
-            components.percentEncodedUser = "REDACTED"
-            components.percentEncodedPassword = nil
-        }
-        if let items = components.percentEncodedQueryItems, !items.isEmpty {
-            components.percentEncodedQueryItems = items.map { item in
-                guard item.value != nil, isSensitiveParameter(item.name) else { return item }
-                return URLQueryItem(name: item.name, value: "REDACTED")
-            }
-        }
-        // OAuth callbacks carry tokens in the fragment (`#access_token=…&state=…`).
-        if let fragment = components.percentEncodedFragment, fragment.contains("=") {
-            components.percentEncodedFragment = fragment.split(separator: "&", omittingEmptySubsequences: false)
-                .map { pair in
-                    guard let equals = pair.firstIndex(of: "="), isSensitiveParameter(String(pair[..<equals])) else {
-                        return String(pair)
-                    }
-                    return pair[..<equals] + "=REDACTED"
-                }
-                .joined(separator: "&")
-        }
-        // The text rules find what the components do not show: parameters nested in values, encoded user-info.
-        return redactedURLString(components.string ?? url.absoluteString)
+        redactedURLString(url.absoluteString)
     }
 
     /// Returns `headers` with the values of sensitive headers redacted, and secrets removed from the others.
@@ -165,26 +142,38 @@ public enum Redaction {
 
     /// Returns the start of `body` as text (at most `limit` characters) with secrets redacted.
     ///
-    /// The first ``CourierError/maximumStoredBodySize`` bytes are redacted *before* the preview is cut, so a
-    /// long value that starts in the preview and ends after it (a 2,000-character `"access_token"`) is
-    /// replaced whole; a value that runs past those bytes is replaced up to their end.
+    /// The text is redacted *before* the preview is cut, so a value that starts in the preview is replaced
+    /// whole however long it is (a 2,000-character `"access_token"`), and a registered secret that starts
+    /// in it is found even if it ends far beyond. The work is bounded: at most `4 × limit` bytes plus
+    /// ``maximumSecretLength`` are read (a value running past them is replaced up to there), and the rules
+    /// stop once the preview is made.
     ///
     /// - Parameters:
     ///   - body: A request or response body.
     ///   - limit: The most characters to keep.
-    /// - Returns: A printable preview; binary bodies (whose first `4 × limit` bytes are not UTF-8) are
-    ///   summarised by their size.
+    /// - Returns: A printable preview, ending with `…` when the body goes on; binary bodies (whose first
+    ///   `4 × limit` bytes are not UTF-8) are summarised by their size.
     public static func bodyPreview(_ body: Data, limit: Int = 256) -> String {
-        let window = body.prefix(CourierError.maximumStoredBodySize)
-        let head = window.prefix(limit * 4)
+        let head = body.prefix(limit * 4)
         guard utf8Text(head, cutFromLongerBody: body.count > head.count) != nil else {
             return "<\(body.count) bytes>"
         }
-        let redacted = redactedText(String(decoding: window, as: UTF8.self))
-        guard let cut = redacted.index(redacted.startIndex, offsetBy: limit, limitedBy: redacted.endIndex),
-            cut < redacted.endIndex || body.count > window.count
-        else { return redacted }
-        return String(redacted[..<cut]) + "…"
+        var window = String(decoding: body.prefix(limit * 4 + maximumSecretLength), as: UTF8.self)
+        let (bytes, isWhole) = window.withUTF8 { text -> ([UInt8], Bool) in
+            let rules = TextRedactor(mode: .text)
+            guard let scrubbed = SecretRegistry.shared.scrub(text, placeholder: rules.placeholder) else {
+                return rules.redactedPrefix(text, length: limit * 4)
+            }
+            return scrubbed.withUnsafeBufferPointer { rules.redactedPrefix($0, length: limit * 4) }
+        }
+        let redacted = String(decoding: bytes, as: UTF8.self)
+        let isCut = !isWhole || body.count > limit * 4 + maximumSecretLength
+        if let cut = redacted.index(redacted.startIndex, offsetBy: limit, limitedBy: redacted.endIndex),
+            cut < redacted.endIndex || isCut
+        {
+            return String(redacted[..<cut]) + "…"
+        }
+        return isCut ? redacted + "…" : redacted
     }
 
     /// Returns `text` with credentials removed.
@@ -206,24 +195,21 @@ public enum Redaction {
     /// - Parameter text: Free text, such as an underlying error's description.
     /// - Returns: The text, safe to print.
     public static func redactedText(_ text: String) -> String {
-        redacted(text, placeholder: textPlaceholder)
+        redacted(text, mode: .text)
     }
 
     /// The known secrets and the pattern rules, applied to a string that holds a URL (`REDACTED`, which a
     /// URL may contain, replaces what is removed).
     static func redactedURLString(_ string: String) -> String {
-        redacted(string, placeholder: urlPlaceholder)
+        redacted(string, mode: .url)
     }
 
-    private static let textPlaceholder = Array(placeholder.utf8)
-    private static let urlPlaceholder = Array("REDACTED".utf8)
-
-    private static func redacted(_ text: String, placeholder: [UInt8]) -> String {
+    private static func redacted(_ text: String, mode: TextRedactor.Mode) -> String {
         guard !text.isEmpty else { return text }
         var text = text
         let changed: [UInt8]? = text.withUTF8 { bytes in
-            let rules = TextRedactor(placeholder: placeholder)
-            guard let scrubbed = SecretRegistry.shared.scrub(bytes, placeholder: placeholder) else {
+            let rules = TextRedactor(mode: mode)
+            guard let scrubbed = SecretRegistry.shared.scrub(bytes, placeholder: rules.placeholder) else {
                 return rules.redact(bytes)
             }
             return scrubbed.withUnsafeBufferPointer { rules.redact($0) } ?? scrubbed

@@ -47,7 +47,7 @@ final class SecretRegistry: @unchecked Sendable {
     private let lock = ReadWriteLock()
     private let liveCount = Atomic<Int>(0)
 
-    private struct Slot {
+    fileprivate struct Slot {
         var value: String = ""
         /// The bytes compared (the value's UTF-8, at most ``Redaction/maximumSecretLength`` of them).
         var bytes: [UInt8] = []
@@ -96,30 +96,42 @@ final class SecretRegistry: @unchecked Sendable {
     func scrub(_ text: UnsafeBufferPointer<UInt8>, placeholder: [UInt8]) -> [UInt8]? {
         guard count > 0, text.count >= Self.prefixLength, let base = text.baseAddress else { return nil }
         return lock.withReadLock {
-            var output: [UInt8]?
-            var copied = 0
-            var index = 0
-            let last = text.count - Self.prefixLength
-            while index <= last {
-                let key = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-                guard filter.mayContain(key), let bucket = candidates[key], let end = match(bucket, in: text, at: index)
-                else {
-                    index += 1
-                    continue
+            // Locals, so the loop does not go through the class's properties (and their exclusivity checks).
+            let candidates = self.candidates
+            let slots = self.slots
+            return filter.bits.withUnsafeBufferPointer { bits -> [UInt8]? in
+                var output: [UInt8]?
+                var copied = 0
+                var index = 0
+                let last = text.count - Self.prefixLength
+                while index <= last {
+                    let key = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+                    // The filter's two bits (see `PrefixFilter`), inline: this runs for every byte of the text.
+                    let hash = key &* PrefixFilter.multiplier
+                    let first = Int(truncatingIfNeeded: hash >> 48)
+                    let second = Int(truncatingIfNeeded: (hash >> 32) & 0xFFFF)
+                    guard bits[first >> 6] & (1 &<< UInt64(first & 63)) != 0,
+                        bits[second >> 6] & (1 &<< UInt64(second & 63)) != 0,
+                        let bucket = candidates[key],
+                        let end = slots.withUnsafeBufferPointer({ Self.match(bucket, slots: $0, in: text, at: index) })
+                    else {
+                        index += 1
+                        continue
+                    }
+                    if output == nil {
+                        output = []
+                        output!.reserveCapacity(text.count)
+                    }
+                    output!.append(contentsOf: UnsafeBufferPointer(rebasing: text[copied..<index]))
+                    output!.append(contentsOf: placeholder)
+                    copied = end
+                    index = end
                 }
-                if output == nil {
-                    output = []
-                    output!.reserveCapacity(text.count)
+                if output != nil {
+                    output!.append(contentsOf: UnsafeBufferPointer(rebasing: text[copied...]))
                 }
-                output!.append(contentsOf: UnsafeBufferPointer(rebasing: text[copied..<index]))
-                output!.append(contentsOf: placeholder)
-                copied = end
-                index = end
+                return output
             }
-            if output != nil {
-                output!.append(contentsOf: UnsafeBufferPointer(rebasing: text[copied...]))
-            }
-            return output
         }
     }
 
@@ -231,7 +243,12 @@ final class SecretRegistry: @unchecked Sendable {
     ///
     /// `bucket` is sorted by the secrets' bytes, so the secrets that agree with the text's first `depth`
     /// characters are a contiguous range, narrowed by binary search on the next character.
-    private func match(_ bucket: [Int], in text: UnsafeBufferPointer<UInt8>, at start: Int) -> Int? {
+    private static func match(
+        _ bucket: [Int],
+        slots: UnsafeBufferPointer<Slot>,
+        in text: UnsafeBufferPointer<UInt8>,
+        at start: Int
+    ) -> Int? {
         var low = 0
         var high = bucket.count
         var depth = 0
@@ -244,22 +261,33 @@ final class SecretRegistry: @unchecked Sendable {
                 low += 1
             }
             guard low < high, position < text.count else { break }
-            var narrowed = false
-            for (character, next) in Self.readings(of: text, at: position) {
-                let range = equalRange(bucket, low..<high, depth: depth, character: character)
-                if !range.isEmpty {
-                    (low, high, position, depth) = (range.lowerBound, range.upperBound, next, depth + 1)
-                    narrowed = true
-                    break
-                }
+            let reading = Reading(of: text, at: position)
+            var range = equalRange(bucket, slots, low..<high, depth: depth, character: reading.character)
+            var next = reading.end
+            if range.isEmpty, let alternative = reading.alternative {
+                range = equalRange(bucket, slots, low..<high, depth: depth, character: alternative)
+                next = reading.alternativeEnd
             }
-            if !narrowed { break }
+            guard !range.isEmpty else { break }
+            (low, high, position, depth) = (range.lowerBound, range.upperBound, next, depth + 1)
         }
         return longest
     }
 
     /// The secrets in `range` of `bucket` whose byte at `depth` is `character`.
-    private func equalRange(_ bucket: [Int], _ range: Range<Int>, depth: Int, character: UInt8) -> Range<Int> {
+    private static func equalRange(
+        _ bucket: [Int],
+        _ slots: UnsafeBufferPointer<Slot>,
+        _ range: Range<Int>,
+        depth: Int,
+        character: UInt8
+    ) -> Range<Int> {
+        // Secrets that share a long prefix (a JWT header) agree on most characters: no search then.
+        if slots[bucket[range.lowerBound]].bytes[depth] == character
+            && slots[bucket[range.upperBound - 1]].bytes[depth] == character
+        {
+            return range
+        }
         var low = range.lowerBound
         var high = range.upperBound
         while low < high {
@@ -275,30 +303,38 @@ final class SecretRegistry: @unchecked Sendable {
         return first..<low
     }
 
-    /// The characters the text at `position` may stand for, most likely first, with where each ends: a
+    /// The character the text at a position stands for, and the other one it may stand for: a
     /// percent-escape (`%2B`, `%252B`) or the `%` itself, `+` or a space, a JSON escape (`\/`) or the `\`.
-    private static func readings(of text: UnsafeBufferPointer<UInt8>, at position: Int) -> [(UInt8, Int)] {
-        let byte = text[position]
-        switch byte {
-        case UInt8(ascii: "%"):
-            guard let (decoded, end) = decodedEscape(in: text, at: position) else { return [(byte, position + 1)] }
-            return [(decoded, end), (byte, position + 1)]
-        case UInt8(ascii: "+"):
-            return [(byte, position + 1), (UInt8(ascii: " "), position + 1)]
-        case UInt8(ascii: "\\"):
-            guard position + 1 < text.count else { return [(byte, position + 1)] }
-            let next = text[position + 1]
-            guard next == UInt8(ascii: "/") || next == UInt8(ascii: "\"") || next == UInt8(ascii: "\\") else {
-                return [(byte, position + 1)]
+    private struct Reading {
+        var character: UInt8
+        var end: Int
+        var alternative: UInt8?
+        var alternativeEnd = 0
+
+        init(of text: UnsafeBufferPointer<UInt8>, at position: Int) {
+            let byte = text[position]
+            (character, end, alternative) = (byte, position + 1, nil)
+            switch byte {
+            case UInt8(ascii: "%"):
+                guard let (decoded, escapeEnd) = SecretRegistry.decodedEscape(in: text, at: position) else { return }
+                (character, end, alternative, alternativeEnd) = (decoded, escapeEnd, byte, position + 1)
+            case UInt8(ascii: "+"):
+                (alternative, alternativeEnd) = (UInt8(ascii: " "), position + 1)
+            case UInt8(ascii: "\\"):
+                guard position + 1 < text.count else { return }
+                let next = text[position + 1]
+                guard next == UInt8(ascii: "/") || next == UInt8(ascii: "\"") || next == UInt8(ascii: "\\") else {
+                    return
+                }
+                (character, end, alternative, alternativeEnd) = (next, position + 2, byte, position + 1)
+            default:
+                break
             }
-            return [(next, position + 2), (byte, position + 1)]
-        default:
-            return [(byte, position + 1)]
         }
     }
 
     /// The byte a percent-escape at `index` (`%2B`, `%252B`, …) stands for, and where the escape ends.
-    private static func decodedEscape(in text: UnsafeBufferPointer<UInt8>, at index: Int) -> (UInt8, Int)? {
+    fileprivate static func decodedEscape(in text: UnsafeBufferPointer<UInt8>, at index: Int) -> (UInt8, Int)? {
         var k = index + 1
         while k + 3 < text.count, text[k] == UInt8(ascii: "2"), text[k + 1] == UInt8(ascii: "5"),
             hexValue(text[k + 2]) != nil, hexValue(text[k + 3]) != nil
@@ -349,17 +385,15 @@ final class SecretRegistry: @unchecked Sendable {
 /// the counts let a prefix be removed.
 private struct PrefixFilter {
     private static let bitCount = 1 << 16
-    private var bits = [UInt64](repeating: 0, count: bitCount / 64)
+    /// The bits readers test: bits `hash >> 48` and `(hash >> 32) & 0xFFFF` of `hash = key × multiplier`.
+    private(set) var bits = [UInt64](repeating: 0, count: bitCount / 64)
     private var counts = [UInt16](repeating: 0, count: bitCount)
 
-    private static func positions(_ key: UInt64) -> (Int, Int) {
-        let hash = key &* 0x9E37_79B9_7F4A_7C15
-        return (Int(truncatingIfNeeded: hash >> 48), Int(truncatingIfNeeded: (hash >> 32) & 0xFFFF))
-    }
+    static let multiplier: UInt64 = 0x9E37_79B9_7F4A_7C15
 
-    @inline(__always) func mayContain(_ key: UInt64) -> Bool {
-        let (first, second) = Self.positions(key)
-        return bits[first >> 6] & (1 << UInt64(first & 63)) != 0 && bits[second >> 6] & (1 << UInt64(second & 63)) != 0
+    private static func positions(_ key: UInt64) -> (Int, Int) {
+        let hash = key &* multiplier
+        return (Int(truncatingIfNeeded: hash >> 48), Int(truncatingIfNeeded: (hash >> 32) & 0xFFFF))
     }
 
     mutating func insert(_ key: UInt64) {

@@ -8,29 +8,38 @@ import FoundationNetworking
 #endif
 
 /// Every text a user can get out of an error: descriptions, reflection, `dump`, and the Mirror's descendants.
-func renderings(of error: CourierError) -> [String: String] {
-    var dumped = ""
-    dump(error, to: &dumped)
-    var descendants: [String] = []
-    func walk(_ mirror: Mirror, depth: Int) {
-        guard depth < 12 else { return }
-        for child in mirror.children {
-            descendants.append("\(child.label ?? "_"): \(child.value)")
-            walk(Mirror(reflecting: child.value), depth: depth + 1)
-        }
-    }
-    walk(Mirror(reflecting: error), depth: 0)
-    return [
+///
+/// With `aliases: false`, the renderings that are the same text as another by construction
+/// (`localizedDescription`, `String(reflecting:)` and interpolation; `CourierErrorTests` checks they are) are
+/// left out, and with `reflection: false`, `dump` and the Mirror, for speed.
+func renderings(of error: CourierError, aliases: Bool = true, reflection: Bool = true) -> [String: String] {
+    var texts = [
         "description": error.description,
         "debugDescription": error.debugDescription,
-        "localizedDescription": (error as any Error).localizedDescription,
-        "String(reflecting:)": String(reflecting: error),
-        "interpolation": "\(error)",
         "message": error.message,
         "bodyPreview": error.bodyPreview ?? "",
-        "dump": dumped,
-        "Mirror descendants": descendants.joined(separator: "\n"),
     ]
+    if reflection {
+        var dumped = ""
+        dump(error, to: &dumped)
+        var descendants: [String] = []
+        func walk(_ mirror: Mirror, depth: Int) {
+            guard depth < 12 else { return }
+            for child in mirror.children {
+                descendants.append("\(child.label ?? "_"): \(child.value)")
+                walk(Mirror(reflecting: child.value), depth: depth + 1)
+            }
+        }
+        walk(Mirror(reflecting: error), depth: 0)
+        texts["dump"] = dumped
+        texts["Mirror descendants"] = descendants.joined(separator: "\n")
+    }
+    if aliases {
+        texts["localizedDescription"] = (error as any Error).localizedDescription
+        texts["String(reflecting:)"] = String(reflecting: error)
+        texts["interpolation"] = "\(error)"
+    }
+    return texts
 }
 
 /// The kinds of rendering of `error` that contain `secret`.
