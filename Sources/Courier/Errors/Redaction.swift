@@ -76,7 +76,7 @@ public enum Redaction {
     ///
     /// Values shorter than ``minimumSecretLength`` bytes are ignored. The most recent
     /// ``maximumRegisteredSecrets`` distinct values are kept; older ones are forgotten. Registering a value
-    /// registered recently costs a hash lookup under a shared lock (about 0.1 µs), so it is fine to call for
+    /// registered recently costs a hash lookup under a shared lock (about 0.2 µs), so it is fine to call for
     /// every request; a new value takes an exclusive lock for a few microseconds. Safe from any thread.
     ///
     /// - Parameter value: The secret, as it is sent. Its percent-encoded and JSON-escaped forms are found too.

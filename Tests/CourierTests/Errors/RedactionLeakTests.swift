@@ -317,3 +317,116 @@ struct RedactionLeakTests {
         #expect(!reason.description.contains("retry-pa55"))
     }
 }
+
+/// The promises of `Redaction`'s documentation that the leak tests above do not already show.
+@Suite("Redaction's documented rules")
+struct RedactionRuleTests {
+    @Test(
+        "outside a URL, code, key, sig and auth count only in lowercase or uppercase; elsewhere any case",
+        arguments: [
+            ("Error Domain=NSURLErrorDomain Code=-1004", "-1004", true),
+            ("Key=abc123 in a printed structure", "abc123", true),
+            ("form: code=abc123&state=1", "abc123", false),
+            ("env: CODE=abc123", "abc123", false),
+            ("https://h.example/cb?Code=abc123", "abc123", false),
+            ("https://h.example/cb#x=1&Sig=abc123", "abc123", false),
+            ("Password=abc123", "abc123", false),
+        ]
+    )
+    func ambiguousNames(text: String, value: String, kept: Bool) {
+        let redacted = Redaction.redactedText(text)
+        #expect(redacted.contains(value) == kept, "\(redacted)")
+    }
+
+    @Test("names containing a sensitive fragment are sensitive, as headers and as parameters")
+    func fragments() {
+        #expect(Redaction.isSensitiveHeader("X-Session-Token"))
+        #expect(Redaction.isSensitiveHeader("x-goog-api-key"))
+        #expect(Redaction.isSensitiveHeader("Set-Cookie"))
+        #expect(!Redaction.isSensitiveHeader("WWW-Authenticate"))
+        #expect(!Redaction.isSensitiveHeader("Content-Type"))
+        #expect(Redaction.isSensitiveParameter("auth_token"))
+        #expect(Redaction.isSensitiveParameter("X-Amz-Signature"))
+        #expect(Redaction.isSensitiveParameter("CODE"))
+        #expect(!Redaction.isSensitiveParameter("page"))
+        #expect(!Redaction.redactedText(#"{"refreshToken":"camel-5ecret"}"#).contains("camel-5ecret"))
+    }
+
+    @Test("a printed value's sensitive field is redacted quoted or not; numbers and nil are kept")
+    func printedFields() {
+        #expect(
+            Redaction.redactedText("Config(secret: abc123xyz, retries: 3)") == "Config(secret: <redacted>, retries: 3)"
+        )
+        #expect(Redaction.redactedText("Stats(tokenCount: 42, session: nil)") == "Stats(tokenCount: 42, session: nil)")
+    }
+
+    @Test("a value cut off by the end of the text is replaced up to the end")
+    func cutOff() {
+        #expect(Redaction.redactedText(#"{"access_token":"abc123-cut-of"#) == #"{"access_token":"<redacted>"#)
+        #expect(Redaction.redactedText("x=1&refresh_token=abc123-cut") == "x=1&refresh_token=<redacted>")
+    }
+
+    @Test("in a URL, a sensitive parameter's value runs to the next & or #, and the rest is kept as written")
+    func urlValues() throws {
+        let url = try #require(URL(string: "https://h.example/p;v=1?token=a,b;c/d?e&page=2#frag"))
+        #expect(Redaction.redactedURL(url) == "https://h.example/p;v=1?token=REDACTED&page=2#frag")
+    }
+
+    @Test("a registered secret that starts in the body preview is removed whole, however far it runs")
+    func previewOfKnownSecret() {
+        let secret = "preview-known-" + String(repeating: "K", count: 5_000)
+        Redaction.registerSecret(secret)
+        let body = String(repeating: "-", count: 250) + secret + " end"
+        let preview = Redaction.bodyPreview(Data(body.utf8))
+        #expect(preview == String(repeating: "-", count: 250) + "<redac…")
+    }
+
+    @Test("reflection shows the body preview instead of the body, the underlying error as text, the code by name")
+    func reflection() throws {
+        let error = CourierError(
+            .unacceptableStatus,
+            message: "m",
+            body: Data("hello".utf8),
+            underlying: URLError(.badServerResponse)
+        )
+        let children = Dictionary(
+            uniqueKeysWithValues: Mirror(reflecting: error).children.compactMap { child in
+                child.label.map { ($0, child.value) }
+            }
+        )
+        #expect(children["bodyPreview"] as? String == "hello")
+        #expect(children["responseBody"] == nil)
+        let underlying = try #require(children["underlying"] as? String)
+        #expect(underlying.contains("Code=-1011"))
+        #expect(Mirror(reflecting: error.code).children.isEmpty)
+        var dumped = ""
+        dump(error.code, to: &dumped)
+        #expect(dumped == "- unacceptableStatus\n")
+    }
+
+    @Test("a retry event reflects as redacted text", .timeLimit(.minutes(1)))
+    func retryEventReflection() async throws {
+        let failing = try #require(URL(string: "https://u:retry-dump-pa55@h.example/x?token=retry-dump-5ecret"))
+        let events = Locked<[RetryEvent]>([])
+        var policy = RetryPolicy(maximumAttempts: 2, backoff: .immediate)
+        policy.onRetry = { event in events.withLock { $0.append(event) } }
+        var request = URLRequest(url: failing)
+        request.setValue("Bearer retry-dump-header-5ecret", forHTTPHeaderField: "Authorization")
+        let client = Client(
+            transport: MockTransport(
+                sequence: [
+                    .failure(URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: failing])), .response(.ok),
+                ]
+            ),
+            middleware: [.retry(policy)]
+        )
+        _ = try await client.send(request)
+        let event = try #require(events.value.first)
+        var dumped = ""
+        dump(event, to: &dumped)
+        for secret in ["retry-dump-pa55", "retry-dump-5ecret", "retry-dump-header-5ecret"] {
+            #expect(!dumped.contains(secret), "\(dumped)")
+        }
+        #expect(dumped.contains("h.example"))
+    }
+}

@@ -63,7 +63,7 @@ extension Middleware {
     /// What it throws is passed on unchanged (a `CancellationError` stays one) and nothing is sent. An
     /// empty token, or one containing CR, LF or NUL, fails with ``CourierError/Code/invalidRequest``;
     /// no error message or log record contains the token: each one is registered with
-    /// ``Redaction/registerSecret(_:)`` (about 0.1 µs when it is the same as before). For a credential that the server can reject and that must
+    /// ``Redaction/registerSecret(_:)`` (about 0.2 µs when it is the same as before). For a credential that the server can reject and that must
     /// then be refreshed exactly once for many concurrent requests, use a `TokenRefresher`.
     ///
     /// - Parameters:
