@@ -49,7 +49,8 @@ import Synchronization
 /// token is valid never awaits anything. Only rejections and refreshes wait, on a continuation, without an
 /// actor hop.
 ///
-/// The token's value never appears in a description or an error.
+/// The token's value never appears in a description, an error or a log record: every token it stores is
+/// registered with ``Redaction/registerSecret(_:)``.
 public actor TokenRefresher {
     /// A credential's value and, optionally, how long it stays valid.
     public struct Token: Sendable, Hashable, CustomStringConvertible {
@@ -162,6 +163,7 @@ public actor TokenRefresher {
         self.leeway = leeway
         self.limit = limit
         self.operation = refresh
+        Redaction.registerSecret(token.value)
         self.storage = LockedState(
             Storage(machine: TokenRefresherStateMachine(token: token, leeway: leeway, limit: limit))
         )
@@ -251,6 +253,7 @@ public actor TokenRefresher {
     ///
     /// - Parameter token: The new token.
     public func setToken(_ token: Token) {
+        Redaction.registerSecret(token.value)
         let now = elapsed()
         perform(now: now) { $0.setToken(token, now: now) }
     }
@@ -338,6 +341,7 @@ public actor TokenRefresher {
     }
 
     private nonisolated func finishRefresh(_ result: Result<Token, any Error>) {
+        if case .success(let token) = result { Redaction.registerSecret(token.value) }
         let now = elapsed()
         perform(now: now) { $0.finishRefresh(result, now: now) }
     }

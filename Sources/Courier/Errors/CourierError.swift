@@ -14,7 +14,10 @@ public import FoundationNetworking
 /// Cancellation is never a `CourierError`: it is reported as `CancellationError`.
 ///
 /// No description of a `CourierError` contains a secret: `Authorization`, `Cookie`, `Set-Cookie` and
-/// `Proxy-Authorization` values, bearer tokens, and URL user-info are redacted.
+/// `Proxy-Authorization` values, bearer tokens, token parameters (also nested in other parameters), URL
+/// user-info, and every value Courier knows to be secret (see ``Redaction/registerSecret(_:)``) are redacted,
+/// in the texts of underlying errors too. Reflection (`dump`, `Mirror`) shows the same redacted information:
+/// the underlying error as its redacted description, the body as its ``bodyPreview``.
 public struct CourierError: Error, Sendable {
     /// A stable identifier for a kind of failure.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -142,7 +145,7 @@ public struct CourierError: Error, Sendable {
         underlying: (any Error)? = nil
     ) {
         self.code = code
-        self.message = message
+        self.message = Redaction.redactedText(message)
         self.method = request.map(RequestValidation.printableMethod)
         let requestURL = request?.url
         if let responseURL = response?.url, !HTTPOrigin.isSameResource(responseURL, requestURL) {
@@ -207,9 +210,10 @@ extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, L
     public var description: String {
         var text = "CourierError.\(code)"
         if let method, let redactedRequestURL, let redactedURL {
-            text += ": \(method) \(redactedRequestURL), redirected to \(redactedURL)"
+            text += ": \(method) \(Redaction.redactedURLString(redactedRequestURL)), redirected to "
+                + Redaction.redactedURLString(redactedURL)
         } else if let method, let redactedURL {
-            text += ": \(method) \(redactedURL)"
+            text += ": \(method) \(Redaction.redactedURLString(redactedURL))"
         }
         if let statusCode {
             text += " → \(statusCode)"
@@ -228,7 +232,9 @@ extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, L
     public var debugDescription: String {
         var text = description
         if !responseHeaders.isEmpty {
-            let headers = responseHeaders.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }
+            let headers = responseHeaders.sorted { $0.key < $1.key }.map {
+                "\($0.key): \(Redaction.redactedText($0.value))"
+            }
             text += "; headers: [\(headers.joined(separator: ", "))]"
         }
         if let bodyPreview {

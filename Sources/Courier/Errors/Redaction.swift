@@ -8,64 +8,115 @@ public import FoundationNetworking
 ///
 /// Errors and the logging middleware use it, so that no description or log line contains a credential.
 /// Your own middleware can use it too.
+///
+/// Two kinds of rule apply:
+/// - **Known values.** The tokens Courier holds (the token of ``Middleware/authenticating(token:scheme:)``,
+///   each token a `tokenProvider` returns, every token of a ``TokenRefresher``) and whatever
+///   ``registerSecret(_:)`` is given are replaced wherever they occur, percent-encoded or JSON-escaped too,
+///   whatever surrounds them.
+/// - **Patterns.** Values in the places credentials are written: sensitive headers, query and form
+///   parameters (also nested, percent-encoded, inside another parameter's value), JSON fields, URL user-info
+///   and `Bearer`/`Basic` credentials. See ``redactedText(_:)``.
 public enum Redaction {
     /// What replaces a secret.
     public static let placeholder = "<redacted>"
 
-    /// Header names whose values are always redacted (compared case-insensitively).
+    /// Header names whose values are always redacted (compared case-insensitively), in addition to any name
+    /// that contains one of the ``sensitiveNameFragments``.
     public static let sensitiveHeaderNames: Set<String> = [
         "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
         "x-auth-token", "x-csrf-token", "x-xsrf-token",
     ]
 
-    /// Query and form parameter names whose values are redacted (compared case-insensitively).
+    /// Query and form parameter names whose values are redacted (compared case-insensitively), in addition
+    /// to any name that contains one of the ``sensitiveNameFragments``.
+    ///
+    /// In free text outside a URL, `code`, `key`, `sig` and `auth` count only when written in lowercase or
+    /// uppercase, as parameters are: a capitalised `Code=-1004` is a field of a printed `NSError`.
     public static let sensitiveParameterNames: Set<String> = [
         "access_token", "refresh_token", "id_token", "token", "api_key", "apikey", "key", "password",
         "passwd", "secret", "client_secret", "signature", "sig", "code", "auth",
     ]
 
+    /// Parts of a name that mark its value as a credential, in a header name (`X-Session-Token`), a parameter
+    /// name (`auth_token`, `X-Amz-Signature`), a JSON key (`"refreshToken"`) or a field of a printed value
+    /// (`password: "…"`). Compared case-insensitively.
+    public static let sensitiveNameFragments: Set<String> = [
+        "token", "secret", "passw", "apikey", "api_key", "api-key", "session", "sessid", "cookie",
+        "authorization", "signature", "private_key", "privatekey",
+    ]
+
+    /// The shortest value ``registerSecret(_:)`` accepts, in UTF-8 bytes: 8.
+    ///
+    /// A shorter string cannot be removed from text by value without wrecking ordinary text (a 4-digit PIN
+    /// also occurs in dates, ports and status codes), and 8 random characters of a token already carry
+    /// 40–48 bits. Shorter secrets are still covered by the pattern rules.
+    public static let minimumSecretLength = SecretRegistry.prefixLength
+
+    /// The longest part of a value that ``registerSecret(_:)`` keeps, in UTF-8 bytes: 16 KiB (request
+    /// headers are limited to 8–16 KiB by most servers). A longer value is matched by its first 16 KiB.
+    public static let maximumSecretLength = 16 * 1024
+
+    /// How many distinct values ``registerSecret(_:)`` keeps: the 1,024 most recently registered. Registering
+    /// a value again makes it recent again.
+    public static let maximumRegisteredSecrets = 1024
+
+    /// Remembers `value` as a secret: from now on it is replaced in every text Courier prints (descriptions of
+    /// errors, including the texts of underlying errors, log records, redacted URLs and headers), in addition
+    /// to the pattern rules.
+    ///
+    /// Courier registers the tokens it holds itself; call this from your own authentication middleware
+    /// for credentials it adds (an API key in a custom header, a signed URL's signature, a client secret):
+    ///
+    /// ```swift
+    /// let key = try await vault.apiKey()
+    /// Redaction.registerSecret(key)
+    /// request.setValue(key, forHTTPHeaderField: "X-Partner-Key")
+    /// ```
+    ///
+    /// Values shorter than ``minimumSecretLength`` bytes are ignored. The most recent
+    /// ``maximumRegisteredSecrets`` distinct values are kept; older ones are forgotten. Registering a value
+    /// registered recently costs a hash lookup under a shared lock (about 0.2 µs), so it is fine to call for
+    /// every request; a new value takes an exclusive lock for a few microseconds. Safe from any thread.
+    ///
+    /// - Parameter value: The secret, as it is sent. Its percent-encoded and JSON-escaped forms are found too.
+    public static func registerSecret(_ value: String) {
+        SecretRegistry.shared.register(value)
+    }
+
     /// Whether values of the header `name` are secret.
     ///
     /// - Parameter name: A header name, in any case.
-    /// - Returns: `true` for `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization` and the other
-    ///   ``sensitiveHeaderNames``.
+    /// - Returns: `true` for `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, the other
+    ///   ``sensitiveHeaderNames``, and names containing one of the ``sensitiveNameFragments`` (`X-Access-Token`).
     public static func isSensitiveHeader(_ name: String) -> Bool {
-        sensitiveHeaderNames.contains(name.lowercased())
+        var name = name
+        return name.withUTF8 { RedactionNames.isHeaderName($0) || RedactionNames.containsFragment($0) }
     }
 
-    /// Returns `url` as a string with user-info and sensitive query values redacted.
+    /// Whether values of the query or form parameter `name` are secret.
+    ///
+    /// - Parameter name: A parameter name, in any case.
+    /// - Returns: `true` for the ``sensitiveParameterNames`` and names containing one of the
+    ///   ``sensitiveNameFragments`` (`auth_token`, `X-Amz-Signature`).
+    public static func isSensitiveParameter(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { RedactionNames.isParameterName($0) || RedactionNames.containsFragment($0) }
+    }
+
+    /// Returns `url` as a string with user-info, sensitive query and fragment values, token parameters nested
+    /// in other parameters' values (`?next=%2Fcb%3Ftoken%3D…`) and known secrets replaced by `REDACTED`.
+    ///
+    /// A sensitive parameter's value is replaced up to the next `&` or `#`; the rest of the URL is kept as it
+    /// was written.
     ///
     /// - Parameter url: Any URL.
     /// - Returns: A string safe to print.
     public static func redactedURL(_ url: URL) -> String {
-        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else {
-            return redactedText(url.absoluteString)
-        }
-        if components.percentEncodedUser != nil || components.percentEncodedPassword != nil {
-            components.percentEncodedUser = "REDACTED"
-            components.percentEncodedPassword = nil
-        }
-        if let items = components.percentEncodedQueryItems, !items.isEmpty {
-            components.percentEncodedQueryItems = items.map { item in
-                guard item.value != nil, sensitiveParameterNames.contains(item.name.lowercased()) else { return item }
-                return URLQueryItem(name: item.name, value: "REDACTED")
-            }
-        }
-        // OAuth callbacks carry tokens in the fragment (`#access_token=…&state=…`).
-        if let fragment = components.percentEncodedFragment, fragment.contains("=") {
-            components.percentEncodedFragment = fragment.split(separator: "&", omittingEmptySubsequences: false)
-                .map { pair in
-                    guard let equals = pair.firstIndex(of: "="),
-                        sensitiveParameterNames.contains(pair[..<equals].lowercased())
-                    else { return String(pair) }
-                    return pair[..<equals] + "=REDACTED"
-                }
-                .joined(separator: "&")
-        }
-        return components.string ?? redactedText(url.absoluteString)
+        redactedURLString(url.absoluteString)
     }
 
-    /// Returns `headers` with the values of sensitive headers redacted.
+    /// Returns `headers` with the values of sensitive headers redacted, and secrets removed from the others.
     ///
     /// - Parameter headers: Header names and values.
     /// - Returns: The same headers, safe to print.
@@ -91,45 +142,79 @@ public enum Redaction {
 
     /// Returns the start of `body` as text (at most `limit` characters) with secrets redacted.
     ///
+    /// The text is redacted *before* the preview is cut, so a value that starts in the preview is replaced
+    /// whole however long it is (a 2,000-character `"access_token"`), and a registered secret that starts
+    /// in it is found even if it ends far beyond. The work is bounded: at most `4 × limit` bytes plus
+    /// ``maximumSecretLength`` are read (a value running past them is replaced up to there), and the rules
+    /// stop once the preview is made.
+    ///
     /// - Parameters:
     ///   - body: A request or response body.
     ///   - limit: The most characters to keep.
-    /// - Returns: A printable preview; binary bodies are summarised by their size.
+    /// - Returns: A printable preview, ending with `…` when the body goes on; binary bodies (whose first
+    ///   `4 × limit` bytes are not UTF-8) are summarised by their size.
     public static func bodyPreview(_ body: Data, limit: Int = 256) -> String {
         let head = body.prefix(limit * 4)
-        guard let text = utf8Text(head, cutFromLongerBody: body.count > head.count) else {
+        guard utf8Text(head, cutFromLongerBody: body.count > head.count) != nil else {
             return "<\(body.count) bytes>"
         }
-        let redacted = redactedText(text)
-        if redacted.count > limit || body.count > head.count {
-            return String(redacted.prefix(limit)) + "…"
+        var window = String(decoding: body.prefix(limit * 4 + maximumSecretLength), as: UTF8.self)
+        let (bytes, isWhole) = window.withUTF8 { text -> ([UInt8], Bool) in
+            let rules = TextRedactor(mode: .text)
+            guard let scrubbed = SecretRegistry.shared.scrub(text, placeholder: rules.placeholder) else {
+                return rules.redactedPrefix(text, length: limit * 4)
+            }
+            return scrubbed.withUnsafeBufferPointer { rules.redactedPrefix($0, length: limit * 4) }
         }
-        return redacted
+        let redacted = String(decoding: bytes, as: UTF8.self)
+        let isCut = !isWhole || body.count > limit * 4 + maximumSecretLength
+        if let cut = redacted.index(redacted.startIndex, offsetBy: limit, limitedBy: redacted.endIndex),
+            cut < redacted.endIndex || isCut
+        {
+            return String(redacted[..<cut]) + "…"
+        }
+        return isCut ? redacted + "…" : redacted
     }
 
-    /// Returns `text` with credentials removed: bearer and basic tokens, URL user-info, sensitive JSON
-    /// fields, sensitive `name=value` parameters and sensitive header lines.
+    /// Returns `text` with credentials removed.
+    ///
+    /// - Known secrets (see ``registerSecret(_:)``) wherever they occur.
+    /// - The value of a sensitive parameter (``isSensitiveParameter(_:)``): `name=value` after `?`, `&`, `#`
+    ///   (then in any letter case) or elsewhere, with `=` or the separator percent-encoded once or more
+    ///   (`%3Faccess_token%3D…`, `%253F…`), so a parameter nested in another one's value is found.
+    /// - The value of a JSON or dictionary field whose key contains a ``sensitiveNameFragments`` entry
+    ///   (`"refresh_token": "…"`, also with escaped quotes inside another string, and `'…'`), and of such a
+    ///   field in Swift's description of a value (`token: "…"`, `password: Optional("…")`, `secret: …`).
+    /// - The rest of the line after a ``sensitiveHeaderNames`` entry and `:` or `=` (`Authorization: Basic …`).
+    /// - The credential after `Bearer`, `Basic`, `Digest` or `Token`.
+    /// - URL user-info (`https://user:password@`), also percent-encoded.
+    ///
+    /// A value cut off by the end of the text is replaced up to the end. The text is read once; nothing is
+    /// copied when nothing is found.
     ///
     /// - Parameter text: Free text, such as an underlying error's description.
     /// - Returns: The text, safe to print.
     public static func redactedText(_ text: String) -> String {
+        redacted(text, mode: .text)
+    }
+
+    /// The known secrets and the pattern rules, applied to a string that holds a URL (`REDACTED`, which a
+    /// URL may contain, replaces what is removed).
+    static func redactedURLString(_ string: String) -> String {
+        redacted(string, mode: .url)
+    }
+
+    private static func redacted(_ text: String, mode: TextRedactor.Mode) -> String {
         guard !text.isEmpty else { return text }
-        var utf8Text = text
-        let applicable = utf8Text.withUTF8 { bytes in
-            ruleSources.indices.filter { ruleSources[$0].trigger.matches(bytes) }
-        }
-        guard !applicable.isEmpty else { return text }
-        return rules.withLock { rules in
-            var result = text
-            for index in applicable {
-                guard let rule = rules[index] else { continue }
-                result = result.replacing(rule.pattern) { match in
-                    let kept = match.output[1].substring.map(String.init) ?? ""
-                    return kept + rule.replacement
-                }
+        var text = text
+        let changed: [UInt8]? = text.withUTF8 { bytes in
+            let rules = TextRedactor(mode: mode)
+            guard let scrubbed = SecretRegistry.shared.scrub(bytes, placeholder: rules.placeholder) else {
+                return rules.redact(bytes)
             }
-            return result
+            return scrubbed.withUnsafeBufferPointer { rules.redact($0) } ?? scrubbed
         }
+        return changed.map { String(decoding: $0, as: UTF8.self) } ?? text
     }
 
     /// The text of `bytes` if they are UTF-8; when they were cut from a longer body, a character split at
@@ -148,96 +233,4 @@ public enum Redaction {
         let printable = name.unicodeScalars.map { $0.properties.isWhitespace || $0.value < 0x20 ? "?" : String($0) }
         return "\"" + String(printable.joined().prefix(64)) + "\""
     }
-
-    private struct Rule {
-        let pattern: Regex<AnyRegexOutput>
-        let replacement: String
-    }
-
-    /// A cheap check: a rule's pattern can only match text that contains (ignoring ASCII case) every string
-    /// of `all` and at least one of `any`. Most text (content types, dates, messages) passes no trigger and
-    /// is returned without running a regular expression.
-    private struct Trigger: Sendable {
-        let all: [[UInt8]]
-        let any: [[UInt8]]
-
-        /// - Parameters:
-        ///   - all: Lowercase ASCII strings that must all be present.
-        ///   - any: Lowercase ASCII strings of which one must be present.
-        init(all: [String], any: [String]) {
-            self.all = all.map { Array($0.utf8) }
-            self.any = any.map { Array($0.utf8) }
-        }
-
-        func matches(_ text: UnsafeBufferPointer<UInt8>) -> Bool {
-            all.allSatisfy { Self.find($0, in: text) } && any.contains { Self.find($0, in: text) }
-        }
-
-        /// Whether `needle` (lowercase ASCII) occurs in `text`, ignoring ASCII case.
-        private static func find(_ needle: [UInt8], in text: UnsafeBufferPointer<UInt8>) -> Bool {
-            guard !needle.isEmpty, needle.count <= text.count else { return needle.isEmpty }
-            candidates: for start in 0...(text.count - needle.count) {
-                for offset in 0..<needle.count where lowercased(text[start + offset]) != needle[offset] {
-                    continue candidates
-                }
-                return true
-            }
-            return false
-        }
-
-        private static func lowercased(_ byte: UInt8) -> UInt8 {
-            byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
-        }
-    }
-
-    private struct RuleSource: Sendable {
-        /// A regular expression whose first capture group is kept; the rest of the match is replaced.
-        let pattern: String
-        let replacement: String
-        let trigger: Trigger
-    }
-
-    private static let ruleSources: [RuleSource] = {
-        let sensitiveKeys =
-            "[A-Za-z0-9_-]*(?:token|secret|password|passwd|authorization|cookie|api[_-]?key|session)[A-Za-z0-9_-]*"
-        let parameters = sensitiveParameterNames.sorted()
-        return [
-            RuleSource(
-                pattern: #"(?i)(\b(?:proxy-authorization|authorization|set-cookie|cookie)\s*[:=]\s*)[^\r\n]+"#,
-                replacement: placeholder,
-                trigger: Trigger(all: [], any: ["authorization", "cookie"])
-            ),
-            RuleSource(
-                pattern: #"(?i)(\b(?:bearer|basic|digest|token)\s+)[A-Za-z0-9\-._~+/=]{4,}"#,
-                replacement: placeholder,
-                trigger: Trigger(all: [], any: ["bearer", "basic", "digest", "token"])
-            ),
-            RuleSource(
-                pattern: #"(?i)([a-z][a-z0-9+.\-]*://)[^/\s@]+@"#,
-                replacement: "REDACTED@",
-                trigger: Trigger(all: ["://"], any: ["@"])
-            ),
-            RuleSource(
-                pattern: #"(?i)("\#(sensitiveKeys)"\s*:\s*)"(?:[^"\\]|\\.)*""#,
-                replacement: "\"\(placeholder)\"",
-                trigger: Trigger(
-                    all: ["\""],
-                    any: ["token", "secret", "passw", "authorization", "cookie", "key", "session"]
-                )
-            ),
-            RuleSource(
-                pattern: #"(?i)((?:^|[?&\s;,])(?:\#(parameters.joined(separator: "|")))=)[^&\s#";,]+"#,
-                replacement: placeholder,
-                trigger: Trigger(all: ["="], any: parameters)
-            ),
-        ]
-    }()
-
-    /// The compiled rules, one per source (`nil` if a pattern did not compile). Compiling takes milliseconds,
-    /// so it happens once; `Regex` is not `Sendable`, so this mutex guards every use of them.
-    private static let rules = LockedState<[Rule?]>(
-        ruleSources.map { source in
-            (try? Regex(source.pattern)).map { Rule(pattern: $0, replacement: source.replacement) }
-        }
-    )
 }

@@ -16,8 +16,10 @@ extension Middleware {
     ///
     /// The header value is built and checked once, here. An empty token, or one containing CR, LF or NUL,
     /// makes every request fail with ``CourierError/Code/invalidRequest`` before anything is sent; no
-    /// error message contains the token. The middleware replaces any value the request already has in
-    /// that header. For tokens that expire, see ``authenticating(scheme:tokenProvider:)``.
+    /// error message or log record contains the token (it is registered with ``Redaction/registerSecret(_:)``,
+    /// so it is removed even from an underlying error's text that quotes it). The middleware replaces any value
+    /// the request already has in that header. For tokens that expire, see
+    /// ``authenticating(scheme:tokenProvider:)``.
     ///
     /// The credential never reaches another origin, whatever header carries it: a
     /// ``followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)`` layer inside removes that header on
@@ -31,6 +33,7 @@ extension Middleware {
     /// - Returns: A middleware named `"authenticating"`.
     public static func authenticating(token: String, scheme: AuthorizationScheme = .bearer) -> Middleware {
         let name = "authenticating"
+        Redaction.registerSecret(token)
         let value: String
         do {
             value = try scheme.headerValue(for: token)
@@ -64,8 +67,10 @@ extension Middleware {
     /// The provider is called once per pass through the middleware (so a retry outside it asks again).
     /// What it throws is passed on unchanged (a `CancellationError` stays one) and nothing is sent. An
     /// empty token, or one containing CR, LF or NUL, fails with ``CourierError/Code/invalidRequest``;
-    /// no error message contains the token. As with a fixed token, the credential never reaches another
-    /// origin through a redirect. For a credential that the server can reject and that must
+    /// no error message or log record contains the token: each one is registered with
+    /// ``Redaction/registerSecret(_:)`` (about 0.2 µs when it is the same as before). As with a fixed token,
+    /// the credential never reaches another origin through a redirect. For a credential that the server can
+    /// reject and that must
     /// then be refreshed exactly once for many concurrent requests, use a `TokenRefresher`.
     ///
     /// - Parameters:
@@ -84,6 +89,7 @@ extension Middleware {
         return Middleware(name: name) { request, next in
             guard RedirectContext.mayAttachCredentials else { return try await next(request) }
             let token = try await tokenProvider()
+            Redaction.registerSecret(token)
             var request = request
             try scheme.authorize(&request, with: token)
             return try await AttachedCredential.attaching(scheme.headerName).bound { try await next(request) }

@@ -22,11 +22,11 @@ public struct RetryEvent: Sendable {
         /// The attempt threw a retryable error.
         case error(any Error)
 
-        /// `status 503`, or the error's description.
+        /// `status 503`, or the error's description with secrets redacted (see ``Redaction``).
         public var description: String {
             switch self {
             case .status(let status): "status \(status)"
-            case .error(let error): String(describing: error)
+            case .error(let error): Redaction.redactedText(String(describing: error))
             }
         }
     }
