@@ -210,7 +210,8 @@ extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, L
     public var description: String {
         var text = "CourierError.\(code)"
         if let method, let redactedRequestURL, let redactedURL {
-            text += ": \(method) \(Redaction.redactedURLString(redactedRequestURL)), redirected to "
+            text +=
+                ": \(method) \(Redaction.redactedURLString(redactedRequestURL)), redirected to "
                 + Redaction.redactedURLString(redactedURL)
         } else if let method, let redactedURL {
             text += ": \(method) \(Redaction.redactedURLString(redactedURL))"
