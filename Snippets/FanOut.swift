@@ -20,11 +20,8 @@ struct User: Codable, Sendable {
     let name: String
 }
 
-// An in-memory upstream: every fifth user is missing, and each call is counted.
-let calls = ConcurrencyGauge()
+// An in-memory upstream: every fifth user is missing.
 let transport = MockTransport { request in
-    calls.enter()
-    defer { calls.leave() }
     await Task.yield()
     let id = Int(request.url!.lastPathComponent) ?? 0
     if id.isMultiple(of: 5) { return .status(404) }
@@ -32,10 +29,12 @@ let transport = MockTransport { request in
 }
 // snippet.show
 
+let counter = RequestCounter()  // outermost: it counts every request a caller makes
 let client = Client(
     baseURL: URL(string: "https://api.example.com")!,
     transport: transport,
     middleware: [
+        .counting(counter),
         .coalescing(),
         .circuitBreaker(failureThreshold: 5, cooldown: .seconds(30)),
         .limitingConcurrency(maxInFlight: 8, perHost: 8),
@@ -60,4 +59,4 @@ var names = 0
 await client.sendEach((1...1_000).lazy.map { Request<User>.get("/users/\($0)") }, maxConcurrency: 32) { _, result in
     if case .success = result { names += 1 }
 }
-print("streamed \(names) users; at most \(calls.peak) calls were in flight at once")
+print("streamed \(names) users; at most \(counter.snapshot.peak) requests were in flight at once")

@@ -70,13 +70,12 @@ let client = Client(
     ],
     errorBody: ErrorBodyDecoder(APIError.self)
 )
-await client.use(
-    Middleware(name: "user-agent") { request, next in
-        var request = request
-        request.setValue("courier-quick-tour", forHTTPHeaderField: "User-Agent")
-        return try await next(request)
-    }
-)
+let userAgent = Middleware(name: "user-agent") { request, next in
+    var request = request
+    request.setValue("courier-quick-tour", forHTTPHeaderField: "User-Agent")
+    return try await next(request)
+}
+await client.update { $0.middleware.append(userAgent) }  // the configuration can change while requests run
 
 // 2. A typed request: the path joins the base URL, the JSON body decodes into `User`.
 print("1. Typed decode")

@@ -12,7 +12,7 @@ import Synchronization
 ///     )
 ///     return .init(reply.accessToken, expiresIn: .seconds(reply.expiresIn))
 /// }
-/// await client.use(.authenticating(with: auth))
+/// await client.update { $0.middleware.append(.authenticating(with: auth)) }
 /// ```
 ///
 /// **What it guarantees.**

@@ -1,38 +1,8 @@
 extension Client {
-    /// Requests in flight through this client now (sent and not yet answered).
-    public nonisolated var requestsInFlight: Int {
-        lifecycle.inFlight
-    }
-
     /// Whether the client has begun shutting down: new requests fail with
     /// ``CourierError/Code/clientShutDown``.
     public nonisolated var isShutDown: Bool {
         lifecycle.isClosed
-    }
-
-    /// Whether a shutdown's grace period can cancel the requests still in flight; see
-    /// ``setCancellableOnShutdown(_:)``.
-    public nonisolated var isCancellableOnShutdown: Bool {
-        lifecycle.isCancellable
-    }
-
-    /// Makes requests sent from now on cancellable by ``shutdown(gracePeriod:clock:)`` when its grace period
-    /// ends, or stops doing so.
-    ///
-    /// A request runs in its caller's task, and Courier will not cancel a caller's task (that would cancel
-    /// whatever the caller does next). So a cancellable request runs in a task of its own, which costs a
-    /// few microseconds per request; that is why this is off by default. Turn it on for servers that need
-    /// a bounded shutdown:
-    ///
-    /// ```swift
-    /// await client.setCancellableOnShutdown(true)
-    /// // … on SIGTERM:
-    /// await client.shutdown(gracePeriod: .seconds(10))
-    /// ```
-    ///
-    /// - Parameter cancellable: Whether requests sent from now on can be cancelled by a shutdown.
-    public func setCancellableOnShutdown(_ cancellable: Bool) {
-        lifecycle.isCancellable = cancellable
     }
 
     /// Shuts the client down gracefully: refuses new requests, then waits for the requests in flight.
@@ -40,7 +10,7 @@ extension Client {
     /// From the moment this is called, every new `send` fails with ``CourierError/Code/clientShutDown``
     /// (nothing is sent). The requests already in flight go on; this method returns when all of them have
     /// ended. With a `gracePeriod`, the requests still running when it ends are cancelled, if they were sent
-    /// while ``isCancellableOnShutdown`` was on: their callers get ``CourierError/Code/clientShutDown``
+    /// while ``Configuration/isCancellableOnShutdown`` was on: their callers get ``CourierError/Code/clientShutDown``
     /// (their own tasks are not cancelled), and this method still waits for them to end. Requests that are
     /// not cancellable are waited for however long they take.
     ///

@@ -15,53 +15,35 @@ public import FoundationNetworking
 /// ```
 ///
 /// **Order**: the middleware listed first is the outermost. It sees the request first and the response
-/// (or error) last. ``use(_:)-(Middleware...)`` appends, so what you add later runs nearer the transport.
+/// (or error) last, so what you append later runs nearer the transport.
 ///
-/// **Concurrency**: the configuration (base URL, transport, middleware, coders) is isolated to the actor,
-/// and every change composes a new immutable chain. `send` is `nonisolated`: it reads the current chain
-/// under a lock and never hops onto the actor, so any number of concurrent sends proceed in parallel.
-/// A request already sent keeps the chain it started with.
+/// **Configuration**: everything the client is set up with is one ``Configuration`` value. Change it with
+/// ``update(_:)``; each change composes a new immutable chain, once. `send` is `nonisolated`: it reads the
+/// current chain under a lock and never hops onto the actor, so any number of concurrent sends proceed in
+/// parallel. A request already sent keeps the chain it started with.
 public actor Client {
-    /// What `send` reads: everything a request needs, composed once per configuration change.
+    /// What `send` reads: the configuration and its chain, composed once per change.
     final class Snapshot: Sendable {
+        let configuration: Configuration
         let chain: Chain
-        let baseURL: URL?
-        let encoder: JSONEncoder
-        let decoder: JSONDecoder
-        let errorBody: ErrorBodyDecoder?
 
-        init(
-            middleware: [Middleware],
-            transport: any Transport,
-            baseURL: URL?,
-            encoder: JSONEncoder,
-            decoder: JSONDecoder,
-            errorBody: ErrorBodyDecoder?
-        ) {
-            self.chain = Chain(middleware: middleware, transport: transport)
-            self.baseURL = baseURL
-            self.encoder = encoder
-            self.decoder = decoder
-            self.errorBody = errorBody
+        init(_ configuration: Configuration) {
+            self.configuration = configuration
+            self.chain = Chain(middleware: configuration.middleware, transport: configuration.transport)
         }
     }
 
-    /// The URL that request paths are relative to.
-    public private(set) var baseURL: URL?
-    /// The transport at the end of the chain.
-    public private(set) var transport: any Transport
-    /// The middleware, outermost first.
-    public private(set) var middleware: [Middleware]
-    /// The encoder for JSON request bodies that bring none of their own.
-    public private(set) var encoder: JSONEncoder
-    /// The decoder for JSON responses.
-    public private(set) var decoder: JSONDecoder
-    /// How to decode API error bodies for requests that declare none.
-    public private(set) var errorBody: ErrorBodyDecoder?
-
+    // The client's whole state. Only `update(_:)` replaces it, and the actor runs one update at a time, so
+    // an update never loses another's change; `send` reads it without the actor.
     private let current: LockedState<Snapshot>
     /// Requests in flight and the shutdown state; see `Client+Shutdown.swift`.
     nonisolated let lifecycle = ClientLifecycle()
+
+    /// Creates a client from a configuration.
+    public init(configuration: Configuration) {
+        self.current = LockedState(Snapshot(configuration))
+        lifecycle.isCancellable = configuration.isCancellableOnShutdown
+    }
 
     /// Creates a client.
     ///
@@ -80,17 +62,11 @@ public actor Client {
         decoder: JSONDecoder = JSONDecoder(),
         errorBody: ErrorBodyDecoder? = nil
     ) {
-        self.baseURL = baseURL
-        self.transport = transport
-        self.middleware = middleware
-        self.encoder = encoder
-        self.decoder = decoder
-        self.errorBody = errorBody
-        self.current = LockedState(
-            Snapshot(
-                middleware: middleware,
-                transport: transport,
+        self.init(
+            configuration: Configuration(
                 baseURL: baseURL,
+                transport: transport,
+                middleware: middleware,
                 encoder: encoder,
                 decoder: decoder,
                 errorBody: errorBody
@@ -100,95 +76,29 @@ public actor Client {
 
     // MARK: Configuration
 
-    /// Appends middleware to the end of the list, nearest the transport.
-    ///
-    /// - Parameter middleware: The middleware to add, outermost first.
-    public func use(_ middleware: Middleware...) {
-        use(middleware)
+    /// The configuration now; reading it does not wait for the actor.
+    public nonisolated var configuration: Configuration {
+        current.withLock { $0.configuration }
     }
 
-    /// Appends middleware to the end of the list, nearest the transport.
+    /// Changes the configuration; requests sent from now on use the new one, those in flight keep theirs.
     ///
-    /// - Parameter middleware: The middleware to add, outermost first.
-    public func use(_ middleware: [Middleware]) {
-        self.middleware.append(contentsOf: middleware)
-        publish()
-    }
-
-    /// Inserts middleware at `index` in the list (0 is outermost).
+    /// ```swift
+    /// await client.update { $0.middleware.insert(.counting(counter), at: 0) }   // the outermost
+    /// await client.update { $0.transport = AsyncHTTPClientTransport() }
+    /// ```
     ///
-    /// - Parameters:
-    ///   - middleware: The middleware to insert.
-    ///   - index: The position, from 0 to the number of middleware.
-    public func insert(_ middleware: Middleware, at index: Int) {
-        self.middleware.insert(middleware, at: Swift.min(Swift.max(index, 0), self.middleware.count))
-        publish()
-    }
-
-    /// Replaces the whole middleware list.
-    ///
-    /// - Parameter middleware: The new list, outermost first.
-    public func setMiddleware(_ middleware: [Middleware]) {
-        self.middleware = middleware
-        publish()
-    }
-
-    /// Removes every middleware with the given name.
-    ///
-    /// - Parameter name: The name given to the middleware.
-    public func removeMiddleware(named name: String) {
-        middleware.removeAll { $0.name == name }
-        publish()
-    }
-
-    /// Replaces the transport.
-    ///
-    /// - Parameter transport: The new transport.
-    public func setTransport(_ transport: any Transport) {
-        self.transport = transport
-        publish()
-    }
-
-    /// Replaces the base URL.
-    ///
-    /// - Parameter baseURL: The new base URL.
-    public func setBaseURL(_ baseURL: URL?) {
-        self.baseURL = baseURL
-        publish()
-    }
-
-    /// Replaces the JSON coders.
-    ///
-    /// - Parameters:
-    ///   - encoder: The encoder for request bodies.
-    ///   - decoder: The decoder for responses.
-    public func setCoders(encoder: JSONEncoder, decoder: JSONDecoder) {
-        self.encoder = encoder
-        self.decoder = decoder
-        publish()
-    }
-
-    /// Replaces how API error bodies are decoded for requests that declare none.
-    ///
-    /// - Parameter errorBody: The decoder, or `nil` for none.
-    public func setErrorBody(_ errorBody: ErrorBodyDecoder?) {
-        self.errorBody = errorBody
-        publish()
-    }
-
-    private func publish() {
-        let snapshot = Snapshot(
-            middleware: middleware,
-            transport: transport,
-            baseURL: baseURL,
-            encoder: encoder,
-            decoder: decoder,
-            errorBody: errorBody
-        )
+    /// The chain is composed once, after `body` returns; when `body` throws, nothing changes. `body` runs on
+    /// the client's actor, so it can capture the caller's values but not touch the caller's isolated state.
+    public func update(_ body: sending (inout Configuration) throws -> Void) rethrows {
+        var configuration = self.configuration
+        try body(&configuration)
+        let snapshot = Snapshot(configuration)
         current.withLock { $0 = snapshot }
+        lifecycle.isCancellable = configuration.isCancellableOnShutdown
     }
 
-    nonisolated var snapshot: Snapshot {
+    private nonisolated var snapshot: Snapshot {
         current.withLock { $0 }
     }
 
@@ -227,28 +137,38 @@ public actor Client {
     public nonisolated func response<Response>(
         for request: Request<Response>
     ) async throws -> (value: Response, response: HTTPURLResponse) {
+        // `snapshot.configuration.x`, not a local copy of the configuration: a copy would retain and
+        // release every part of it on each request.
         let snapshot = self.snapshot
-        let urlRequest = try request.urlRequest(baseURL: snapshot.baseURL, encoder: snapshot.encoder)
+        let urlRequest = try request.urlRequest(
+            baseURL: snapshot.configuration.baseURL,
+            encoder: snapshot.configuration.encoder
+        )
         let (data, response): (Data, HTTPURLResponse)
         do {
             (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
         } catch let error as CourierError where error.code == .unacceptableStatus {
             // A status-validating middleware threw before this request's own check: decode the error body
             // the request (or the client) declares, unless the middleware already did.
-            throw error.decodingAPIError(with: request.errorBody ?? snapshot.errorBody, decoder: snapshot.decoder)
+            throw error.decodingAPIError(
+                with: request.errorBody ?? snapshot.configuration.errorBody,
+                decoder: snapshot.configuration.decoder
+            )
         }
-        let context = ResponseDecodingContext(decoder: snapshot.decoder, request: urlRequest)
+        let context = ResponseDecodingContext(decoder: snapshot.configuration.decoder, request: urlRequest)
         guard request.acceptableStatus.contains(response.statusCode) else {
-            var error = CourierError.unacceptableStatus(
+            let acceptable = request.acceptableStatus
+            let error = CourierError.unacceptableStatus(
                 request: urlRequest,
                 response: response,
                 body: data,
-                acceptable: request.acceptableStatus
+                expected: "\(acceptable.lowerBound)..<\(acceptable.upperBound)"
             )
-            if !data.isEmpty, let errorBody = request.errorBody ?? snapshot.errorBody {
-                error.decodedAPIError = errorBody.decode(data, snapshot.decoder)
-            }
-            throw error.attributed(toMiddleware: nil)
+            throw error.decodingAPIError(
+                with: request.errorBody ?? snapshot.configuration.errorBody,
+                decoder: snapshot.configuration.decoder,
+                body: data
+            ).attributed(toMiddleware: nil)
         }
         do {
             return (try request.decode(data, response, context), response)

@@ -10,6 +10,9 @@ import FoundationNetworking
 /// The hot path is one atomic add when a request starts and one atomic subtract when it ends. Everything
 /// else (waiting for idle, cancelling after a grace period) takes the registry lock, which `send` touches
 /// only when the client is closed or when requests are cancellable on shutdown.
+///
+/// The count is the shutdown's own, not API: it costs one atomic where a ``RequestCounter`` costs two lock
+/// sections, and users who want to watch requests in flight put `.counting(counter)` in the middleware.
 final class ClientLifecycle: Sendable {
     /// Bit 0: closed (no new requests). Bit 1: requests run cancellably. The rest: requests in flight.
     private let word = Atomic<Int>(0)
@@ -17,16 +20,37 @@ final class ClientLifecycle: Sendable {
     private static let cancellableBit = 2
     private static let oneRequest = 4
 
-    private struct Registry {
-        var nextID = 0
-        var tasks: [Int: Task<(Data, HTTPURLResponse), any Error>] = [:]
-        var isCancelling = false
-        var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        var cancelledWaiters: Set<Int> = []
+    /// The requests running cancellably, whether a shutdown is cancelling them, and the tasks waiting for
+    /// the client to be idle. Generic over the running task so that tests can drive it with plain values.
+    struct Registry<Running> {
+        private var lastID = 0
+        private var running: [Int: Running] = [:]
+        /// Whether ``cancelAll()`` was called: what starts from now on is cancelled at once.
+        private(set) var isCancelling = false
+        /// The tasks in ``ClientLifecycle/waitUntilIdle()``.
+        var idleWaiters = IdleWaiters<CheckedContinuation<Void, Never>>()
+
+        /// Tracks a request that started running; `cancelNow` says it started after ``cancelAll()``.
+        mutating func track(_ request: Running) -> (id: Int, cancelNow: Bool) {
+            lastID += 1
+            running[lastID] = request
+            return (lastID, isCancelling)
+        }
+
+        /// Forgets a request that ended.
+        mutating func untrack(_ id: Int) {
+            running.removeValue(forKey: id)
+        }
+
+        /// Returns every request running now, to cancel, and marks those that start later for cancellation.
+        mutating func cancelAll() -> [Running] {
+            isCancelling = true
+            return Array(running.values)
+        }
     }
 
     // Guards the cancellable tasks, the idle waiters and the cancelling flag.
-    private let registry = LockedState(Registry())
+    private let registry = LockedState(Registry<Task<(Data, HTTPURLResponse), any Error>>())
 
     init() {}
 
@@ -70,10 +94,7 @@ final class ClientLifecycle: Sendable {
     private func end() {
         let after = word.wrappingSubtract(Self.oneRequest, ordering: .acquiringAndReleasing).newValue
         guard after < Self.oneRequest, after & Self.closedBit != 0 else { return }
-        let waiters = registry.withLock { registry in
-            defer { registry.idleWaiters = [:] }
-            return Array(registry.idleWaiters.values)
-        }
+        let waiters = registry.withLock { $0.idleWaiters.takeAll() }
         for waiter in waiters { waiter.resume() }
     }
 
@@ -84,13 +105,9 @@ final class ClientLifecycle: Sendable {
         through chain: Chain
     ) async throws -> (Data, HTTPURLResponse) {
         let task = Task { try await chain.send(request, from: 0) }
-        let id = registry.withLock { registry in
-            if registry.isCancelling { task.cancel() }
-            registry.nextID += 1
-            registry.tasks[registry.nextID] = task
-            return registry.nextID
-        }
-        defer { _ = registry.withLock { $0.tasks.removeValue(forKey: id) } }
+        let (id, cancelNow) = registry.withLock { $0.track(task) }
+        if cancelNow { task.cancel() }
+        defer { registry.withLock { $0.untrack(id) } }
         do {
             return try await withTaskCancellationHandler {
                 try await task.value
@@ -118,42 +135,20 @@ final class ClientLifecycle: Sendable {
 
     /// Cancels every request running cancellably, and any that starts cancellably from now on.
     func cancelInFlight() {
-        let tasks = registry.withLock { registry in
-            registry.isCancelling = true
-            return Array(registry.tasks.values)
-        }
+        let tasks = registry.withLock { $0.cancelAll() }
         for task in tasks { task.cancel() }
     }
 
     /// Suspends until the client is closed and no request is in flight. A cancelled waiter returns early.
     func waitUntilIdle() async {
-        let id = registry.withLock { registry in
-            registry.nextID += 1
-            return registry.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = registry.withLock { registry in
-                    // `end()` decrements before taking this lock, so a waiter that sees requests in flight
-                    // here is registered before the last of them looks for waiters.
-                    let word = self.word.load(ordering: .acquiring)
-                    let idle = word < Self.oneRequest && word & Self.closedBit != 0
-                    if idle || registry.cancelledWaiters.remove(id) != nil { return true }
-                    registry.idleWaiters[id] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = registry.withLock { registry in
-                guard let waiter = registry.idleWaiters.removeValue(forKey: id) else {
-                    registry.cancelledWaiters.insert(id)
-                    return CheckedContinuation<Void, Never>?.none
-                }
-                return waiter
-            }
-            waiter?.resume()
-        }
-        registry.withLock { _ = $0.cancelledWaiters.remove(id) }
+        // `end()` decrements before taking the registry lock, so a waiter that sees requests in flight
+        // (under that lock) is parked before the last of them looks for waiters.
+        await registry.waitUntilIdle(in: \.idleWaiters) { _ in isIdle }
+    }
+
+    /// Whether the client is closed and no request is in flight.
+    private var isIdle: Bool {
+        let word = word.load(ordering: .acquiring)
+        return word < Self.oneRequest && word & Self.closedBit != 0
     }
 }

@@ -27,7 +27,7 @@ public struct Next: Sendable {
         self.index = index
     }
 
-    /// Sends `request` through the rest of the chain and, at its end, the transport.
+    /// Sends `request` through the rest of the chain and, at its end, the transport: `next(request)`.
     ///
     /// - Parameter request: The request to send.
     /// - Returns: The response body and the HTTP response.
@@ -50,15 +50,5 @@ public struct Next: Sendable {
         } catch {
             throw Chain.attributing(error, to: chain.middleware[index].name)
         }
-    }
-
-    /// Sends `request` through the rest of the chain; the same as calling `next(request)`.
-    ///
-    /// - Parameter request: The request to send.
-    /// - Returns: The response body and the HTTP response.
-    /// - Throws: Whatever the rest of the chain throws.
-    @inlinable @inline(__always)
-    public nonisolated(nonsending) func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        try await callAsFunction(request)
     }
 }

@@ -19,11 +19,14 @@
 /// exactly once, as succeeded, failed or cancelled, whatever happens to it. So
 /// `started == succeeded + failed + cancelled + inFlight` always holds, and `inFlight` is never negative.
 ///
-/// **Cost.** `RequestCounter` is an actor, so it has one identity that many clients can share, but its
-/// counts live in a mutex rather than in actor-isolated state: the middleware updates them synchronously,
-/// two short lock sections per request and no actor hop. ``waitUntilIdle()``, ``snapshot`` and
-/// ``changes(bufferingPolicy:)`` read the same state, so none of them needs to await the actor either.
-public actor RequestCounter {
+/// **Cost.** The counts live under one lock: the middleware updates them synchronously, two short lock
+/// sections per request and no actor hop. ``snapshot`` and ``changes(bufferingPolicy:)`` read them
+/// synchronously too; only ``waitUntilIdle()`` suspends. A counter is a reference, so several clients can
+/// share one.
+///
+/// This is also how to read a ``Client``'s requests in flight: put `.counting(counter)` first in its
+/// middleware. (The client keeps a count of its own only for ``Client/shutdown(gracePeriod:clock:)``.)
+public final class RequestCounter: Sendable {
     /// The counts at one moment. All fields are read together, so they are consistent with each other.
     public struct Snapshot: Sendable, Hashable, CustomStringConvertible {
         /// Requests that have started and not yet ended.
@@ -105,15 +108,14 @@ public actor RequestCounter {
     }
 
     private struct State {
-        var counts = Snapshot()
-        var nextID = 0
+        // The transitions are the machine's (and tested on it). The streams are a registry beside it: adding
+        // or dropping one is a dictionary edit, and every change is yielded to all of them under the lock.
+        var machine = RequestCounterStateMachine<CheckedContinuation<Void, Never>>()
+        var lastSubscriber = 0
         var subscribers: [Int: AsyncStream<Change>.Continuation] = [:]
-        var idleWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
-        /// Waiters whose task was cancelled before they could register.
-        var cancelledWaiters: Set<Int> = []
     }
 
-    // Every count, subscriber and waiter is guarded by this one mutex, so that a change and its delivery to
+    // Every count, subscriber and waiter is guarded by this one lock, so that a change and its delivery to
     // the streams happen in one order for everybody.
     private let state = LockedState(State())
 
@@ -129,8 +131,8 @@ public actor RequestCounter {
     }
 
     /// The counts now.
-    public nonisolated var snapshot: Snapshot {
-        state.withLock { $0.counts }
+    public var snapshot: Snapshot {
+        state.withLock { $0.machine.counts }
     }
 
     /// Returns a stream of every change to the counts, starting with the counts now.
@@ -149,20 +151,20 @@ public actor RequestCounter {
     ///   default keeps everything, so that no change is lost; a gauge or an activity indicator only needs
     ///   `.bufferingNewest(1)`.
     /// - Returns: The stream of changes.
-    public nonisolated func changes(
+    public func changes(
         bufferingPolicy: AsyncStream<Change>.Continuation.BufferingPolicy = .unbounded
     ) -> AsyncStream<Change> {
         let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: bufferingPolicy)
         let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
+            state.lastSubscriber += 1
+            return state.lastSubscriber
         }
         continuation.onTermination = { [weak self] _ in
             // Never called under the lock: the counter calls `finish()` only after releasing it.
             _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) }
         }
         state.withLock { state in
-            let first = continuation.yield(Change(event: .subscribed, snapshot: state.counts))
+            let first = continuation.yield(Change(event: .subscribed, snapshot: state.machine.counts))
             if case .terminated = first { return }
             state.subscribers[id] = continuation
         }
@@ -177,85 +179,43 @@ public actor RequestCounter {
     /// ```swift
     /// await counter.waitUntilIdle()    // before shutting the process down
     /// ```
-    public nonisolated func waitUntilIdle() async {
-        let id = state.withLock { state in
-            state.nextID += 1
-            return state.nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state in
-                    if state.counts.inFlight == 0 || state.cancelledWaiters.remove(id) != nil { return true }
-                    state.idleWaiters[id] = continuation
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state in
-                guard let waiter = state.idleWaiters.removeValue(forKey: id) else {
-                    state.cancelledWaiters.insert(id)
-                    return CheckedContinuation<Void, Never>?.none
-                }
-                return waiter
-            }
-            waiter?.resume()
-        }
-        // A cancellation that arrived after the wait ended left its mark behind; remove it.
-        state.withLock { _ = $0.cancelledWaiters.remove(id) }
+    public func waitUntilIdle() async {
+        await state.waitUntilIdle(in: \.machine.idleWaiters) { $0.machine.isIdle }
     }
 
     /// How many tasks are waiting in ``waitUntilIdle()`` (for tests).
-    nonisolated var idleWaiterCount: Int {
-        state.withLock { $0.idleWaiters.count }
+    var idleWaiterCount: Int {
+        state.withLock { $0.machine.idleWaiters.count }
     }
 
     /// How many streams from ``changes(bufferingPolicy:)`` are live (for tests).
-    nonisolated var subscriberCount: Int {
+    var subscriberCount: Int {
         state.withLock { $0.subscribers.count }
     }
 
     // MARK: Recording (used by the counting middleware)
 
     /// Records that a request started.
-    nonisolated func recordStart() {
+    func recordStart() {
         state.withLock { state in
-            state.counts.started += 1
-            state.counts.inFlight += 1
-            if state.counts.inFlight > state.counts.peak { state.counts.peak = state.counts.inFlight }
-            Self.publish(.started, in: &state)
+            let change = state.machine.start()
+            Self.publish(change, to: state.subscribers)
         }
     }
 
     /// Records that a request ended; call exactly once per ``recordStart()``.
-    nonisolated func recordEnd(_ outcome: Outcome) {
-        let idleWaiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.counts.inFlight -= 1
-            let event: Change.Event
-            switch outcome {
-            case .succeeded:
-                state.counts.succeeded += 1
-                event = .succeeded
-            case .failed:
-                state.counts.failed += 1
-                event = .failed
-            case .cancelled:
-                state.counts.cancelled += 1
-                event = .cancelled
-            }
-            Self.publish(event, in: &state)
-            guard state.counts.inFlight == 0, !state.idleWaiters.isEmpty else { return [] }
-            defer { state.idleWaiters = [:] }
-            return Array(state.idleWaiters.values)
+    func recordEnd(_ outcome: Outcome) {
+        let idleWaiters = state.withLock { state in
+            let action = state.machine.end(outcome)
+            Self.publish(action.change, to: state.subscribers)
+            return action.resume
         }
         for waiter in idleWaiters { waiter.resume() }
     }
 
-    private static func publish(_ event: Change.Event, in state: inout State) {
-        guard !state.subscribers.isEmpty else { return }
-        let change = Change(event: event, snapshot: state.counts)
+    private static func publish(_ change: Change, to subscribers: [Int: AsyncStream<Change>.Continuation]) {
         // Yielding under the lock keeps every stream in the order the changes happened. `yield` only
         // enqueues (it never calls `onTermination`), so it cannot re-enter the lock.
-        for subscriber in state.subscribers.values { subscriber.yield(change) }
+        for subscriber in subscribers.values { subscriber.yield(change) }
     }
 }

@@ -258,15 +258,4 @@ extension CourierError {
     static func transport(_ error: any Error, request: URLRequest) -> Self {
         CourierError(.transport, message: "the transport failed", request: request, underlying: error)
     }
-
-    static func unacceptableStatus(
-        request: URLRequest?,
-        response: HTTPURLResponse,
-        body: Data,
-        acceptable: Range<Int>
-    ) -> Self {
-        let message =
-            "the status \(response.statusCode) is not acceptable (expected \(acceptable.lowerBound)..<\(acceptable.upperBound))"
-        return CourierError(.unacceptableStatus, message: message, request: request, response: response, body: body)
-    }
 }

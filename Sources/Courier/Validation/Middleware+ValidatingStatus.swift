@@ -119,7 +119,7 @@ extension Middleware {
                     body: data,
                     expected: expected
                 )
-                throw error.decodingAPIError(with: errorBody, decoder: decoder)
+                throw error.decodingAPIError(with: errorBody, decoder: decoder, body: data)
             }
             return (data, response)
         }

@@ -477,7 +477,7 @@ struct TokenRefresherTests {
             let reply: TokenReply = try await client.send(.post("/oauth/token", body: .form(["grant_type": "x"])))
             return .init(reply.token)
         }
-        await client.use(.authenticating(with: refresher))
+        await client.update { $0.middleware.append(.authenticating(with: refresher)) }
         clock.advance(by: .seconds(3))  // past half of its 5 s life: due for a refresh before sending
 
         let _: EmptyResponse = try await client.send(.get("/data"))
@@ -501,7 +501,7 @@ struct TokenRefresherTests {
             let reply: TokenReply = try await client.send(.post("/oauth/token"))
             return .init(reply.token)
         }
-        await client.use(.authenticating(with: refresher))
+        await client.update { $0.middleware.append(.authenticating(with: refresher)) }
 
         let error = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
         #expect(error?.code == .refreshFailed)

@@ -26,75 +26,128 @@ struct ClientConfigurationTests {
         return value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
     }
 
-    @Test("use, insert, setMiddleware and removeMiddleware(named:) apply to later sends")
+    @Test("middleware appended, inserted, replaced or removed by name in update apply to later sends")
     func middlewareChanges() async throws {
         let transport = MockTransport.ok
         let client = Client(transport: transport, middleware: [Self.stamp("a")])
         _ = try await client.send(Self.request)
         #expect(stamps(transport) == ["a"])
 
-        await client.use(Self.stamp("b"), Self.stamp("c"))
+        await client.update { $0.middleware += [Self.stamp("b"), Self.stamp("c")] }
         _ = try await client.send(Self.request)
         #expect(stamps(transport) == ["a", "b", "c"])
 
-        await client.insert(Self.stamp("z"), at: 0)
-        await client.insert(Self.stamp("end"), at: 99)
+        await client.update { configuration in
+            configuration.middleware.insert(Self.stamp("z"), at: 0)
+            configuration.middleware.append(Self.stamp("end"))
+        }
         _ = try await client.send(Self.request)
         #expect(stamps(transport) == ["z", "a", "b", "c", "end"])
 
-        await client.use(Self.stamp("b"))
-        await client.removeMiddleware(named: "b")
+        await client.update { $0.middleware.append(Self.stamp("b")) }
+        await client.update { $0.middleware.removeAll { $0.name == "b" } }
         _ = try await client.send(Self.request)
         #expect(stamps(transport) == ["z", "a", "c", "end"])
-        #expect(await client.middleware.compactMap(\.name) == ["z", "a", "c", "end"])
+        #expect(client.configuration.middleware.compactMap(\.name) == ["z", "a", "c", "end"])
 
-        await client.setMiddleware([Self.stamp("only")])
+        await client.update { $0.middleware = [Self.stamp("only")] }
         _ = try await client.send(Self.request)
         #expect(stamps(transport) == ["only"])
     }
 
-    @Test("setTransport sends later requests to the new transport")
+    @Test("a new transport receives the later requests")
     func transportChange() async throws {
         let first = MockTransport.ok
         let second = MockTransport(.status(202))
         let client = Client(transport: first)
         _ = try await client.send(Self.request)
-        await client.setTransport(second)
+        await client.update { $0.transport = second }
         let (_, response) = try await client.send(Self.request)
         #expect(response.statusCode == 202)
         #expect(first.callCount == 1)
         #expect(second.callCount == 1)
     }
 
-    @Test("setBaseURL resolves later typed requests against the new base URL")
+    @Test("later typed requests resolve against a new base URL")
     func baseURLChange() async throws {
         let transport = MockTransport.ok
         let client = Client(baseURL: exampleBaseURL, transport: transport)
         let _: EmptyResponse = try await client.send(.get("/a"))
-        await client.setBaseURL(URL(string: "https://eu.example.test/v2")!)
+        await client.update { $0.baseURL = URL(string: "https://eu.example.test/v2")! }
         let _: EmptyResponse = try await client.send(.get("/a"))
         #expect(
             transport.requests.map { $0.url?.absoluteString } == [
                 "https://api.example.test/a", "https://eu.example.test/v2/a",
             ]
         )
-        await client.setBaseURL(nil)
+        await client.update { $0.baseURL = nil }
         let error = await #expect(throws: CourierError.self) {
             let _: EmptyResponse = try await client.send(.get("/a"))
         }
         #expect(error?.code == .invalidRequest)
     }
 
-    @Test("setCoders changes the encoder for later request bodies")
+    @Test("a new encoder encodes later request bodies")
     func encoderChange() async throws {
         struct Body: Encodable, Sendable { var firstName = "Ada" }
         let transport = MockTransport.ok
         let client = Client(baseURL: exampleBaseURL, transport: transport)
         let snake = JSONEncoder()
         snake.keyEncodingStrategy = .convertToSnakeCase
-        await client.setCoders(encoder: snake, decoder: JSONDecoder())
+        await client.update { $0.encoder = snake }
         let _: EmptyResponse = try await client.send(.post("/x", json: Body()))
         #expect(transport.onlyRequest?.bodyText == #"{"first_name":"Ada"}"#)
+    }
+
+    @Test("init(configuration:) sets the client up from one value, which reads back unchanged")
+    func initFromConfiguration() async throws {
+        let transport = MockTransport.ok
+        let configuration = Client.Configuration(
+            baseURL: URL(string: "https://eu.example.test/v2")!,
+            transport: transport,
+            middleware: [Self.stamp("a"), Self.stamp("b")],
+            isCancellableOnShutdown: true
+        )
+        let client = Client(configuration: configuration)
+
+        let _: EmptyResponse = try await client.send(.get("/x"))
+
+        #expect(transport.onlyRequest?.url?.absoluteString == "https://eu.example.test/v2/x")
+        #expect(stamps(transport) == ["a", "b"])
+        #expect(client.configuration.baseURL == configuration.baseURL)
+        #expect(client.configuration.middleware.compactMap(\.name) == ["a", "b"])
+        #expect(client.configuration.isCancellableOnShutdown)
+    }
+
+    @Test("an update whose body throws changes nothing")
+    func throwingUpdate() async throws {
+        struct Refused: Error {}
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [Self.stamp("a")])
+
+        await #expect(throws: Refused.self) {
+            try await client.update { configuration in
+                configuration.middleware = [Self.stamp("b")]
+                throw Refused()
+            }
+        }
+        _ = try await client.send(Self.request)
+
+        #expect(stamps(transport) == ["a"])
+        #expect(client.configuration.middleware.compactMap(\.name) == ["a"])
+    }
+
+    @MainActor
+    @Test("update can be called from the main actor with values made there")
+    func updateFromMainActor() async throws {
+        let transport = MockTransport.ok
+        let client = Client(baseURL: exampleBaseURL, transport: transport)
+        let europe = URL(string: "https://eu.example.test")!
+
+        await client.update { $0.baseURL = europe }
+        let _: EmptyResponse = try await client.send(.get("/a"))
+
+        #expect(transport.onlyRequest?.url?.absoluteString == "https://eu.example.test/a")
     }
 
     @Test("a request in flight keeps the chain it started with", .timeLimit(.minutes(1)))
@@ -112,8 +165,10 @@ struct ClientConfigurationTests {
         let task = Task { try await client.send(Self.request) }
         await entered.wait(for: 1)
 
-        await client.setMiddleware([Self.stamp("new")])
-        await client.setTransport(newTransport)
+        await client.update { configuration in
+            configuration.middleware = [Self.stamp("new")]
+            configuration.transport = newTransport
+        }
         release.open()
 
         let (data, _) = try await task.value

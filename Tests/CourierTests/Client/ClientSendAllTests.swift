@@ -1,7 +1,8 @@
-import Courier
 import CourierTesting
 import Foundation
 import Testing
+
+@testable import Courier
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -9,26 +10,22 @@ import FoundationNetworking
 
 private let baseURL = URL(string: "https://api.example.test")!
 
-/// Alive while a request value that holds it is alive; counts the live ones in a gauge.
+/// Alive while a request value that holds it is alive; counts the live ones as requests in flight.
 private final class LiveToken: Sendable {
-    let gauge: ConcurrencyGauge
+    let counter: RequestCounter
 
-    init(_ gauge: ConcurrencyGauge) {
-        self.gauge = gauge
-        gauge.enter()
+    init(_ counter: RequestCounter) {
+        self.counter = counter
+        counter.recordStart()
     }
 
-    deinit { gauge.leave() }
+    deinit { counter.recordEnd(.succeeded) }
 }
 
-/// Answers every request with `200` and its path as the body, counting the calls in flight. Unlike
-/// `MockTransport` it records nothing, so 100,000 calls keep no requests alive.
-private struct GaugedTransport: Transport {
-    let gauge: ConcurrencyGauge
-
+/// Answers every request with `200` and its path as the body. Unlike `MockTransport` it records nothing,
+/// so 100,000 calls keep no requests alive.
+private struct EchoTransport: Transport {
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        gauge.enter()
-        defer { gauge.leave() }
         await Task.yield()
         return MockResponse.status(200, body: request.url!.path).httpResponse(for: request)
     }
@@ -215,7 +212,7 @@ struct ClientSendAllTests {
 
     @Test("sendAllOrThrow returns every response in input order")
     func allOrThrowSucceeds() async throws {
-        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: ConcurrencyGauge()))
+        let client = Client(baseURL: baseURL, transport: EchoTransport())
 
         let typed = try await client.sendAllOrThrow((0..<50).map { Request<String>.get("/t/\($0)") }, maxConcurrency: 7)
         let raw = try await client.sendAllOrThrow(
@@ -273,7 +270,7 @@ struct ClientSendAllTests {
 
     @Test("sendEach hands over every result exactly once, as it arrives")
     func sendEachDeliversAll() async throws {
-        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: ConcurrencyGauge()))
+        let client = Client(baseURL: baseURL, transport: EchoTransport())
         var seen: [Int: String] = [:]
 
         await client.sendEach((0..<200).lazy.map { Request<String>.get("/e/\($0)") }, maxConcurrency: 8) {
@@ -322,7 +319,7 @@ struct ClientSendAllTests {
 
     @Test("called on an actor, the input sequence and the handler run on that actor")
     func runsOnTheCallersIsolation() async throws {
-        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: ConcurrencyGauge()))
+        let client = Client(baseURL: baseURL, transport: EchoTransport())
         let caller = CallerActor()
 
         let (handled, offActor) = await caller.fanOut(with: client, count: 50)
@@ -336,9 +333,9 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(3))
     )
     func memoryStaysFlat() async throws {
-        let inFlight = ConcurrencyGauge()
-        let liveRequests = ConcurrencyGauge()
-        let client = Client(baseURL: baseURL, transport: GaugedTransport(gauge: inFlight))
+        let inFlight = RequestCounter()
+        let liveRequests = RequestCounter()
+        let client = Client(baseURL: baseURL, transport: EchoTransport(), middleware: [.counting(inFlight)])
         let total = 100_000
         // Each request is made on demand and carries a token in its decoding closure: a child task keeps its
         // request (and so the token) alive, so the live tokens bound the live children from below.
@@ -353,11 +350,11 @@ struct ClientSendAllTests {
 
         #expect(results.count == total)
         #expect(try results.enumerated().allSatisfy { try $0.element.get() == $0.offset })
-        #expect(liveRequests.total == total)
-        #expect(liveRequests.peak <= 64)
-        #expect(liveRequests.current == 0)
-        #expect(inFlight.peak <= 64)
-        #expect(inFlight.total == total)
+        #expect(liveRequests.snapshot.started == total)
+        #expect(liveRequests.snapshot.peak <= 64)
+        #expect(liveRequests.snapshot.inFlight == 0)
+        #expect(inFlight.snapshot.peak <= 64)
+        #expect(inFlight.snapshot.started == total)
     }
 
     // MARK: Cancellation stops the reading of the input

@@ -66,7 +66,7 @@ struct ClientShutdownTests {
         #expect(raw == .clientShutDown)
         #expect(typed == .clientShutDown)
         #expect(transport.callCount == 1)
-        #expect(client.requestsInFlight == 0)
+        #expect(client.lifecycle.inFlight == 0)
     }
 
     @Test("shutdown refuses new requests at once and returns when those in flight have ended", .timeLimit(.minutes(1)))
@@ -82,12 +82,12 @@ struct ClientShutdownTests {
         let client = Client(transport: transport)
         let requests = (0..<3).map { _ in Task { try await client.send(URLRequest(url: Self.url)) } }
         await arrived.wait(for: 3)
-        #expect(client.requestsInFlight == 3)
+        #expect(client.lifecycle.inFlight == 3)
 
         let endedWhenShutdownReturned = Locked<Int?>(nil)
         let shutdown = Task {
             await client.shutdown()
-            endedWhenShutdownReturned.withLock { $0 = transport.callCount - client.requestsInFlight }
+            endedWhenShutdownReturned.withLock { $0 = transport.callCount - client.lifecycle.inFlight }
         }
         await Self.eventually { client.lifecycle.idleWaiterCount == 1 }
         let late = Self.url.appendingPathComponent("late")
@@ -115,8 +115,8 @@ struct ClientShutdownTests {
             return .ok
         }
         let client = Client(transport: transport)
-        await client.setCancellableOnShutdown(true)
-        #expect(client.isCancellableOnShutdown)
+        await client.update { $0.isCancellableOnShutdown = true }
+        #expect(client.lifecycle.isCancellable)
 
         let callerCancelled = Locked<[Bool]>([])
         let requests = (0..<2).map { _ in
@@ -137,7 +137,22 @@ struct ClientShutdownTests {
         for request in requests { #expect(await Self.result(of: request) == .clientShutDown) }
         #expect(callerCancelled.value == [false, false])
         #expect(transport.cancellationCount == 2)
-        #expect(client.requestsInFlight == 0)
+        #expect(client.lifecycle.inFlight == 0)
+    }
+
+    @Test("isCancellableOnShutdown reaches the shutdown from init(configuration:) and from every update")
+    func cancellableFollowsConfiguration() async {
+        let client = Client(configuration: .init(transport: MockTransport.ok, isCancellableOnShutdown: true))
+        #expect(client.lifecycle.isCancellable)
+
+        await client.update { $0.isCancellableOnShutdown = false }
+        #expect(client.lifecycle.isCancellable == false)
+
+        await client.update { $0.baseURL = nil }
+        #expect(client.lifecycle.isCancellable == false)
+
+        await client.update { $0.isCancellableOnShutdown = true }
+        #expect(client.lifecycle.isCancellable)
     }
 
     @Test("requests that are not cancellable are waited for past the grace period", .timeLimit(.minutes(1)))
@@ -158,7 +173,7 @@ struct ClientShutdownTests {
         clock.advance(by: .seconds(5))
         // The grace period is over; shutdown now waits for the request itself.
         await Self.eventually { client.lifecycle.idleWaiterCount == 1 && clock.sleeperCount == 0 }
-        #expect(client.requestsInFlight == 1)
+        #expect(client.lifecycle.inFlight == 1)
 
         gate.open()
         await Self.result(of: shutdown)
@@ -183,7 +198,7 @@ struct ClientShutdownTests {
         await Self.eventually { client.lifecycle.idleWaiterCount == 1 }
         shutdown.cancel()
         await Self.result(of: shutdown)
-        #expect(client.requestsInFlight == 1)
+        #expect(client.lifecycle.inFlight == 1)
         #expect(client.isShutDown)
 
         gate.open()
@@ -201,7 +216,7 @@ struct ClientShutdownTests {
             return .ok
         }
         let client = Client(transport: transport)
-        await client.setCancellableOnShutdown(true)
+        await client.update { $0.isCancellableOnShutdown = true }
         #expect(try await client.send(URLRequest(url: Self.url)).1.statusCode == 200)
 
         // The caller's own cancellation still reaches the transport and is reported as CancellationError.
@@ -210,6 +225,6 @@ struct ClientShutdownTests {
         hanging.cancel()
         await #expect(throws: CancellationError.self) { try await hanging.value }
         #expect(transport.cancellationCount == 1)
-        #expect(client.requestsInFlight == 0)
+        #expect(client.lifecycle.inFlight == 0)
     }
 }

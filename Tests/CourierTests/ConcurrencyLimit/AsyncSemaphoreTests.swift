@@ -50,7 +50,7 @@ struct AsyncSemaphoreTests {
     @Test("cancellations racing with releases never leak, duplicate or over-grant a permit", .timeLimit(.minutes(1)))
     func cancellationRacingWithReleases() async throws {
         let semaphore = AsyncSemaphore(permits: 3)
-        let holders = ConcurrencyGauge()
+        let holders = RequestCounter()
         let outcomes = Locked<(served: [Int], cancelled: Int)>(([], 0))
         var generator = SplitMix64(seed: 42)
         let toCancel = Set(Array(0..<1000).shuffled(using: &generator).prefix(500))
@@ -65,9 +65,9 @@ struct AsyncSemaphoreTests {
                         outcomes.withLock { $0.cancelled += 1 }
                         return
                     }
-                    holders.enter()
+                    holders.recordStart()
                     await Task.yield()
-                    holders.leave()
+                    holders.recordEnd(.succeeded)
                     outcomes.withLock { $0.served.append(index) }
                     semaphore.release()
                 }
@@ -83,7 +83,7 @@ struct AsyncSemaphoreTests {
         #expect(Set(served).count == served.count)
         #expect(Set(served).isSuperset(of: Set(0..<1000).subtracting(toCancel)))
         #expect(cancelledCount <= 500)
-        #expect(holders.peak <= 3)
+        #expect(holders.snapshot.peak <= 3)
         #expect(semaphore.availablePermits == 3)
         #expect(semaphore.waiterCount == 0)
     }

@@ -33,12 +33,14 @@ struct ChainOrderTests {
         #expect(log.value == ["→a", "→b", "→c", "transport", "←c", "←b", "←a"])
     }
 
-    @Test("use(_:) appends nearest the transport and insert(_:at: 0) adds the outermost")
+    @Test("middleware appended in update runs nearest the transport, inserted at 0 the outermost")
     func useAppendsInnermost() async throws {
         let log = Locked<[String]>([])
         let client = Client(transport: MockTransport.ok, middleware: [tracing("a", into: log)])
-        await client.use(tracing("b", into: log))
-        await client.insert(tracing("z", into: log), at: 0)
+        await client.update { configuration in
+            configuration.middleware.append(tracing("b", into: log))
+            configuration.middleware.insert(tracing("z", into: log), at: 0)
+        }
         _ = try await client.send(URLRequest(url: URL(string: "https://api.example.test/x")!))
         #expect(log.value == ["→z", "→a", "→b", "←b", "←a", "←z"])
     }
@@ -47,13 +49,15 @@ struct ChainOrderTests {
     func designCardClosure() async throws {
         let transport = MockTransport.ok
         let client = Client(baseURL: URL(string: "https://api.example.test")!, transport: transport)
-        await client.use(
-            Middleware { request, next in
-                var request = request
-                request.setValue("courier", forHTTPHeaderField: "User-Agent")
-                return try await next(request)
-            }
-        )
+        await client.update {
+            $0.middleware.append(
+                Middleware { request, next in
+                    var request = request
+                    request.setValue("courier", forHTTPHeaderField: "User-Agent")
+                    return try await next(request)
+                }
+            )
+        }
         let _: EmptyResponse = try await client.send(.get("/users/42"))
         let sent = try #require(transport.requests.first)
         #expect(sent.value(forHTTPHeaderField: "User-Agent") == "courier")

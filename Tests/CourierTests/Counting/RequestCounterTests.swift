@@ -137,7 +137,7 @@ struct RequestCounterTests {
     func changeStream() async throws {
         let counter = RequestCounter()
         let client = Client(transport: MockTransport(sequence: [.response(.ok), .failure(Boom())]))
-        await client.use(.counting(counter))
+        await client.update { $0.middleware.append(.counting(counter)) }
         _ = try await client.send(Self.request("x"))
 
         var changes = counter.changes().makeAsyncIterator()

@@ -35,11 +35,11 @@ struct ResponseDecodingTests {
         #expect(profile == Self.profile)
     }
 
-    @Test("setCoders changes the decoder for later requests")
-    func setCoders() async throws {
+    @Test("a new decoder in the configuration decodes later responses")
+    func decoderChange() async throws {
         let client = client(.json(Self.profileJSON))
         await #expect(throws: CourierError.self) { let _: Profile = try await client.send(.get("/me")) }
-        await client.setCoders(encoder: JSONEncoder(), decoder: Self.snakeCaseDecoder)
+        await client.update { $0.decoder = Self.snakeCaseDecoder }
         let profile: Profile = try await client.send(.get("/me"))
         #expect(profile == Self.profile)
     }
@@ -208,7 +208,7 @@ struct APIErrorBodyTests {
             transport: MockTransport(Self.forbidden),
             errorBody: ErrorBodyDecoder(Other.self)
         )
-        await client.setErrorBody(ErrorBodyDecoder(Other.self))
+        await client.update { $0.errorBody = ErrorBodyDecoder(Other.self) }
         let error = await #expect(throws: CourierError.self) {
             let _: User = try await client.send(Request<User>.get("/me").decodingErrors(as: APIError.self))
         }

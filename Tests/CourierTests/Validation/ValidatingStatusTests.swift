@@ -154,6 +154,29 @@ struct ValidatingStatusTests {
         #expect(error.apiError(as: SnakeError.self)?.errorCode == 7)
     }
 
+    @Test("an error body longer than the error keeps still decodes, in the middleware and in a typed request's check")
+    func longErrorBody() async throws {
+        let reason = String(repeating: "x", count: CourierError.maximumStoredBodySize)
+        let body = #"{"error":true,"code":1,"reason":"\#(reason)"}"#
+        let transport = MockTransport(.json(body, status: 400))
+
+        let raw = makeClient(transport, [.validatingStatus(errorBody: ErrorBodyDecoder(APIError.self))])
+        let fromMiddleware = try await #require(throws: CourierError.self) {
+            try await raw.send(URLRequest(url: testURL))
+        }
+        let typed = Client(baseURL: testURL, transport: transport, errorBody: ErrorBodyDecoder(APIError.self))
+        let fromRequest = try await #require(throws: CourierError.self) {
+            let _: EmptyResponse = try await typed.send(.get("/items"))
+        }
+
+        // The stored body is cut at the limit, so these values can only come from the whole body.
+        #expect(fromMiddleware.responseBody?.count == CourierError.maximumStoredBodySize)
+        // (Counts, not the values: a failure should not print 64 KiB of "x".)
+        #expect(fromMiddleware.apiError(as: APIError.self)?.reason.count == reason.count)
+        #expect(fromRequest.middleware == nil)
+        #expect(fromRequest.apiError(as: APIError.self)?.reason.count == reason.count)
+    }
+
     @Test("an empty error body leaves the API error empty")
     func emptyBody() async throws {
         let client = makeClient(
