@@ -242,10 +242,15 @@ private final class ModelRefreshes: Sendable {
                 state.started += 1
                 state.running += 1
                 state.mostRunning = max(state.mostRunning, state.running)
-                state.pending = Pending(index: state.started, replaced: replaced, continuation: continuation)
                 return state.started
             }
+            // Recorded before the refresh can be seen as pending: the script completes only a pending refresh,
+            // so its completion is never logged ahead of its start (a busy machine showed that order).
             world.record(.refreshStarted(index: index, replaced: replaced, current: current, at: now))
+            state.withLock { state in
+                state.pending = Pending(index: index, replaced: replaced, continuation: continuation)
+            }
+            world.changes.signal()
         }
         state.withLock { state in
             state.running -= 1
