@@ -15,7 +15,8 @@ final class AttachedCredential: Sendable {
     let headerName: String
     /// The credential attached by a layer further out, if any.
     let outer: AttachedCredential?
-    /// Set by a redirect layer when it removed the header on a hop to another origin.
+    /// Set by a redirect layer when it removed the header on a hop to another origin. No state machine: one flag,
+    /// written by the redirect layer and read by the authenticating layer after `next` returns.
     private let removed = Atomic<Bool>(false)
 
     /// The credentials attached by the layers around the current task's request, innermost first.

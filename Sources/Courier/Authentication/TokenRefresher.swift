@@ -1,5 +1,3 @@
-import Synchronization
-
 /// Holds an expiring credential and refreshes it: once for any number of concurrent failures, in a task
 /// that no caller can cancel, within a budget of refreshes per time window.
 ///
@@ -106,10 +104,16 @@ public actor TokenRefresher {
 
     private typealias Decision = TokenRefresherStateMachine.Decision
 
-    /// The state machine and the continuations of its waiters, under one lock.
+    /// Everything that changes, under one lock: the state machine, the continuations of its waiters and the ids
+    /// they wait under.
+    ///
+    /// The actor itself holds no state (its members are `nonisolated`): it is an actor for its place in the
+    /// public contract, and so that `await refresher.setToken(_:)` reads like the other calls. The task-local
+    /// ``refreshing`` is not state either: it marks the tasks running a refresh closure.
     private struct Storage {
         var machine: TokenRefresherStateMachine
         var continuations: [Int: CheckedContinuation<Credential, any Error>] = [:]
+        var lastWaiter = 0
         /// Called after every change a test may wait for (a waiter added, a refresh ended); `nil` outside tests.
         var observer: (@Sendable () -> Void)?
     }
@@ -134,7 +138,6 @@ public actor TokenRefresher {
     public nonisolated let limit: RefreshLimit
 
     private nonisolated let storage: LockedState<Storage>
-    private nonisolated let nextWaiter = Atomic<Int>(0)
     private nonisolated let elapsed: @Sendable () -> Duration
     private nonisolated let operation: @Sendable (Token) async throws -> Token
 
@@ -266,11 +269,15 @@ public actor TokenRefresher {
     /// Never `stale` again, nor an older one: a caller rejected with `stale` needs something else to send.
     nonisolated func newerCredential(than stale: Credential) async throws -> Credential {
         try Task.checkCancellation()
-        // The stale-token race is settled without the lock's bookkeeping when the token has already changed.
-        let current = credential
+        // The stale-token race is settled without the machine when the token has already changed. The waiter id
+        // is taken in the same section (and wasted then): the cancellation handler needs it before the waiter
+        // registers.
+        let (current, waiter) = storage.withLock { storage in
+            storage.lastWaiter += 1
+            return (storage.machine.credential, storage.lastWaiter)
+        }
         if current.version > stale.version { return current }
 
-        let waiter = nextWaiter.wrappingAdd(1, ordering: .relaxed).oldValue
         let isRefreshClosure = Self.isRefreshing(ObjectIdentifier(self))
         let now = elapsed()
         return try await withTaskCancellationHandler {

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -30,8 +29,9 @@ import FoundationNetworking
 /// timeout ends that caller's wait only, never the call the others are waiting for. A timeout inside the
 /// coalescing layer (per attempt) still bounds the shared call itself.
 ///
-/// The state lives under a lock in this object, created once; an uncoalesced request (a `POST`, …) costs a
-/// method check. A coalescible request costs building its key and one task for the shared call.
+/// The state lives under a lock in this object, created once; its transitions are
+/// ``RequestCoalescerStateMachine``'s. An uncoalesced request (a `POST`, …) costs a method check. A coalescible
+/// request costs building its key, three short critical sections and one task for the shared call.
 public final class RequestCoalescer: Sendable {
     /// Tracing and correlation headers that are left out of the key by default: `X-Request-ID`,
     /// `X-Correlation-ID`, `traceparent`, `tracestate`, `baggage`, the B3 headers, `X-Amzn-Trace-Id` and
@@ -55,23 +55,12 @@ public final class RequestCoalescer: Sendable {
     }
 
     private typealias Waiter = CheckedContinuation<(Data, HTTPURLResponse), any Error>
-
-    private struct Flight {
-        let id: Int
-        var waiters: [Int: Waiter]
-        let task: Task<Void, Never>
-    }
-
-    private struct State {
-        var flights: [Key: Flight] = [:]
-        var nextFlightID = 0
-    }
+    private typealias Machine = RequestCoalescerStateMachine<Key, Waiter, Task<Void, Never>>
 
     /// Header names (lowercased) left out of the coalescing key.
     public let ignoredHeaders: Set<String>
 
-    private let state = LockedState(State())
-    private let nextWaiterID = Atomic<Int>(0)
+    private let state = LockedState(Machine())
 
     /// Creates a coalescer.
     ///
@@ -82,10 +71,10 @@ public final class RequestCoalescer: Sendable {
     }
 
     /// How many shared calls are in flight now.
-    public var sharedCalls: Int { state.withLock { $0.flights.count } }
+    public var sharedCalls: Int { state.withLock { $0.flightCount } }
 
     /// How many callers are waiting for a shared call now.
-    public var waitingCallers: Int { state.withLock { $0.flights.values.reduce(0) { $0 + $1.waiters.count } } }
+    public var waitingCallers: Int { state.withLock { $0.waiterCount } }
 
     /// Returns the coalescing key of `request`, or `nil` when it must not be coalesced.
     func key(for request: URLRequest) -> Key? {
@@ -104,21 +93,21 @@ public final class RequestCoalescer: Sendable {
     /// Sends `request` through `next`, or joins an identical call already in flight.
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
         guard let key = key(for: request) else { return try await next(request) }
-        let waiterID = nextWaiterID.wrappingAdd(1, ordering: .relaxed).newValue
+        let waiterID = state.withLock { $0.makeWaiterID() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: Waiter) in
-                let joined = state.withLock { state -> Bool in
-                    // Checked under the lock: a cancellation either happened before (seen here) or its
-                    // handler runs after this section and finds the waiter.
-                    if Task.isCancelled { return false }
-                    if state.flights[key] != nil {
-                        state.flights[key]!.waiters[waiterID] = continuation
-                        return true
-                    }
-                    state.nextFlightID += 1
-                    let flightID = state.nextFlightID
-                    // Created under the lock, so `finish` (which takes it too) always finds the flight.
-                    let task = Task {
+                // Task.isCancelled is read under the lock: a cancellation either happened before (seen here) or
+                // its handler runs after this section and finds the waiter.
+                let action = state.withLock {
+                    $0.join(key, waiter: continuation, id: waiterID, isCancelled: Task.isCancelled)
+                }
+                switch action {
+                case .joined:
+                    break
+                case .cancelled:
+                    continuation.resume(throwing: CancellationError())
+                case .start(let flightID):
+                    let call = Task {
                         let result: Result<(Data, HTTPURLResponse), any Error>
                         do {
                             // The call serves every caller, so it runs under none of their deadlines: the
@@ -129,32 +118,24 @@ public final class RequestCoalescer: Sendable {
                         }
                         self.finish(key, flightID: flightID, with: result)
                     }
-                    state.flights[key] = Flight(id: flightID, waiters: [waiterID: continuation], task: task)
-                    return true
+                    if !state.withLock({ $0.attach(call, to: key, flightID: flightID) }) { call.cancel() }
                 }
-                if !joined { continuation.resume(throwing: CancellationError()) }
             }
         } onCancel: {
-            let (waiter, abandoned) = state.withLock { state -> (Waiter?, Task<Void, Never>?) in
-                guard let waiter = state.flights[key]?.waiters.removeValue(forKey: waiterID) else {
-                    return (nil, nil)
-                }
-                guard state.flights[key]!.waiters.isEmpty else { return (waiter, nil) }
-                // The last caller has gone: forget the flight (a new request starts afresh) and cancel it.
-                return (waiter, state.flights.removeValue(forKey: key)!.task)
+            switch state.withLock({ $0.leave(key, waiter: waiterID) }) {
+            case .none:
+                break
+            case .resume(let waiter):
+                waiter.resume(throwing: CancellationError())
+            case .resumeAndCancel(let waiter, let call):
+                call?.cancel()
+                waiter.resume(throwing: CancellationError())
             }
-            abandoned?.cancel()
-            waiter?.resume(throwing: CancellationError())
         }
     }
 
     private func finish(_ key: Key, flightID: Int, with result: Result<(Data, HTTPURLResponse), any Error>) {
-        let waiters = state.withLock { state -> [Waiter] in
-            // The flight is gone when every caller left; a newer flight under the same key is not ours.
-            guard let flight = state.flights[key], flight.id == flightID else { return [] }
-            state.flights[key] = nil
-            return Array(flight.waiters.values)
-        }
+        let waiters = state.withLock { $0.finish(key, flightID: flightID) }
         for waiter in waiters { waiter.resume(with: result) }
     }
 }

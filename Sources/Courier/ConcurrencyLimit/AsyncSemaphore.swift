@@ -10,48 +10,15 @@
 /// - **Bounded queue** (optional): with `maxWaiters`, an acquire that would make the queue longer throws
 ///   ``QueueFull`` at once.
 ///
-/// All state lives under one lock (`LockedState`, a pthread mutex); continuations are resumed outside it.
+/// The state and its transitions are an ``AsyncSemaphoreStateMachine`` under one lock (`LockedState`, a pthread
+/// mutex); this type resumes the continuations it returns, outside the lock.
 final class AsyncSemaphore: Sendable {
     /// Thrown by ``acquire()`` when `maxWaiters` tasks are already waiting.
     struct QueueFull: Error {}
 
-    private struct State {
-        var permits: Int
-        /// Waiter ids in arrival order from `head`. Ids of waiters that left stay here (they are no longer
-        /// in `waiters`) until a release passes them or a compaction drops them.
-        var queue: [Int] = []
-        var head = 0
-        var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
-        var nextID = 0
+    private typealias Machine = AsyncSemaphoreStateMachine<CheckedContinuation<Void, any Error>>
 
-        /// Removes the first waiter still waiting, if any.
-        mutating func dequeue() -> CheckedContinuation<Void, any Error>? {
-            defer { compactIfSparse() }
-            while head < queue.count {
-                let id = queue[head]
-                head += 1
-                if let continuation = waiters.removeValue(forKey: id) { return continuation }
-            }
-            return nil
-        }
-
-        /// Keeps the queue's size proportional to the number of live waiters, so waiters that leave (for
-        /// example by timing out while the permits are held for a long time) cannot grow it without bound.
-        mutating func compactIfSparse() {
-            if head == queue.count {
-                queue.removeAll(keepingCapacity: queue.count <= 1024)
-                head = 0
-            } else if queue.count - head > 2 * waiters.count + 32 {
-                queue = queue[head...].filter { waiters[$0] != nil }
-                head = 0
-            } else if head > 1024, head * 2 > queue.count {
-                queue.removeFirst(head)
-                head = 0
-            }
-        }
-    }
-
-    private let state: LockedState<State>
+    private let state: LockedState<Machine>
     /// The number of permits the semaphore was created with.
     let capacity: Int
     /// The most tasks that may wait at once, or `nil` for no limit.
@@ -63,28 +30,22 @@ final class AsyncSemaphore: Sendable {
     ///   - permits: How many tasks may hold a permit at once; at least 1.
     ///   - maxWaiters: The most tasks that may wait at once (`nil`: no limit); at least 0.
     init(permits: Int, maxWaiters: Int? = nil) {
-        precondition(permits > 0, "a semaphore needs at least one permit, not \(permits)")
-        precondition((maxWaiters ?? 0) >= 0, "maxWaiters must not be negative")
+        self.state = LockedState(Machine(permits: permits, maxWaiters: maxWaiters))
         self.capacity = permits
         self.maxWaiters = maxWaiters
-        self.state = LockedState(State(permits: permits))
     }
 
     /// How many permits are free now.
-    var availablePermits: Int { state.withLock { $0.permits } }
+    var availablePermits: Int { state.withLock { $0.availablePermits } }
 
     /// How many tasks are waiting now.
-    var waiterCount: Int { state.withLock { $0.waiters.count } }
+    var waiterCount: Int { state.withLock { $0.waiterCount } }
 
     /// Takes a permit if one is free and nobody is waiting.
     ///
     /// - Returns: Whether a permit was taken.
     func tryAcquire() -> Bool {
-        state.withLock { state in
-            guard state.permits > 0 else { return false }
-            state.permits -= 1
-            return true
-        }
+        state.withLock { $0.tryAcquire() }
     }
 
     /// Takes a permit, waiting in line for one if none is free.
@@ -93,59 +54,31 @@ final class AsyncSemaphore: Sendable {
     ///   none), or ``QueueFull`` when `maxWaiters` tasks are already waiting.
     func acquire() async throws {
         try Task.checkCancellation()
-        // The fast path takes no continuation. Free permits and waiters never coexist: a release hands its
-        // permit to the first waiter instead of returning it to the pool.
-        let id = try state.withLock { state -> Int? in
-            if state.permits > 0 {
-                state.permits -= 1
-                return nil
-            }
-            if let maxWaiters, state.waiters.count >= maxWaiters { throw QueueFull() }
-            state.nextID += 1
-            return state.nextID
+        // The fast path takes no continuation.
+        let id: Int
+        switch state.withLock({ $0.acquire() }) {
+        case .acquired: return
+        case .queueFull: throw QueueFull()
+        case .suspend(let waiterID): id = waiterID
         }
-        guard let id else { return }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                enum Enqueued { case waiting, gotPermit, cancelled, full }
-                let outcome = state.withLock { state -> Enqueued in
-                    // Checked under the lock: a cancellation either happened before (seen here) or its
-                    // handler runs after this section and finds the waiter in the queue.
-                    if Task.isCancelled { return .cancelled }
-                    if state.permits > 0 {
-                        state.permits -= 1
-                        return .gotPermit
-                    }
-                    if let maxWaiters, state.waiters.count >= maxWaiters { return .full }
-                    state.waiters[id] = continuation
-                    state.queue.append(id)
-                    return .waiting
-                }
-                switch outcome {
+                // Task.isCancelled is read under the lock: a cancellation either happened before (seen here) or
+                // its handler runs after this section and finds the waiter in the queue.
+                switch state.withLock({ $0.enqueue(continuation, id: id, isCancelled: Task.isCancelled) }) {
                 case .waiting: break
-                case .gotPermit: continuation.resume()
+                case .acquired: continuation.resume()
                 case .cancelled: continuation.resume(throwing: CancellationError())
-                case .full: continuation.resume(throwing: QueueFull())
+                case .queueFull: continuation.resume(throwing: QueueFull())
                 }
             }
         } onCancel: {
-            let continuation = state.withLock { state in
-                let continuation = state.waiters.removeValue(forKey: id)
-                if continuation != nil { state.compactIfSparse() }
-                return continuation
-            }
-            continuation?.resume(throwing: CancellationError())
+            state.withLock { $0.cancel(id: id) }?.resume(throwing: CancellationError())
         }
     }
 
     /// Returns a permit: hands it to the first waiter, or puts it back in the pool when nobody waits.
     func release() {
-        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
-            if let next = state.dequeue() { return next }
-            precondition(state.permits < capacity, "AsyncSemaphore released more often than acquired")
-            state.permits += 1
-            return nil
-        }
-        next?.resume()
+        state.withLock { $0.release() }?.resume()
     }
 }

@@ -34,12 +34,6 @@ public final class ConcurrencyLimiter: Sendable {
         let hostPool: AsyncSemaphore?
     }
 
-    private struct HostEntry {
-        let pool: AsyncSemaphore
-        /// Requests waiting for or holding a permit of this pool.
-        var users: Int
-    }
-
     /// The most requests in flight at once overall, or `nil` for no overall limit.
     public let maxInFlight: Int?
     /// The most requests in flight at once to one host, or `nil` for no per-host limit.
@@ -48,7 +42,9 @@ public final class ConcurrencyLimiter: Sendable {
     public let maxQueued: Int?
 
     private let overall: AsyncSemaphore?
-    private let hosts = LockedState<[String: HostEntry]>([:])
+    /// The per-host pools (their transitions are ``ConcurrencyLimiterStateMachine``'s); the overall pool has its own
+    /// lock inside `AsyncSemaphore`.
+    private let hosts = LockedState(ConcurrencyLimiterStateMachine<AsyncSemaphore>())
 
     /// Creates a limiter.
     ///
@@ -72,14 +68,12 @@ public final class ConcurrencyLimiter: Sendable {
     /// How many requests hold a permit now (overall; with only a per-host limit, summed over hosts).
     public var inFlight: Int {
         if let overall { return overall.capacity - overall.availablePermits }
-        return hosts.withLock { hosts in
-            hosts.values.reduce(0) { $0 + $1.pool.capacity - $1.pool.availablePermits }
-        }
+        return hosts.withLock { hosts in hosts.pools.reduce(0) { $0 + $1.capacity - $1.availablePermits } }
     }
 
     /// How many requests are waiting for a permit now, in all queues.
     public var waiting: Int {
-        let hostWaiters = hosts.withLock { hosts in hosts.values.reduce(0) { $0 + $1.pool.waiterCount } }
+        let hostWaiters = hosts.withLock { hosts in hosts.pools.reduce(0) { $0 + $1.waiterCount } }
         return hostWaiters + (overall?.waiterCount ?? 0)
     }
 
@@ -91,11 +85,7 @@ public final class ConcurrencyLimiter: Sendable {
             hostKey = HostKey.of(request.url)
             let maxQueued = self.maxQueued
             let pool = hosts.withLock { hosts in
-                if hosts[hostKey] == nil {
-                    hosts[hostKey] = HostEntry(pool: AsyncSemaphore(permits: perHost, maxWaiters: maxQueued), users: 0)
-                }
-                hosts[hostKey]!.users += 1
-                return hosts[hostKey]!.pool
+                hosts.enter(hostKey) { AsyncSemaphore(permits: perHost, maxWaiters: maxQueued) }
             }
             do {
                 try await pool.acquire()
@@ -128,15 +118,8 @@ public final class ConcurrencyLimiter: Sendable {
         }
     }
 
-    /// How many host pools are kept when nothing is in flight to their host.
-    private static let idleHostPoolsKept = 64
-
     private func leave(_ hostKey: String) {
-        hosts.withLock { hosts in
-            hosts[hostKey]!.users -= 1
-            // Creating a pool costs an allocation and a mutex; keep idle ones while there are few hosts.
-            if hosts[hostKey]!.users == 0, hosts.count > Self.idleHostPoolsKept { hosts[hostKey] = nil }
-        }
+        hosts.withLock { $0.leave(hostKey) }
     }
 
     private func mapped(_ error: any Error, request: URLRequest, queue: String) -> any Error {

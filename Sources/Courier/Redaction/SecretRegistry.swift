@@ -32,7 +32,9 @@ import Bionic
 /// the indexed forms), which is what encoders do.
 ///
 /// **Thread safety.** A read-write lock: scans run concurrently; registering a new value takes the lock
-/// exclusively (a few microseconds); re-registering a recent value only reads.
+/// exclusively (a few microseconds); re-registering a recent value only reads. No state machine: this is a
+/// data structure (a bounded most-recently-used set with an index), with no waiters and nothing to do after a
+/// change; `KnownSecretTests` and `RedactionModelTests` check what it finds.
 final class SecretRegistry: @unchecked Sendable {
     // @unchecked Sendable: every stored property except `liveCount` is only touched with `lock` held
     // (shared for reading, exclusive for writing); `liveCount` is atomic.

@@ -1,5 +1,3 @@
-import Synchronization
-
 /// A token bucket that keeps retries within a fraction of recent requests, so that retries cannot
 /// multiply an outage.
 ///
@@ -29,11 +27,6 @@ import Synchronization
 /// let payments = Client(baseURL: paymentsURL, middleware: [.retry(RetryPolicy(budget: budget))])
 /// ```
 public final class RetryBudget: Sendable {
-    /// Token amounts are kept in millionths of a token, so the bucket can be updated with atomic integer
-    /// operations (no lock: cheaper, and visible to the thread sanitizer, which does not see the contended
-    /// path of `Mutex` on Linux).
-    private static let unit = 1_000_000.0
-
     /// The tokens each call adds: the fraction of calls that may be retried.
     public let ratio: Double
     /// The tokens added per second whatever the traffic: the retries always allowed.
@@ -42,15 +35,8 @@ public final class RetryBudget: Sendable {
     public let maximumBalance: Double
 
     private let elapsed: @Sendable () -> Duration
-    private let ratioUnits: Int64
-    private let maximumUnits: Int64
-    /// The balance, in millionths of a token.
-    private let units: Atomic<Int64>
-    /// The time (since the budget was made, in nanoseconds) up to which the floor has been added.
-    private let refilledUpTo = Atomic<Int64>(0)
-    private let requests = Atomic<Int>(0)
-    private let retries = Atomic<Int>(0)
-    private let refusals = Atomic<Int>(0)
+    /// The bucket; its transitions are ``RetryBudgetStateMachine``'s. One lock section per call and per retry.
+    private let state: LockedState<RetryBudgetStateMachine>
 
     /// Creates a budget.
     ///
@@ -81,91 +67,37 @@ public final class RetryBudget: Sendable {
         self.ratio = ratio
         self.minimumPerSecond = minimumPerSecond
         self.maximumBalance = maximumBalance
-        self.ratioUnits = Int64((ratio * Self.unit).rounded())
-        self.maximumUnits = Int64((maximumBalance * Self.unit).rounded())
-        self.units = Atomic(Int64((min(minimumPerSecond, maximumBalance) * Self.unit).rounded()))
+        self.state = LockedState(
+            RetryBudgetStateMachine(ratio: ratio, minimumPerSecond: minimumPerSecond, maximumBalance: maximumBalance)
+        )
         let start = clock.now
         self.elapsed = { start.duration(to: clock.now) }
     }
 
     /// The tokens in the bucket now: how many retries it would allow at once.
     public var balance: Double {
-        refill()
-        return Double(units.load(ordering: .relaxed)) / Self.unit
+        let now = elapsed()
+        return state.withLock { state in
+            state.refill(now: now)
+            return state.balance
+        }
     }
 
     /// How many calls, retries and refused retries the budget has seen.
     public var statistics: (requests: Int, retries: Int, refusals: Int) {
-        (requests.load(ordering: .relaxed), retries.load(ordering: .relaxed), refusals.load(ordering: .relaxed))
+        state.withLock { ($0.requests, $0.retries, $0.refusals) }
     }
 
     /// Records the start of a call: adds ``ratio`` tokens.
     func recordRequest() {
-        requests.add(1, ordering: .relaxed)
-        deposit(ratioUnits)
+        state.withLock { $0.recordRequest() }
     }
 
     /// Takes a token for a retry, if there is one.
     ///
     /// - Returns: `true` when the retry may go ahead.
     func withdrawForRetry() -> Bool {
-        refill()
-        var current = units.load(ordering: .relaxed)
-        while true {
-            guard current >= Int64(Self.unit) else {
-                refusals.add(1, ordering: .relaxed)
-                return false
-            }
-            let (exchanged, original) = units.compareExchange(
-                expected: current,
-                desired: current - Int64(Self.unit),
-                ordering: .acquiringAndReleasing
-            )
-            if exchanged {
-                retries.add(1, ordering: .relaxed)
-                return true
-            }
-            current = original
-        }
-    }
-
-    /// Adds `amount` units, never going above the maximum.
-    private func deposit(_ amount: Int64) {
-        guard amount > 0 else { return }
-        var current = units.load(ordering: .relaxed)
-        while true {
-            let desired = min(maximumUnits, current + amount)
-            guard desired != current else { return }
-            let (exchanged, original) = units.compareExchange(
-                expected: current,
-                desired: desired,
-                ordering: .acquiringAndReleasing
-            )
-            if exchanged { return }
-            current = original
-        }
-    }
-
-    /// Adds the floor's tokens for the time since the last refill. Whoever moves `refilledUpTo` forward adds
-    /// the tokens for that stretch, so each stretch of time is counted once. Deposits need no refill first:
-    /// capping before or after adding the refill gives the same balance.
-    private func refill() {
-        guard minimumPerSecond > 0 else { return }
-        let (seconds, attoseconds) = elapsed().components
-        let now = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        var last = refilledUpTo.load(ordering: .relaxed)
-        while now > last {
-            let (exchanged, original) = refilledUpTo.compareExchange(
-                expected: last,
-                desired: now,
-                ordering: .acquiringAndReleasing
-            )
-            if exchanged {
-                let tokens = minimumPerSecond * Double(now - last) / 1_000_000_000
-                deposit(Int64(min(tokens, Double(maximumUnits) / Self.unit) * Self.unit))
-                return
-            }
-            last = original
-        }
+        let now = elapsed()
+        return state.withLock { $0.withdrawForRetry(now: now) }
     }
 }

@@ -24,6 +24,12 @@
 /// cancellation handlers, which are arbitrary code (a transport's), so the driver never calls it under the
 /// lock: it marks the work as being cancelled, unlocks, cancels, and a work that ends in that window waits
 /// (suspended, not spinning) until the driver is done with it.
+///
+/// **No separate state machine.** The state is split between the timer's queue and each request's `DeadlineWork`
+/// (a class, so the request's task and the driver reach the same object without a lookup). A value-type machine
+/// would have to find each work by an id, one more hash look-up and table entry per request on the hot path that
+/// `InstructionCounts` measures. The transitions are the short functions below (`begin`, `tryEnd`, `arm`,
+/// `takeDue`, `cancel`); `DeadlineTimerTests` drive them on a manual clock.
 import Synchronization
 
 final class DeadlineTimer<C: Clock<Duration>>: Sendable {

@@ -13,7 +13,8 @@ enum TimeoutRunner {
     }
 
     /// Set by the work when it ends; read right after it was started to learn whether it finished without
-    /// suspending. Relaxed ordering is enough: a stale `false` only arms a timer that was not needed.
+    /// suspending. Relaxed ordering is enough: a stale `false` only arms a timer that was not needed. No state
+    /// machine: one flag that goes from `false` to `true` once.
     private final class Finished: Sendable {
         private let value = Atomic<Bool>(false)
 

@@ -220,7 +220,8 @@ public final class URLSessionTransport: Transport {
 }
 
 /// The data task of one `send`, and whether it was cancelled; guarded by a mutex because the cancellation
-/// handler runs concurrently with the task's creation.
+/// handler runs concurrently with the task's creation. No separate state machine: three phases, each method one
+/// transition of a few lines, and the only action (cancelling the task) is taken outside the lock.
 private final class TaskState: Sendable {
     private enum Phase {
         case waiting

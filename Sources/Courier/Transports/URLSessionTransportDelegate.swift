@@ -12,7 +12,8 @@ import FoundationNetworking
 /// One delegate serves every task of its session; each task's state lives in an ``URLSessionExchange``
 /// found by the task's identifier.
 final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
-    /// The exchanges in flight, by task identifier; guarded by the lock.
+    /// The exchanges in flight, by task identifier. No state machine: a map that is only added to, read and
+    /// removed from; each exchange's transitions are ``URLSessionExchangeStateMachine``'s.
     private let exchanges = LockedState<[Int: URLSessionExchange]>([:])
 
     /// Sends `request` as a data task of `session` (whose delegate must be `self`).
@@ -139,43 +140,24 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
 
 /// One `send` through a ``URLSessionTransportDelegate``: the task, the caller's continuation and the body
 /// collected so far; guarded by a lock because the session's callbacks and the caller's cancellation run
-/// concurrently.
+/// concurrently. The transitions are ``URLSessionExchangeStateMachine``'s; this type carries out what it returns
+/// (resuming, cancelling, building the error) outside the lock.
 final class URLSessionExchange: Sendable {
-    private enum Phase {
-        case idle
-        case running(URLSessionTask, CheckedContinuation<(Data, HTTPURLResponse), any Error>)
-        case cancelledBeforeStart
-        case finished
-    }
-
-    private struct State {
-        var phase = Phase.idle
-        var response: URLResponse?
-        var body: ResponseBodyAccumulator
-    }
+    typealias Continuation = CheckedContinuation<(Data, HTTPURLResponse), any Error>
+    private typealias Machine = URLSessionExchangeStateMachine<URLSessionTask, Continuation>
 
     private let request: URLRequest
-    private let state: LockedState<State>
+    private let state: LockedState<Machine>
 
     init(request: URLRequest, limit: Int) {
         self.request = request
-        self.state = LockedState(State(body: ResponseBodyAccumulator(limit: limit)))
+        self.state = LockedState(Machine(method: request.httpMethod, limit: limit))
     }
 
     /// Records the task and the continuation; returns `false` (after resuming the continuation with
     /// `CancellationError`) when the caller was cancelled already.
-    func start(
-        _ task: URLSessionTask,
-        continuation: CheckedContinuation<(Data, HTTPURLResponse), any Error>
-    ) -> Bool {
-        let started = state.withLock { state in
-            guard case .idle = state.phase else {
-                state.phase = .finished
-                return false
-            }
-            state.phase = .running(task, continuation)
-            return true
-        }
+    func start(_ task: URLSessionTask, continuation: Continuation) -> Bool {
+        let started = state.withLock { $0.start(task, continuation: continuation) }
         if !started {
             continuation.resume(throwing: CancellationError())
         }
@@ -187,103 +169,51 @@ final class URLSessionExchange: Sendable {
     /// FoundationNetworking may deliver a fast body for a while after `cancel()`; the caller does not wait
     /// for that, and the chunks are dropped.
     func cancel() {
-        let running: (URLSessionTask, CheckedContinuation<(Data, HTTPURLResponse), any Error>)? =
-            state.withLock { state in
-                switch state.phase {
-                case .idle:
-                    state.phase = .cancelledBeforeStart
-                    return nil
-                case .running(let task, let continuation):
-                    state.phase = .finished
-                    state.body = ResponseBodyAccumulator(limit: state.body.limit)
-                    return (task, continuation)
-                case .cancelledBeforeStart, .finished:
-                    return nil
-                }
-            }
-        guard let (task, continuation) = running else { return }
+        guard let (task, continuation) = state.withLock({ $0.cancel() }) else { return }
         continuation.resume(throwing: CancellationError())
         task.cancel()
     }
 
     func receive(_ response: URLResponse) {
-        let refused: (URLSessionTask, CheckedContinuation<(Data, HTTPURLResponse), any Error>, CourierError)? =
-            state.withLock { state in
-                guard case .running(let task, let continuation) = state.phase else { return nil }
-                state.response = response
-                let http = response as? HTTPURLResponse
-                let expected = response.expectedContentLength
-                if ResponseBodyAccumulator.announcedLengthExceeds(
-                    state.body.limit,
-                    expectedContentLength: expected,
-                    method: request.httpMethod,
-                    status: http?.statusCode ?? 200
-                ) {
-                    state.phase = .finished
-                    let error = CourierError.bodyTooLarge(
-                        limit: state.body.limit,
-                        announcedLength: expected,
-                        request: request,
-                        response: http,
-                        transport: "URLSessionTransport"
-                    )
-                    return (task, continuation, error)
-                }
-                state.body.reserve(expectedContentLength: expected)
-                return nil
-            }
-        if let (task, continuation, error) = refused {
-            continuation.resume(throwing: error)
-            Self.cancelLater(task)
-        }
+        if let refusal = state.withLock({ $0.receive(response) }) { refuse(refusal) }
     }
 
     func receive(_ data: Data) {
-        let refused: (URLSessionTask, CheckedContinuation<(Data, HTTPURLResponse), any Error>, CourierError)? =
-            state.withLock { state in
-                guard case .running(let task, let continuation) = state.phase else { return nil }
-                guard !state.body.append(data) else { return nil }
-                state.phase = .finished
-                let error = CourierError.bodyTooLarge(
-                    limit: state.body.limit,
-                    request: request,
-                    response: state.response as? HTTPURLResponse,
-                    transport: "URLSessionTransport"
-                )
-                return (task, continuation, error)
-            }
-        if let (task, continuation, error) = refused {
-            continuation.resume(throwing: error)
-            Self.cancelLater(task)
-        }
+        if let refusal = state.withLock({ $0.receive(data) }) { refuse(refusal) }
     }
 
     /// Ends the exchange: with `error`, or else with the response received (`fallbackResponse` when none was,
     /// as for a challenge issued before the response was delivered) and the body collected.
     func complete(error: (any Error)?, fallbackResponse: URLResponse? = nil) {
-        let outcome:
-            (CheckedContinuation<(Data, HTTPURLResponse), any Error>, Result<(Data, HTTPURLResponse), any Error>)? =
-                state.withLock { state in
-                    guard case .running(_, let continuation) = state.phase else { return nil }
-                    state.phase = .finished
-                    if let error {
-                        return (continuation, .failure(error))
-                    }
-                    guard let response = (state.response ?? fallbackResponse) as? HTTPURLResponse else {
-                        let error = CourierError(
-                            .nonHTTPResponse,
-                            message: "the response is not an HTTP response",
-                            request: request
-                        )
-                        return (continuation, .failure(error))
-                    }
-                    let body = state.body.data
-                    state.body = ResponseBodyAccumulator(limit: state.body.limit)
-                    return (continuation, .success((body, response)))
-                }
-        if let (continuation, result) = outcome {
-            continuation.resume(with: result)
+        switch state.withLock({ $0.complete(error: error, fallbackResponse: fallbackResponse) }) {
+        case .none:
+            break
+        case .succeed(let continuation, let data, let response):
+            continuation.resume(returning: (data, response))
+        case .fail(let continuation, let error):
+            continuation.resume(throwing: error)
+        case .failNotHTTP(let continuation):
+            continuation.resume(
+                throwing: CourierError(
+                    .nonHTTPResponse,
+                    message: "the response is not an HTTP response",
+                    request: request
+                )
+            )
         }
+    }
+
+    private func refuse(_ refusal: Machine.Refusal) {
+        refusal.continuation.resume(
+            throwing: CourierError.bodyTooLarge(
+                limit: refusal.limit,
+                announcedLength: refusal.announcedLength,
+                request: request,
+                response: refusal.response,
+                transport: "URLSessionTransport"
+            )
+        )
+        Self.cancelLater(refusal.task)
     }
 
     /// Cancels `task` from outside the session's delegate queue: FoundationNetworking ignores a `cancel()`

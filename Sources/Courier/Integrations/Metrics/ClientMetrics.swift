@@ -90,7 +90,8 @@ public final class ClientMetrics: Sendable {
 
     let factory: (any MetricsFactory)?
     // Every cached metric object and the set of hosts seen so far; the lock is held only to look up or
-    // insert, never while a metric is recorded.
+    // insert, never while a metric is recorded. No state machine: a cache, with no waiters and nothing to do
+    // after a change.
     private let cache = LockedState(Cache())
 
     /// Creates the metrics of a client.
