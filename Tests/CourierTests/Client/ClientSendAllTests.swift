@@ -30,7 +30,7 @@ private struct GaugedTransport: Transport {
         gauge.enter()
         defer { gauge.leave() }
         await Task.yield()
-        return MockResponse.status(200, body: request.url!.path).httpResponse(for: request)
+        return try await MockResponse.status(200, body: request.url!.path).httpResponse(for: request)
     }
 }
 
