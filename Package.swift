@@ -80,7 +80,9 @@ let package = Package(
         .testTarget(
             name: "CourierTestingTests",
             dependencies: ["Courier", "CourierTesting"],
-            swiftSettings: upcomingFeatures
+            // Examples/TestingExample.swift links to the snippet, whose app code the tests check; the flag
+            // leaves out the snippet's top-level program.
+            swiftSettings: upcomingFeatures + [.define("COURIER_TESTING_EXAMPLE_TESTS")]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -26,12 +26,12 @@ func milliseconds(_ duration: Duration) -> Int {
 }
 
 let baseURL = URL(string: "https://api.example.test")!
-let flaky = MockTransport(sequence: [
-    .response(.status(503, headers: ["Retry-After": "0"])),
-    .failure(URLError(.networkConnectionLost)),
-    .response(.json(#"{"id": 42, "name": "Ada"}"#)),
-])
-let hanging = MockTransport(reply: .hang)
+let flaky = MockTransport(
+    .status(503, headers: ["Retry-After": "0"]),
+    then: .failure(URLError(.networkConnectionLost)),
+    .json(#"{"id": 42, "name": "Ada"}"#)
+)
+let hanging = MockTransport(.hang)
 // snippet.show
 
 var policy = RetryPolicy.default  // 3 attempts, exponential backoff with full jitter, a retry budget

@@ -14,7 +14,8 @@
 // - a `HoldingTransport` holds 20 requests in flight at once to check that a storm of 401s causes one
 //   token refresh.
 //
-// Run it with `swift run TestingExample`.
+// Run it with `swift run TestingExample`. The same app code, compiled from this very file, is tested with
+// Swift Testing in Tests/CourierTestingTests/Examples/AccountServiceTests.swift.
 
 // snippet.hide
 import Courier
@@ -143,19 +144,17 @@ struct AccountService: Sendable {
 // snippet.hide
 let base = URL(string: "https://api.example.com")!
 let ada = Profile(id: 1, name: "Ada")
-var failures = 0
+let failures = Locked(0)
 
 /// Prints one check; a failed check makes the program exit with status 1 at the end.
-@MainActor
 func check(_ condition: Bool, _ what: String) {
     print(condition ? "  ✓ \(what)" : "  ✗ \(what)")
-    if !condition { failures += 1 }
+    if !condition { failures.withLock { $0 += 1 } }
 }
 // snippet.show
 
-// 1. Retry: a 503 with Retry-After, then a dropped connection, then the profile.
-print("Retries transient failures in virtual time")
-do {
+/// Retry: a 503 with Retry-After, then a dropped connection, then the profile.
+func retriesTransientFailures() async throws {
     let clock = ManualClock()
     let api = MockTransport {
         MockRoute.get("/me")
@@ -177,9 +176,8 @@ do {
     check(api.unmetExpectations.isEmpty, "every expectation of the mock is met")
 }
 
-// 2. Auth: the stored token is stale; the service renews it once and retries with the new one.
-print("Renews a rejected token and retries with it")
-do {
+/// Auth: the stored token is stale; the service renews it once and retries with the new one.
+func renewsARejectedToken() async throws {
     let api = MockTransport {
         MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(ada))
         MockRoute.get("/me").replies(.unauthorized())
@@ -196,9 +194,8 @@ do {
     check(api.unmetExpectations.isEmpty, "the token endpoint was called exactly once")
 }
 
-// 3. A storm: 20 requests fail with 401 together; one renewal serves them all.
-print("Twenty concurrent 401s cause one renewal")
-do {
+/// A storm: 20 requests fail with 401 together; one renewal serves them all.
+func twentyConcurrent401sCauseOneRenewal() async throws {
     let api = MockTransport {
         MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(ada)).expectCalls(20)
         MockRoute.get("/me").replies(.unauthorized()).expectCalls(20)
@@ -221,9 +218,26 @@ do {
 }
 
 // snippet.hide
-if failures > 0 {
-    print("\(failures) check(s) failed")
-    exit(1)
+/// Runs the three checks; exits with status 1 when one of them failed.
+func runChecks() async throws {
+    print("Retries transient failures in virtual time")
+    try await retriesTransientFailures()
+    print("Renews a rejected token and retries with it")
+    try await renewsARejectedToken()
+    print("Twenty concurrent 401s cause one renewal")
+    try await twentyConcurrent401sCauseOneRenewal()
+    if failures.value > 0 {
+        print("\(failures.value) check(s) failed")
+        exit(1)
+    }
+    print("All checks passed")
 }
-print("All checks passed")
+
+// CourierTestingTests compiles this file too, for the app code its tests check
+// (Tests/CourierTestingTests/Examples/AccountServiceTests.swift), and defines the flag. A test target may
+// hold no top-level statements, not even in a block `#if` leaves out, so the program's one step is written
+// as a declaration: in a snippet, top-level declarations run in order.
+#if !COURIER_TESTING_EXAMPLE_TESTS
+let ran: Void = try await runChecks()
+#endif
 // snippet.show

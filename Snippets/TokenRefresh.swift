@@ -21,7 +21,7 @@ let auth = TokenRefresher(token: .init("expired-token")) { rejected in
 }
 
 let server = MockTransport { request in
-    request.value(forHTTPHeaderField: "Authorization") == "Bearer fresh-token" ? .ok : .status(401)
+    request.header("Authorization") == "Bearer fresh-token" ? .ok : .status(401)
 }
 let counter = RequestCounter()
 let client = Client(

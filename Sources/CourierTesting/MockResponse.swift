@@ -1,55 +1,74 @@
-import Courier
 public import Foundation
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
 #endif
 
-/// A canned HTTP response for ``MockTransport``.
+/// What a mock answers to one call: a response, an error to throw, a hang until cancelled, or a handler
+/// that decides when the call comes.
+///
+/// The factories read like the HTTP they stand for:
+///
+/// ```swift
+/// MockRoute.get("/users/:id") { request in .json(User(id: request.parameters["id"]!)) }
+/// MockRoute.post("/login").replies(.status(401), then: .json(Token(value: "t1")))
+/// MockRoute.get("/feed").replies(.serviceUnavailable(retryAfter: .seconds(2)), then: .ok)
+/// MockRoute.get("/slow").replies(.ok.delayed(by: .seconds(3), on: clock))
+/// MockRoute.get("/flaky").replies(.networkConnectionLost, then: .ok)
+/// let down = MockTransport(.failure(URLError(.cannotConnectToHost)))
+/// ```
 public struct MockResponse: Sendable {
-    /// The status code.
-    public var status: Int
-    /// The header fields.
-    public var headers: [String: String]
-    /// The body.
-    public var body: Data
+    enum Kind: Sendable {
+        case response(status: Int, headers: [String: String], body: Data)
+        case failure(any Error)
+        case hang
+        case handler(MockHandler)
+    }
 
-    /// Creates a response.
+    let kind: Kind
+
+    private init(_ kind: Kind) {
+        self.kind = kind
+    }
+
+    /// A response with these parts; the factories below cover the common shapes.
     ///
     /// - Parameters:
     ///   - status: The status code.
     ///   - headers: The header fields.
     ///   - body: The body.
     public init(status: Int = 200, headers: [String: String] = [:], body: Data = Data()) {
-        self.status = status
-        self.headers = headers
-        self.body = body
+        self.init(.response(status: status, headers: headers, body: body))
     }
+
+    // MARK: Responses
 
     /// `200 OK` with an empty body.
     public static let ok = MockResponse(status: 200)
+
     /// `204 No Content`.
     public static let noContent = MockResponse(status: 204)
+
     /// `500 Internal Server Error` with an empty body.
     public static let serverError = MockResponse(status: 500)
 
-    /// A response with the given status and an optional text body.
+    /// A response with the given status and an optional UTF-8 body.
     ///
     /// - Parameters:
     ///   - status: The status code.
-    ///   - body: A UTF-8 body.
+    ///   - body: The body's text.
     ///   - headers: The header fields.
     /// - Returns: The response.
     public static func status(_ status: Int, body: String = "", headers: [String: String] = [:]) -> MockResponse {
         MockResponse(status: status, headers: headers, body: Data(body.utf8))
     }
 
-    /// A JSON response encoded from `value`.
+    /// A JSON response encoded from `value`, keys sorted so that bodies compare stably.
     ///
     /// - Parameters:
     ///   - value: The value to encode.
     ///   - status: The status code.
-    ///   - headers: Extra header fields; `Content-Type: application/json` is added.
+    ///   - headers: Extra header fields; `Content-Type: application/json` is added unless given.
     /// - Returns: The response.
     public static func json(
         _ value: some Encodable,
@@ -61,22 +80,18 @@ public struct MockResponse: Sendable {
         // Encoding a test fixture fails only for a programming error in the test itself.
         // swift-format-ignore: NeverUseForceTry
         let body = try! encoder.encode(value)
-        var headers = headers
-        headers["Content-Type"] = headers["Content-Type"] ?? "application/json"
-        return MockResponse(status: status, headers: headers, body: body)
+        return typed(body, "application/json", status: status, headers: headers)
     }
 
-    /// A JSON response from a JSON string.
+    /// A JSON response from JSON text, sent as written.
     ///
     /// - Parameters:
     ///   - json: The JSON text.
     ///   - status: The status code.
-    ///   - headers: Extra header fields; `Content-Type: application/json` is added.
+    ///   - headers: Extra header fields; `Content-Type: application/json` is added unless given.
     /// - Returns: The response.
     public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> MockResponse {
-        var headers = headers
-        headers["Content-Type"] = headers["Content-Type"] ?? "application/json"
-        return MockResponse(status: status, headers: headers, body: Data(json.utf8))
+        typed(Data(json.utf8), "application/json", status: status, headers: headers)
     }
 
     /// A plain-text response.
@@ -84,12 +99,29 @@ public struct MockResponse: Sendable {
     /// - Parameters:
     ///   - text: The body.
     ///   - status: The status code.
-    ///   - headers: Extra header fields; `Content-Type: text/plain; charset=utf-8` is added.
+    ///   - headers: Extra header fields; `Content-Type: text/plain; charset=utf-8` is added unless given.
     /// - Returns: The response.
     public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> MockResponse {
+        typed(Data(text.utf8), "text/plain; charset=utf-8", status: status, headers: headers)
+    }
+
+    private static func typed(
+        _ body: Data,
+        _ contentType: String,
+        status: Int,
+        headers: [String: String]
+    ) -> MockResponse {
         var headers = headers
-        headers["Content-Type"] = headers["Content-Type"] ?? "text/plain; charset=utf-8"
-        return MockResponse(status: status, headers: headers, body: Data(text.utf8))
+        headers["Content-Type"] = headers["Content-Type"] ?? contentType
+        return MockResponse(status: status, headers: headers, body: body)
+    }
+
+    /// `401 Unauthorized` with a `WWW-Authenticate` challenge.
+    ///
+    /// - Parameter challenge: The `WWW-Authenticate` value.
+    /// - Returns: The response.
+    public static func unauthorized(challenge: String = "Bearer") -> MockResponse {
+        .status(401, headers: ["WWW-Authenticate": challenge])
     }
 
     /// `503 Service Unavailable`, with a `Retry-After` header when `retryAfter` is given.
@@ -108,39 +140,157 @@ public struct MockResponse: Sendable {
         MockResponse(status: 429, headers: retryAfterHeader(retryAfter))
     }
 
-    /// Returns a copy with the header field `name` set to `value`.
+    /// A `Retry-After` field for `delay`, in whole seconds rounded up and never negative; none for `nil`.
+    static func retryAfterHeader(_ delay: Duration?) -> [String: String] {
+        guard let delay else { return [:] }
+        let (seconds, attoseconds) = delay.components
+        let whole = seconds < 0 ? 0 : Int(seconds) + (attoseconds > 0 ? 1 : 0)
+        return ["Retry-After": String(whole)]
+    }
+
+    // MARK: Failures and handlers
+
+    /// Throws `error` instead of answering, as a transport does when the network fails.
+    ///
+    /// - Parameter error: The error the call throws.
+    /// - Returns: The failing answer.
+    public static func failure(_ error: any Error) -> MockResponse {
+        MockResponse(.failure(error))
+    }
+
+    /// Throws `URLError(code)`, as URLSession does for a network failure.
+    ///
+    /// - Parameter code: The error code, for example `.timedOut` or `.cannotConnectToHost`.
+    /// - Returns: The failing answer.
+    public static func urlError(_ code: URLError.Code) -> MockResponse {
+        .failure(URLError(code))
+    }
+
+    /// Throws `URLError(.networkConnectionLost)`: the connection dropped before a response came.
+    public static var networkConnectionLost: MockResponse { .urlError(.networkConnectionLost) }
+
+    /// Throws `URLError(.timedOut)`.
+    public static var timedOut: MockResponse { .urlError(.timedOut) }
+
+    /// Never answers: the call waits until its task is cancelled, then throws `CancellationError`. The
+    /// server that accepted the connection and went silent, for testing timeouts and hedging.
+    public static var hang: MockResponse { MockResponse(.hang) }
+
+    /// Asks `handler` for the answer when the call comes. The handler sees the request (with the path
+    /// parameters a route captured and the call's index), may suspend on a ``Gate`` or a clock, and may throw.
+    ///
+    /// - Parameter handler: Decides the answer for one call.
+    /// - Returns: The deciding answer.
+    public static func handler(_ handler: @escaping MockHandler) -> MockResponse {
+        MockResponse(.handler(handler))
+    }
+
+    // MARK: Modifiers
+
+    /// Returns this answer delayed by `duration` on `clock`.
+    ///
+    /// With a `ManualClock` the call stays in flight until the test advances the clock; cancelling the
+    /// call ends the delay with `CancellationError`.
+    ///
+    /// ```swift
+    /// MockRoute.get("/slow").replies(.json(user).delayed(by: .seconds(2), on: clock))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - duration: How long to wait before answering.
+    ///   - clock: The clock to sleep on; `ContinuousClock` by default.
+    /// - Returns: The delayed answer.
+    public func delayed(by duration: Duration, on clock: some Clock<Duration> = ContinuousClock()) -> MockResponse {
+        .handler { _ in
+            try await clock.sleep(for: duration)
+            return self
+        }
+    }
+
+    /// Returns this answer held until `gate` opens, counting the call in `arrivals` (if given) when it
+    /// starts to wait: a way to keep a number of calls in flight at once.
+    ///
+    /// ```swift
+    /// let arrived = Arrivals(), release = Gate()
+    /// let mock = MockTransport { MockRoute.get("/me").replies(.json(me).held(until: release, counting: arrived)) }
+    /// // … start 50 calls …
+    /// await arrived.wait(for: 50)
+    /// release.open()
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - gate: The gate to wait for. Cancelling the call ends the wait with `CancellationError`.
+    ///   - arrivals: Counts each call as it starts to wait.
+    /// - Returns: The held answer.
+    public func held(until gate: Gate, counting arrivals: Arrivals? = nil) -> MockResponse {
+        .handler { _ in
+            arrivals?.arrive()
+            try await gate.waitUnlessCancelled()
+            return self
+        }
+    }
+
+    /// Returns this answer with the header field `name` set to `value` (a handler's answers too); an error
+    /// or a hang is left as it is.
     ///
     /// - Parameters:
     ///   - name: The header's name.
     ///   - value: Its value.
-    /// - Returns: The changed response.
+    /// - Returns: The changed answer.
     public func header(_ name: String, _ value: String) -> MockResponse {
-        var copy = self
-        copy.headers[name] = value
-        return copy
+        switch kind {
+        case .response(let status, var headers, let body):
+            headers[name] = value
+            return MockResponse(status: status, headers: headers, body: body)
+        case .failure, .hang:
+            return self
+        case .handler(let handler):
+            return .handler { request in try await handler(request).header(name, value) }
+        }
     }
 
-    /// The `Retry-After` value for `delay`: whole seconds, rounded up, never negative.
-    static func retryAfterSeconds(_ delay: Duration) -> Int {
-        let (seconds, attoseconds) = delay.components
-        if seconds < 0 { return 0 }
-        return Int(seconds) + (attoseconds > 0 ? 1 : 0)
-    }
+    // MARK: Answering
 
-    private static func retryAfterHeader(_ delay: Duration?) -> [String: String] {
-        guard let delay else { return [:] }
-        return ["Retry-After": String(retryAfterSeconds(delay))]
-    }
-
-    /// Makes the `HTTPURLResponse` for `request`.
+    /// What a transport returns for `request`: the response, or the error thrown, after any delay, hold or
+    /// handler. For a hand-written `Transport` in a test.
     ///
     /// - Parameter request: The request being answered.
-    /// - Returns: The response and its body.
-    public func httpResponse(for request: URLRequest) -> (Data, HTTPURLResponse) {
-        let url = request.url ?? URL(string: "http://127.0.0.1/")!
-        // HTTPURLResponse's initializer only fails for an invalid HTTP version, which is fixed here.
-        // swift-format-ignore: NeverForceUnwrap
-        let response = HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
-        return (body, response)
+    /// - Returns: The body and the `HTTPURLResponse`.
+    /// - Throws: The answer's error, or `CancellationError` for a hang or a cancelled wait.
+    public func httpResponse(for request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await resolve(for: MockRequest(request))
+    }
+
+    /// Turns the answer into what a transport returns, or throws.
+    func resolve(for request: MockRequest) async throws -> (Data, HTTPURLResponse) {
+        var answer = self
+        while true {
+            switch answer.kind {
+            case .response(let status, let headers, let body):
+                let url = request.urlRequest.url ?? URL(string: "http://127.0.0.1/")!
+                // HTTPURLResponse's initializer only fails for an invalid HTTP version, which is fixed here.
+                // swift-format-ignore: NeverForceUnwrap
+                let response = HTTPURLResponse(
+                    url: url,
+                    statusCode: status,
+                    httpVersion: "HTTP/1.1",
+                    headerFields: headers
+                )!
+                return (body, response)
+            case .failure(let error):
+                throw error
+            case .hang:
+                try await waitForCancellation()
+                fatalError("unreachable: waitForCancellation only returns by throwing")
+            case .handler(let handler):
+                try Task.checkCancellation()
+                answer = try await handler(request)
+            }
+        }
     }
 }
+
+/// A handler decides a mock's answer when a call comes: it gets the request, may suspend (on a ``Gate`` or a
+/// clock) and may throw. ``MockTransport/init(_:)``, the ``MockRoute`` spellings and
+/// ``MockResponse/handler(_:)`` take one.
+public typealias MockHandler = @Sendable (MockRequest) async throws -> MockResponse

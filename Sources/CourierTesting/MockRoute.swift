@@ -34,35 +34,12 @@ import FoundationNetworking
 /// **Order**: a mock tries its routes in the order they were written and answers with the first that
 /// matches, so put narrower routes (with header or query conditions) before broader ones.
 ///
-/// **Expectations**: ``expectCalls(_:fileID:filePath:line:column:)-(Int,_,_,_,_)`` says how often a route must be called;
+/// **Expectations**: ``expectCalls(_:fileID:filePath:line:column:)`` says how often a route must be called;
 /// ``MockTransport/unmetExpectations`` lists what was not met, and the `.mockTransport` test trait
 /// records it as a test issue.
 public struct MockRoute: Sendable, CustomStringConvertible {
     /// Where an expectation was written, for reporting it.
-    public struct SourcePosition: Sendable, Hashable {
-        /// The file ID (`Module/File.swift`).
-        public var fileID: String
-        /// The file path.
-        public var filePath: String
-        /// The line.
-        public var line: Int
-        /// The column.
-        public var column: Int
-
-        /// Creates a position.
-        ///
-        /// - Parameters:
-        ///   - fileID: The file ID.
-        ///   - filePath: The file path.
-        ///   - line: The line.
-        ///   - column: The column.
-        public init(fileID: String, filePath: String, line: Int, column: Int) {
-            self.fileID = fileID
-            self.filePath = filePath
-            self.line = line
-            self.column = column
-        }
-    }
+    typealias SourcePosition = (fileID: String, filePath: String, line: Int, column: Int)
 
     /// A condition on a request besides its method and path.
     struct Condition: Sendable {
@@ -71,234 +48,94 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     }
 
     /// The method to match, or `nil` for any.
-    public var method: HTTPMethod?
+    public let method: HTTPMethod?
 
-    /// The path pattern, for example `/users/:id` (with an optional `?name=value` query part).
-    public var path: String {
-        didSet { pattern = PathPattern(Self.pathPart(of: path)) }
-    }
+    /// The path pattern as written, for example `/users/:id` (with an optional `?name=value` query part).
+    public let path: String
 
-    /// The replies, in order; the last one repeats.
-    public var replies: [MockReply]
-
-    /// The first reply; setting it replaces all replies.
-    public var reply: MockReply {
-        get { replies.first ?? .ok }
-        set { replies = [newValue] }
-    }
+    /// The answers, in order; the last one repeats.
+    private(set) var replies: [MockResponse]
 
     /// How many calls the route must get, if that matters.
-    public private(set) var expectedCalls: ClosedRange<Int>?
+    private(set) var expectedCalls: Range<Int>?
 
     /// Where ``expectedCalls`` was written.
-    public private(set) var expectationPosition: SourcePosition?
+    private(set) var expectationPosition: SourcePosition?
 
-    private(set) var pattern: PathPattern
-    private(set) var conditions: [Condition] = []
-    private(set) var delay: (@Sendable () async throws -> Void)?
-    private var delayDescription: String?
+    private let pattern: PathPattern
+    private var conditions: [Condition] = []
 
-    /// Creates a route.
+    /// Creates a route for `method` (`nil` for any) and a path pattern, answering `response` until you give
+    /// it other replies. The spellings `MockRoute.get(_:_:)`, `.post`, `.put`, `.patch`, `.delete`, `.head`
+    /// and `.any` call this.
     ///
     /// - Parameters:
     ///   - method: The method to match, or `nil` for any.
-    ///   - path: The path pattern, for example `/users/:id`.
-    ///   - reply: The reply.
-    public init(_ method: HTTPMethod?, _ path: String, _ reply: MockReply = .ok) {
+    ///   - path: The path pattern, for example `/users/:id` or `/search?q=swift`.
+    ///   - response: The answer to every call; `200 OK` by default.
+    public init(_ method: HTTPMethod?, _ path: String, _ response: MockResponse = .ok) {
         self.method = method
         self.path = path
-        self.pattern = PathPattern(Self.pathPart(of: path))
-        self.replies = [reply]
-        for (name, value) in Self.queryPart(of: path) {
-            conditions.append(Self.queryCondition(name, value))
+        self.replies = [response]
+        let mark = path.firstIndex(of: "?")
+        self.pattern = PathPattern(mark.map { String(path[..<$0]) } ?? path)
+        if let mark {
+            var components = URLComponents()
+            components.percentEncodedQuery = String(path[path.index(after: mark)...])
+            for item in components.queryItems ?? [] {
+                conditions.append(Self.queryCondition(item.name, item.value))
+            }
         }
     }
 
-    /// Creates a route whose handler decides each reply.
-    ///
-    /// - Parameters:
-    ///   - method: The method to match, or `nil` for any.
-    ///   - path: The path pattern.
-    ///   - handler: Returns the reply for a request, or throws (the error reaches the caller).
-    public init(
-        _ method: HTTPMethod?,
-        _ path: String,
-        handler: @escaping @Sendable (MockRequest) async throws -> MockReply
-    ) {
-        self.init(method, path, .handler(handler))
+    /// Answers with `handler` when one is given, `200 OK` otherwise.
+    private init(_ method: HTTPMethod?, _ path: String, _ handler: MockHandler?) {
+        self.init(method, path, handler.map(MockResponse.handler) ?? .ok)
     }
 
-    // MARK: Factories
+    // MARK: Spellings
 
-    /// A `GET` route that replies `200 OK` until you give it replies.
-    ///
-    /// - Parameter path: The path pattern.
-    /// - Returns: The route.
-    public static func get(_ path: String) -> MockRoute { MockRoute(.get, path) }
+    // One per method, each a call of the initializer. Without a handler the route answers `200 OK` until
+    // `replies(_:then:)` says otherwise; with one, the handler decides every answer:
+    // `MockRoute.get("/users/:id") { request in .json(User(id: request.parameters["id"]!)) }`.
 
-    /// A `GET` route whose handler decides each reply.
-    ///
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: Returns the reply for a request.
-    /// - Returns: The route.
-    public static func get(
-        _ path: String,
-        _ handler: @escaping @Sendable (MockRequest) async throws -> MockReply
-    ) -> MockRoute {
-        MockRoute(.get, path, handler: handler)
-    }
+    /// A `GET` route.
+    public static func get(_ path: String, _ handler: MockHandler? = nil) -> Self { Self(.get, path, handler) }
 
-    /// A `POST` route that replies `200 OK` until you give it replies.
-    ///
-    /// - Parameter path: The path pattern.
-    /// - Returns: The route.
-    public static func post(_ path: String) -> MockRoute { MockRoute(.post, path) }
+    /// A `POST` route.
+    public static func post(_ path: String, _ handler: MockHandler? = nil) -> Self { Self(.post, path, handler) }
 
-    /// A `POST` route whose handler decides each reply.
-    ///
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: Returns the reply for a request.
-    /// - Returns: The route.
-    public static func post(
-        _ path: String,
-        _ handler: @escaping @Sendable (MockRequest) async throws -> MockReply
-    ) -> MockRoute {
-        MockRoute(.post, path, handler: handler)
-    }
+    /// A `PUT` route.
+    public static func put(_ path: String, _ handler: MockHandler? = nil) -> Self { Self(.put, path, handler) }
 
-    /// A `PUT` route that replies `200 OK` until you give it replies.
-    ///
-    /// - Parameter path: The path pattern.
-    /// - Returns: The route.
-    public static func put(_ path: String) -> MockRoute { MockRoute(.put, path) }
+    /// A `PATCH` route.
+    public static func patch(_ path: String, _ handler: MockHandler? = nil) -> Self { Self(.patch, path, handler) }
 
-    /// A `PUT` route whose handler decides each reply.
-    ///
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: Returns the reply for a request.
-    /// - Returns: The route.
-    public static func put(
-        _ path: String,
-        _ handler: @escaping @Sendable (MockRequest) async throws -> MockReply
-    ) -> MockRoute {
-        MockRoute(.put, path, handler: handler)
-    }
+    /// A `DELETE` route.
+    public static func delete(_ path: String, _ handler: MockHandler? = nil) -> Self { Self(.delete, path, handler) }
 
-    /// A `PATCH` route that replies `200 OK` until you give it replies.
-    ///
-    /// - Parameter path: The path pattern.
-    /// - Returns: The route.
-    public static func patch(_ path: String) -> MockRoute { MockRoute(.patch, path) }
+    /// A `HEAD` route.
+    public static func head(_ path: String, _ handler: MockHandler? = nil) -> Self { Self(.head, path, handler) }
 
-    /// A `PATCH` route whose handler decides each reply.
-    ///
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: Returns the reply for a request.
-    /// - Returns: The route.
-    public static func patch(
-        _ path: String,
-        _ handler: @escaping @Sendable (MockRequest) async throws -> MockReply
-    ) -> MockRoute {
-        MockRoute(.patch, path, handler: handler)
-    }
-
-    /// A `DELETE` route that replies `200 OK` until you give it replies.
-    ///
-    /// - Parameter path: The path pattern.
-    /// - Returns: The route.
-    public static func delete(_ path: String) -> MockRoute { MockRoute(.delete, path) }
-
-    /// A `DELETE` route whose handler decides each reply.
-    ///
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: Returns the reply for a request.
-    /// - Returns: The route.
-    public static func delete(
-        _ path: String,
-        _ handler: @escaping @Sendable (MockRequest) async throws -> MockReply
-    ) -> MockRoute {
-        MockRoute(.delete, path, handler: handler)
-    }
-
-    /// A `HEAD` route that replies `200 OK` until you give it replies.
-    ///
-    /// - Parameter path: The path pattern.
-    /// - Returns: The route.
-    public static func head(_ path: String) -> MockRoute { MockRoute(.head, path) }
-
-    /// A route for any method that replies `200 OK` until you give it replies.
-    ///
-    /// - Parameter path: The path pattern.
-    /// - Returns: The route.
-    public static func any(_ path: String) -> MockRoute { MockRoute(nil, path) }
-
-    /// A route for any method whose handler decides each reply.
-    ///
-    /// - Parameters:
-    ///   - path: The path pattern.
-    ///   - handler: Returns the reply for a request.
-    /// - Returns: The route.
-    public static func any(
-        _ path: String,
-        _ handler: @escaping @Sendable (MockRequest) async throws -> MockReply
-    ) -> MockRoute {
-        MockRoute(nil, path, handler: handler)
-    }
+    /// A route for any method.
+    public static func any(_ path: String, _ handler: MockHandler? = nil) -> Self { Self(nil, path, handler) }
 
     // MARK: Replies
 
-    /// Returns a copy that replies `first` to the first call, then each of `rest` in turn, and repeats
-    /// the last reply from then on.
+    /// Returns a copy that answers `first` to the first call, then each of `rest` in turn, and repeats the
+    /// last answer from then on.
     ///
     /// ```swift
     /// MockRoute.get("/me").replies(.unauthorized(), then: .json(me))
     /// ```
     ///
     /// - Parameters:
-    ///   - first: The reply to the first call.
-    ///   - rest: The replies to the next calls.
+    ///   - first: The answer to the first call.
+    ///   - rest: The answers to the next calls.
     /// - Returns: The changed route.
-    public func replies(_ first: MockReply, then rest: MockReply...) -> MockRoute {
+    public func replies(_ first: MockResponse, then rest: MockResponse...) -> MockRoute {
         var copy = self
         copy.replies = [first] + rest
-        return copy
-    }
-
-    /// Returns a copy that replies with `replies` in order, repeating the last one.
-    ///
-    /// - Parameter replies: The replies; an empty list means `200 OK`.
-    /// - Returns: The changed route.
-    public func replies(sequence replies: [MockReply]) -> MockRoute {
-        var copy = self
-        copy.replies = replies.isEmpty ? [.ok] : replies
-        return copy
-    }
-
-    /// Returns a copy whose handler decides each reply.
-    ///
-    /// - Parameter handler: Returns the reply for a request, or throws.
-    /// - Returns: The changed route.
-    public func replies(_ handler: @escaping @Sendable (MockRequest) async throws -> MockReply) -> MockRoute {
-        var copy = self
-        copy.replies = [.handler(handler)]
-        return copy
-    }
-
-    /// Returns a copy that waits `duration` on `clock` before every reply.
-    ///
-    /// - Parameters:
-    ///   - duration: The delay.
-    ///   - clock: The clock to sleep on (a `ManualClock` in tests); `ContinuousClock` by default.
-    /// - Returns: The changed route.
-    public func delayed(by duration: Duration, on clock: some Clock<Duration> = ContinuousClock()) -> MockRoute {
-        var copy = self
-        copy.delay = { try await clock.sleep(for: duration) }
-        copy.delayDescription = "after \(duration)"
         return copy
     }
 
@@ -388,7 +225,8 @@ public struct MockRoute: Sendable, CustomStringConvertible {
 
     // MARK: Expectations
 
-    /// Returns a copy that must be called exactly `count` times.
+    /// Returns a copy that must be called exactly `count` times; ``MockTransport/unmetExpectations`` (and
+    /// the `.mockTransport` trait, at this line) reports it otherwise.
     ///
     /// ```swift
     /// MockRoute.post("/oauth/token").replies(.json(token)).expectCalls(1)
@@ -396,7 +234,7 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     ///
     /// - Parameters:
     ///   - count: The number of calls.
-    ///   - fileID: Where the expectation is written (an unmet expectation is reported there).
+    ///   - fileID: Where the expectation is written.
     ///   - filePath: The file's path.
     ///   - line: The line.
     ///   - column: The column.
@@ -408,54 +246,29 @@ public struct MockRoute: Sendable, CustomStringConvertible {
         line: Int = #line,
         column: Int = #column
     ) -> MockRoute {
-        expecting(count...count, SourcePosition(fileID: fileID, filePath: filePath, line: line, column: column))
+        expectCalls(count...count, fileID: fileID, filePath: filePath, line: line, column: column)
     }
 
-    /// Returns a copy that must be called a number of times within `range`.
+    /// Returns a copy that must be called a number of times within `range`: `2...3`, or `1...` for at
+    /// least once.
     ///
     /// - Parameters:
     ///   - range: The acceptable numbers of calls.
-    ///   - fileID: Where the expectation is written (an unmet expectation is reported there).
+    ///   - fileID: Where the expectation is written.
     ///   - filePath: The file's path.
     ///   - line: The line.
     ///   - column: The column.
     /// - Returns: The changed route.
     public func expectCalls(
-        _ range: ClosedRange<Int>,
+        _ range: some RangeExpression<Int>,
         fileID: String = #fileID,
         filePath: String = #filePath,
         line: Int = #line,
         column: Int = #column
     ) -> MockRoute {
-        expecting(range, SourcePosition(fileID: fileID, filePath: filePath, line: line, column: column))
-    }
-
-    /// Returns a copy that must be called at least `range.lowerBound` times.
-    ///
-    /// - Parameters:
-    ///   - range: The smallest acceptable number of calls, as `1...`.
-    ///   - fileID: Where the expectation is written (an unmet expectation is reported there).
-    ///   - filePath: The file's path.
-    ///   - line: The line.
-    ///   - column: The column.
-    /// - Returns: The changed route.
-    public func expectCalls(
-        _ range: PartialRangeFrom<Int>,
-        fileID: String = #fileID,
-        filePath: String = #filePath,
-        line: Int = #line,
-        column: Int = #column
-    ) -> MockRoute {
-        expecting(
-            range.lowerBound...Int.max,
-            SourcePosition(fileID: fileID, filePath: filePath, line: line, column: column)
-        )
-    }
-
-    private func expecting(_ range: ClosedRange<Int>, _ position: SourcePosition) -> MockRoute {
         var copy = self
-        copy.expectedCalls = range
-        copy.expectationPosition = position
+        copy.expectedCalls = range.relative(to: 0..<Int.max)
+        copy.expectationPosition = (fileID, filePath, line, column)
         return copy
     }
 
@@ -476,29 +289,15 @@ public struct MockRoute: Sendable, CustomStringConvertible {
         if !conditions.isEmpty {
             text += " [" + conditions.map(\.description).joined(separator: ", ") + "]"
         }
-        if let delayDescription {
-            text += " (\(delayDescription))"
-        }
         return text
     }
 
     /// What an expectation asks for, for messages: `exactly 1 call`, `2...3 calls`, `at least 1 call`.
-    static func describe(_ range: ClosedRange<Int>) -> String {
+    static func describe(_ range: Range<Int>) -> String {
         func calls(_ count: Int) -> String { count == 1 ? "1 call" : "\(count) calls" }
-        if range.lowerBound == range.upperBound { return "exactly " + calls(range.lowerBound) }
+        if range.count == 1 { return "exactly " + calls(range.lowerBound) }
         if range.upperBound == Int.max { return "at least " + calls(range.lowerBound) }
-        return "\(range.lowerBound)...\(range.upperBound) calls"
-    }
-
-    private static func pathPart(of path: String) -> String {
-        path.firstIndex(of: "?").map { String(path[..<$0]) } ?? path
-    }
-
-    private static func queryPart(of path: String) -> [(String, String?)] {
-        guard let mark = path.firstIndex(of: "?") else { return [] }
-        var components = URLComponents()
-        components.percentEncodedQuery = String(path[path.index(after: mark)...])
-        return (components.queryItems ?? []).map { ($0.name, $0.value) }
+        return "\(range.lowerBound)...\(range.upperBound - 1) calls"
     }
 
     private static func queryCondition(_ name: String, _ value: String?) -> Condition {

@@ -5,27 +5,26 @@ public import Foundation
 public import FoundationNetworking
 #endif
 
-/// A ``Transport`` that answers from a script or a set of routes instead of the network, and records
-/// what it was sent.
+/// A ``Transport`` that plays an API in memory: it answers from routes, a handler or a script of
+/// responses, records what it was sent, and checks how often each route was called.
 ///
 /// ```swift
-/// let transport = MockTransport.ok                                  // every request: 200
-/// let flaky = MockTransport(sequence: [.status(503), .json(user)])  // first 503, then 200 with JSON
-/// let failing = MockTransport(error: URLError(.notConnectedToInternet))
-/// let custom = MockTransport { request in .json(["path": request.url!.path]) }
-/// let api = MockTransport {                                         // routed, see MockRoute
+/// let api = MockTransport {                                        // routed, see MockRoute
 ///     MockRoute.get("/users/:id") { request in .json(User(id: request.parameters["id"]!)) }
 ///     MockRoute.post("/login").replies(.status(401), then: .json(token)).expectCalls(2)
 /// }
+/// let custom = MockTransport { request in .json(["path": request.path]) }   // a handler decides
+/// let flaky = MockTransport(.status(503), then: .json(user))         // a script: 503, then 200 for good
+/// let down = MockTransport(.failure(URLError(.notConnectedToInternet)))
+/// let ok = MockTransport.ok                                          // every request: 200
 /// ```
 ///
 /// Like the real transports, the mock refuses a request that could not be sent safely (see
 /// `RequestValidation`) with `CourierError.Code.invalidRequest`, and does not record it.
 ///
-/// A scripted sequence answers the calls in order and repeats its last reply once it runs out. A routed
-/// mock answers a request with the first route that matches (see ``MockRoute``); a request that matches
-/// no route fails with a ``MockTransportError`` that lists the routes, and is reported by
-/// ``unmetExpectations`` — unless you give an `unmatched` reply, such as `.status(404)`.
+/// A routed mock answers a request with the first route that matches (see ``MockRoute``); a request that
+/// matches no route fails with a ``MockTransportError`` that lists the routes, and is reported by
+/// ``unmetExpectations`` — unless you give an `unmatched` answer, such as `.status(404)`.
 ///
 /// Every mock records the requests it receives (see ``RequestRecording``), so tests can check what was
 /// sent: `#expect(api.lastRequest?.header("Authorization") == "Bearer t2")`.
@@ -33,19 +32,13 @@ public import FoundationNetworking
 /// In a Swift Testing suite, the `.mockTransport` trait makes a fresh mock for each test and installs
 /// it as ``MockTransport/current`` and ``TestTransport/current``; see ``TestTransport``.
 public final class MockTransport: Transport, RequestRecording {
-    /// What the mock does for one call; see ``MockReply``.
-    public typealias Reply = MockReply
-
-    /// A reply for requests with a given method and path; see ``MockRoute``.
-    public typealias Route = MockRoute
-
     /// The mock installed for the current task by the `.mockTransport` test trait or by
     /// ``withTestTransport(_:isolation:operation:)``, or `nil`.
     @TaskLocal public static var current: MockTransport?
 
     private enum Responder: Sendable {
-        case script(@Sendable (URLRequest, Int) async throws -> MockReply)
-        case routes([MockRoute], unmatched: MockReply?)
+        case script(MockResponse)
+        case routes([MockRoute], unmatched: MockResponse?)
     }
 
     private struct State {
@@ -68,67 +61,48 @@ public final class MockTransport: Transport, RequestRecording {
         }
     }
 
-    /// Creates a mock that answers each request with a closure's response.
-    ///
-    /// - Parameter handler: Returns the response for a request, or throws.
-    public convenience init(_ handler: @escaping @Sendable (URLRequest) async throws -> MockResponse) {
-        self.init(responder: .script { request, _ in .response(try await handler(request)) })
-    }
-
-    /// Creates a mock that gives every request the same reply.
-    ///
-    /// - Parameter reply: The reply.
-    public convenience init(reply: Reply) {
-        self.init(responder: .script { _, _ in reply })
-    }
-
-    /// Creates a mock that gives every request the same response.
-    ///
-    /// - Parameter response: The response.
-    public convenience init(_ response: MockResponse) {
-        self.init(reply: .response(response))
-    }
-
-    /// Creates a mock whose every call throws `error`.
-    ///
-    /// - Parameter error: The error.
-    public convenience init(error: any Error) {
-        self.init(reply: .failure(error))
-    }
-
-    /// Creates a mock that answers calls with `replies` in order, repeating the last one when it runs out.
-    ///
-    /// - Parameter replies: The replies; must not be empty.
-    public convenience init(sequence replies: [Reply]) {
-        precondition(!replies.isEmpty, "a scripted MockTransport needs at least one reply")
-        self.init(responder: .script { _, call in replies[min(call, replies.count - 1)] })
-    }
-
-    /// Creates a mock that answers by method and path.
+    /// Creates a mock that answers the first call with `first`, the next ones with each of `rest` in turn,
+    /// and every later call with the last answer.
     ///
     /// - Parameters:
-    ///   - routes: The routes, tried in order.
-    ///   - unmatched: The reply to a request no route matches; `nil` (the default) throws a
-    ///     ``MockTransportError`` and reports the request in ``unmetExpectations``.
-    public convenience init(routes: [Route], unmatched: MockReply? = nil) {
-        self.init(responder: .routes(routes, unmatched: unmatched))
+    ///   - first: The answer to the first call, and to every call when `rest` is empty.
+    ///   - rest: The answers to the next calls.
+    public convenience init(_ first: MockResponse, then rest: MockResponse...) {
+        guard !rest.isEmpty else {
+            self.init(responder: .script(first))
+            return
+        }
+        let script = [first] + rest
+        self.init(responder: .script(.handler { request in script[min(request.callIndex, script.count - 1)] }))
+    }
+
+    /// Creates a mock whose handler decides every answer; the request's ``MockRequest/callIndex`` counts
+    /// the mock's calls.
+    ///
+    /// - Parameter handler: Returns the answer for a request, or throws.
+    public convenience init(_ handler: @escaping MockHandler) {
+        self.init(.handler(handler))
     }
 
     /// Creates a mock that answers by method and path, from routes written one per line.
     ///
     /// ```swift
-    /// let api = MockTransport {
+    /// let api = MockTransport(unmatched: .status(404)) {
     ///     MockRoute.get("/users/:id") { request in .json(User(id: request.parameters["id"]!)) }
     ///     MockRoute.post("/users").replies(.status(201)).expectCalls(1)
     /// }
     /// ```
     ///
     /// - Parameters:
-    ///   - unmatched: The reply to a request no route matches; `nil` (the default) throws a
+    ///   - unmatched: The answer to a request no route matches; `nil` (the default) throws a
     ///     ``MockTransportError`` and reports the request in ``unmetExpectations``.
     ///   - routes: The routes, tried in order.
-    public convenience init(unmatched: MockReply? = nil, @MockRouteBuilder routes: () -> [MockRoute]) {
-        self.init(responder: .routes(routes(), unmatched: unmatched))
+    public convenience init(unmatched: MockResponse? = nil, @MockRouteBuilder routes: () -> [MockRoute]) {
+        self.init(routes: routes(), unmatched: unmatched)
+    }
+
+    convenience init(routes: [MockRoute], unmatched: MockResponse?) {
+        self.init(responder: .routes(routes, unmatched: unmatched))
     }
 
     /// Every request received, in order.
@@ -153,7 +127,7 @@ public final class MockTransport: Transport, RequestRecording {
     public var unmatchedRequests: [URLRequest] { state.withLock { $0.unmatched } }
 
     /// What the test expected and did not get: routes called too few or too many times (see
-    /// ``MockRoute/expectCalls(_:fileID:filePath:line:column:)-(Int,_,_,_,_)``) and requests that matched no
+    /// ``MockRoute/expectCalls(_:fileID:filePath:line:column:)``) and requests that matched no
     /// route (when the mock has no `unmatched` reply). Empty when all is well.
     ///
     /// ```swift
@@ -161,16 +135,15 @@ public final class MockTransport: Transport, RequestRecording {
     /// ```
     public var unmetExpectations: [String] { expectationFailures.map(\.message) }
 
-    /// One unmet expectation: the route's index in ``routes`` and the position its `expectCalls` captured, or
-    /// `nil` for an unmatched request.
+    /// One unmet expectation: the message, and the route's index in ``routes`` (`nil` for an unmatched
+    /// request).
     struct ExpectationFailure {
         let message: String
         let routeIndex: Int?
-        let position: MockRoute.SourcePosition?
     }
 
     var expectationFailures: [ExpectationFailure] {
-        guard case .routes(let routes, let unmatchedReply) = responder else { return [] }
+        guard case .routes(let routes, let unmatchedResponse) = responder else { return [] }
         let (calls, unmatched) = state.withLock { ($0.routeCalls, $0.unmatched) }
         var failures: [ExpectationFailure] = []
         for (index, (route, count)) in zip(routes, calls).enumerated() {
@@ -179,15 +152,14 @@ public final class MockTransport: Transport, RequestRecording {
             failures.append(
                 ExpectationFailure(
                     message: "\(route) expected \(MockRoute.describe(expected)), got \(got)",
-                    routeIndex: index,
-                    position: route.expectationPosition
+                    routeIndex: index
                 )
             )
         }
-        if unmatchedReply == nil {
+        if unmatchedResponse == nil {
             for request in unmatched {
                 let message = "unexpected request \(request.summary): no route matches"
-                failures.append(ExpectationFailure(message: message, routeIndex: nil, position: nil))
+                failures.append(ExpectationFailure(message: message, routeIndex: nil))
             }
         }
         return failures
@@ -200,7 +172,7 @@ public final class MockTransport: Transport, RequestRecording {
         }
     }
 
-    /// Answers `request` from the script or the routes.
+    /// Answers `request` from the routes, the handler or the script.
     ///
     /// - Parameter request: The request.
     /// - Returns: The scripted response.
@@ -218,13 +190,11 @@ public final class MockTransport: Transport, RequestRecording {
         do {
             try Task.checkCancellation()
             switch responder {
-            case .script(let script):
-                let reply = try await script(request, call)
-                return try await reply.resolve(for: MockRequest(request, callIndex: call))
+            case .script(let response):
+                return try await response.resolve(for: MockRequest(request, callIndex: call))
             case .routes(let routes, let unmatched):
-                let (reply, mockRequest, route) = try choose(request, routes: routes, unmatched: unmatched)
-                if let delay = route?.delay { try await delay() }
-                return try await reply.resolve(for: mockRequest)
+                let (response, mockRequest) = try choose(request, routes: routes, unmatched: unmatched)
+                return try await response.resolve(for: mockRequest)
             }
         } catch is CancellationError {
             recordCancellation()
@@ -235,8 +205,8 @@ public final class MockTransport: Transport, RequestRecording {
     private func choose(
         _ request: URLRequest,
         routes: [MockRoute],
-        unmatched: MockReply?
-    ) throws -> (MockReply, MockRequest, MockRoute?) {
+        unmatched: MockResponse?
+    ) throws -> (MockResponse, MockRequest) {
         // Conditions are the test's own closures: run them outside the lock.
         for (index, route) in routes.enumerated() {
             guard let parameters = route.match(request) else { continue }
@@ -244,16 +214,15 @@ public final class MockTransport: Transport, RequestRecording {
                 defer { state.routeCalls[index] += 1 }
                 return state.routeCalls[index]
             }
-            let replies = route.replies.isEmpty ? [MockReply.ok] : route.replies
-            let reply = replies[min(callIndex, replies.count - 1)]
-            return (reply, MockRequest(request, parameters: parameters, callIndex: callIndex), route)
+            let response = route.replies[min(callIndex, route.replies.count - 1)]
+            return (response, MockRequest(request, parameters: parameters, callIndex: callIndex))
         }
         let calls = state.withLock { state in
             state.unmatched.append(request)
             return state.routeCalls
         }
         if let unmatched {
-            return (unmatched, MockRequest(request), nil)
+            return (unmatched, MockRequest(request))
         }
         throw MockTransportError(message: Self.unmatchedMessage(request, routes: routes, calls: calls))
     }
@@ -279,9 +248,6 @@ public final class MockTransport: Transport, RequestRecording {
 
     /// Shortcut: every request gets `200 OK` with an empty body.
     public static var ok: MockTransport { MockTransport(.ok) }
-
-    /// Shortcut: every request gets `500 Internal Server Error`.
-    public static var serverError: MockTransport { MockTransport(.serverError) }
 }
 
 /// The error the testing kit throws for a request a mock cannot answer (no route matches, no transport

@@ -69,7 +69,7 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
     }
 
     /// Returns a copy that puts `wrapper` around each fresh transport: the test talks to the wrapper (a
-    /// ``FaultInjectingTransport``, a ``HoldingTransport``, a ``RecordingTransport``), while the mock stays
+    /// ``FaultInjectingTransport``, a ``HoldingTransport``), while the mock stays
     /// ``MockTransport/current`` and its unmet expectations still fail the test.
     ///
     /// ```swift
@@ -134,7 +134,7 @@ extension Trait where Self == MockTransportTrait {
     ///   - routes: The routes, tried in order.
     /// - Returns: The trait.
     public static func mockTransport(
-        unmatched: MockReply? = nil,
+        unmatched: MockResponse? = nil,
         sourceLocation: SourceLocation = #_sourceLocation,
         @MockRouteBuilder _ routes: @escaping @Sendable () -> [MockRoute]
     ) -> Self {
@@ -145,7 +145,7 @@ extension Trait where Self == MockTransportTrait {
     /// ``TestTransport``; unmet expectations fail the test.
     ///
     /// ```swift
-    /// @Test(.mockTransport(MockTransport(sequence: [.serviceUnavailable(), .json(user)])))
+    /// @Test(.mockTransport(MockTransport(.serviceUnavailable(), then: .json(user))))
     /// func retriesOnce() async throws { … }
     /// ```
     ///
@@ -219,45 +219,41 @@ extension MockTransport {
             line: position.line,
             column: position.column
         )
-        guard
-            let calls = AttributeCallLocator.calls(
-                inAttributesOfDeclarationAt: position.line,
-                column: position.column,
-                filePath: position.filePath
-            )
-        else { return captured }
+        guard let calls = captured.attributeCalls else { return captured }
         let expectations = calls.filter { $0.name == "expectCalls" }
-        let siblings = routes.indices.filter { routes[$0].expectationPosition == position }
-        let call: AttributeCallLocator.Call?
+        let siblings = routes.indices.filter { routes[$0].expectationPosition.map { $0 == position } ?? false }
         if expectations.count == siblings.count, let rank = siblings.firstIndex(of: index) {
-            call = expectations[rank]
-        } else if expectations.count == 1 {
-            call = expectations[0]
-        } else {
-            let traits = calls.filter { $0.name != "expectCalls" }
-            call = traits.count == 1 ? traits[0] : nil
+            return captured.moved(to: expectations[rank])
         }
-        return call.map { captured.moved(to: $0) } ?? captured
+        if expectations.count == 1 { return captured.moved(to: expectations[0]) }
+        return captured.moved(to: onlyTrait(in: calls))
     }
 
     /// Where the trait made at `location` is written: `location` itself, unless that is the position of the
     /// declaration whose `@Test(…)`/`@Suite(…)` holds the trait.
     private static func writtenLocation(of location: SourceLocation) -> SourceLocation {
-        guard
-            let calls = AttributeCallLocator.calls(
-                inAttributesOfDeclarationAt: location.line,
-                column: location.column,
-                filePath: location.filePath
-            )
-        else { return location }
+        guard let calls = location.attributeCalls else { return location }
+        return location.moved(to: onlyTrait(in: calls))
+    }
+
+    /// The one call among `calls` that is not an `expectCalls`, if there is exactly one: the trait.
+    private static func onlyTrait(in calls: [AttributeCallLocator.Call]) -> AttributeCallLocator.Call? {
         let traits = calls.filter { $0.name != "expectCalls" }
-        return traits.count == 1 ? location.moved(to: traits[0]) : location
+        return traits.count == 1 ? traits[0] : nil
     }
 }
 
 extension SourceLocation {
-    fileprivate func moved(to call: AttributeCallLocator.Call) -> SourceLocation {
-        SourceLocation(fileID: fileID, filePath: filePath, line: call.line, column: call.column)
+    /// The calls written in the `@Test(…)`/`@Suite(…)` attributes of the declaration at this location, or
+    /// `nil` when it is not such a declaration or its file cannot be read.
+    fileprivate var attributeCalls: [AttributeCallLocator.Call]? {
+        AttributeCallLocator.calls(inAttributesOfDeclarationAt: line, column: column, filePath: filePath)
+    }
+
+    /// This location moved to where `call` is written, or itself when there is no call.
+    fileprivate func moved(to call: AttributeCallLocator.Call?) -> SourceLocation {
+        guard let call else { return self }
+        return SourceLocation(fileID: fileID, filePath: filePath, line: call.line, column: call.column)
     }
 }
 #endif

@@ -9,14 +9,15 @@ public import Foundation
 
 /// A test double that records the requests it receives, in order.
 ///
-/// ``MockTransport``, ``RecordingTransport``, ``HoldingTransport`` and ``FaultInjectingTransport`` record
-/// requests; these reads work on all of them and are made to sit in `#expect`:
+/// ``MockTransport``, ``HoldingTransport`` and ``FaultInjectingTransport`` record requests; these reads
+/// work on all of them and are made to sit in `#expect` (each request also reads as
+/// ``Foundation/URLRequest/path``, ``Foundation/URLRequest/header(_:)`` and so on):
 ///
 /// ```swift
-/// #expect(recorder.requests(matching: .post, "/users").count == 1)
-/// #expect(recorder.lastRequest?.header("Authorization") == "Bearer t2")
-/// #expect(try recorder.requests[0].decodedBody(as: NewUser.self) == NewUser(name: "Ada"))
-/// #expect(recorder.requests.map(\.path) == ["/login", "/me"])
+/// #expect(api.requests(matching: .post, "/users").count == 1)
+/// #expect(api.lastRequest?.header("Authorization") == "Bearer t2")
+/// #expect(try api.requests[0].decodedBody(as: NewUser.self) == NewUser(name: "Ada"))
+/// #expect(api.requests.map(\.path) == ["/login", "/me"])
 /// ```
 public protocol RequestRecording: Sendable {
     /// Every request received, in the order they arrived.

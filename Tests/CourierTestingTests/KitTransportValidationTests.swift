@@ -23,7 +23,6 @@ struct KitTransportValidationTests {
         holding.open()
         let transports: [any Transport & RequestRecording] = [
             mock,
-            RecordingTransport(wrapping: mock),
             holding,
             FaultInjectingTransport(wrapping: mock, seed: 1, faults: []),
         ]

@@ -182,7 +182,7 @@ struct ManualClockTests {
         // Repeated, because a wrong rule loses a race between the two timers only most of the time.
         for round in 0..<25 {
             let clock = ManualClock()
-            let transport = MockTransport(sequence: [.hang, .response(.status(200, body: "round \(round)"))])
+            let transport = MockTransport(.hang, then: .status(200, body: "round \(round)"))
             let client = Client(
                 transport: transport,
                 middleware: [

@@ -231,31 +231,39 @@ struct MockRouteTests {
         #expect(api.requests.count == 4)
     }
 
-    @Test("a route delayed on a manual clock answers only when time reaches the delay", .timeLimit(.minutes(1)))
-    func routeDelay() async throws {
-        let clock = ManualClock()
-        let api = MockTransport { MockRoute.get("/slow").delayed(by: .seconds(3), on: clock).replies(.text("done")) }
-        let call = Task { try await api.send(request(.get, "/slow")) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(2))
-        #expect(clock.sleeperCount == 1)
-        clock.advance(by: .seconds(1))
-        let (data, _) = try await call.value
-        #expect(String(decoding: data, as: UTF8.self) == "done")
+    @Test(
+        "each spelling matches its method only, and answers with its handler when given one",
+        arguments: [
+            (MockRoute.get, HTTPMethod.get), (MockRoute.post, .post), (MockRoute.put, .put),
+            (MockRoute.patch, .patch), (MockRoute.delete, .delete), (MockRoute.head, .head),
+        ] as [(@Sendable (String, MockHandler?) -> MockRoute, HTTPMethod)]
+    )
+    func spellings(spelling: @Sendable (String, MockHandler?) -> MockRoute, method: HTTPMethod) async throws {
+        let plain = MockTransport(unmatched: .status(404)) { spelling("/r", nil) }
+        let handled = MockTransport(unmatched: .status(404)) { spelling("/r") { _ in .status(201) } }
+        for other in [HTTPMethod.get, .post, .put, .patch, .delete, .head] {
+            let expected = other == method
+            #expect(try await plain.send(request(other, "/r")).1.statusCode == (expected ? 200 : 404))
+            #expect(try await handled.send(request(other, "/r")).1.statusCode == (expected ? 201 : 404))
+        }
+        #expect(spelling("/r", nil).method == method)
+        #expect(spelling("/r", nil).path == "/r")
     }
 
-    @Test("MockTransport(routes:) with the old Route spelling keeps working")
-    func legacyRoutes() async throws {
-        let api = MockTransport(routes: [
-            MockTransport.Route(.get, "/users/42", .response(.json(User(id: "42", name: "Ada")))),
-            .init(nil, "/health", .response(.ok)),
-        ])
+    @Test("MockRoute(_:_:_:) makes a route for a method, or any method, with one answer")
+    func coreInitializer() async throws {
+        let api = MockTransport {
+            [
+                MockRoute(.get, "/users/42", .json(User(id: "42", name: "Ada"))),
+                MockRoute(nil, "/health"),
+                MockRoute.any("/echo") { request in .text(request.method.rawValue) },
+            ]
+        }
         let client = Client(baseURL: testBase, transport: api)
         let user: User = try await client.send(.get("/users/42"))
         #expect(user.name == "Ada")
         #expect(try await api.send(request(.head, "/health")).1.statusCode == 200)
-        var route = api.routes[0]
-        route.reply = .response(.serverError)
-        #expect(route.replies.count == 1)
+        #expect(String(decoding: try await api.send(request(.patch, "/echo")).0, as: UTF8.self) == "PATCH")
+        #expect(api.routes.map(\.description) == ["GET /users/42", "* /health", "* /echo"])
     }
 }

@@ -9,9 +9,9 @@ import FoundationNetworking
 
 @Suite("Recorded requests")
 struct RequestInspectionTests {
-    @Test("a recorder lists requests in order with their method, path, query, headers and body")
+    @Test("a mock lists requests in order with their method, path, query, headers and body")
     func inspection() async throws {
-        let recorder = RecordingTransport(wrapping: MockTransport.ok)
+        let recorder = MockTransport.ok
         let client = Client(baseURL: testBase, transport: recorder)
         let _: EmptyResponse = try await client.send(.get("/users", query: ["page": "2", "q": "a b"]))
         let _: EmptyResponse = try await client.send(
@@ -22,7 +22,8 @@ struct RequestInspectionTests {
         #expect(recorder.firstRequest?.queryValue("q") == "a b")
         #expect(recorder.firstRequest?.queryItems.map(\.name) == ["page", "q"])
         #expect(recorder.firstRequest?.queryValue("missing") == nil)
-        #expect(recorder.firstRequest?.bodyData == nil)
+        #expect(recorder.firstRequest?.httpBody == nil)
+        #expect(recorder.firstRequest?.bodyText == nil)
         let last = try #require(recorder.lastRequest)
         #expect(last.header("authorization") == "Bearer t1")
         #expect(last.header("Content-Type")?.hasPrefix("application/json") == true)
@@ -54,7 +55,7 @@ struct RequestInspectionTests {
 
     @Test("a form body reads as items, with + as a space")
     func formItems() async throws {
-        let recorder = RecordingTransport(wrapping: MockTransport.ok)
+        let recorder = MockTransport.ok
         let client = Client(baseURL: testBase, transport: recorder)
         let _: EmptyResponse = try await client.send(
             .post("/oauth/token", body: .form(["grant_type": "refresh_token", "refresh_token": "r 1+2"]))
@@ -69,20 +70,42 @@ struct RequestInspectionTests {
         #expect(legacy.formItems.map(\.value) == ["1 2", "+"])
     }
 
-    @Test("a handler's MockRequest offers the same reads")
+    @Test("a handler's MockRequest offers the same reads, and every property of the URLRequest")
     func mockRequest() async throws {
         let seen = Locked<[String]>([])
         let api = MockTransport {
             MockRoute.put("/users/:id") { request in
                 let body = try request.decodedBody(as: NewUser.self)
-                seen.withLock { $0 = [request.parameters["id"]!, body.name, request.header("X-Trace") ?? "-"] }
+                seen.withLock {
+                    $0 = [
+                        request.parameters["id"]!, body.name, request.header("X-Trace") ?? "-",
+                        request.queryValue("v") ?? "-", request.path, request.method.rawValue,
+                        request.url?.host ?? "-", "\(request.callIndex)",
+                    ]
+                }
                 return .noContent
             }
         }
         let client = Client(baseURL: testBase, transport: api)
         let _: EmptyResponse = try await client.send(
-            .put("/users/7", json: NewUser(name: "Bo"), headers: ["X-Trace": "t"])
+            .put("/users/7", json: NewUser(name: "Bo"), query: ["v": "2"], headers: ["X-Trace": "t"])
         )
-        #expect(seen.value == ["7", "Bo", "t"])
+        #expect(seen.value == ["7", "Bo", "t", "2", "/users/7", "PUT", "api.example.test", "0"])
+    }
+
+    @Test("a MockRequest made by hand reads its URLRequest")
+    func handMadeMockRequest() throws {
+        let made = MockRequest(
+            request(.post, "/x?q=1", headers: ["A": "b"], body: Data(#"{"name":"Ada"}"#.utf8)),
+            parameters: ["id": "9"],
+            callIndex: 3
+        )
+        #expect(made.urlRequest.httpMethod == "POST")
+        #expect(made.parameters == ["id": "9"])
+        #expect(made.callIndex == 3)
+        #expect(made.header("a") == "b")
+        #expect(made.queryValue("q") == "1")
+        #expect(try made.decodedBody(as: NewUser.self) == NewUser(name: "Ada"))
+        #expect(made.bodyText == #"{"name":"Ada"}"#)
     }
 }

@@ -49,7 +49,7 @@ struct TestTransportTraitTests {
 
     @Test(
         "a mock given as an expression is made again for every case",
-        .mockTransport(MockTransport(sequence: [.status(503), .ok])),
+        .mockTransport(MockTransport(.status(503), then: .ok)),
         arguments: 0..<4
     )
     func autoclosurePerCase(index: Int) async throws {
@@ -150,12 +150,12 @@ struct TestTransportTraitTests {
     @Test(
         "testTransport installs any transport; MockTransport.current is then nil",
         .testTransport(
-            RecordingTransport(wrapping: MockTransport(.status(207)))
+            FaultInjectingTransport(wrapping: MockTransport(.status(207)), seed: 1, faults: [])
         )
     )
     func anyTransport() async throws {
         #expect(MockTransport.current == nil)
-        #expect(TestTransport.current is RecordingTransport)
+        #expect(TestTransport.current is FaultInjectingTransport)
         #expect(try await sharedClient.send(request(.get, "/x")).1.statusCode == 207)
     }
 

@@ -7,7 +7,7 @@ public import FoundationNetworking
 /// Sends a request over the wire (or pretends to, in tests) and returns the response.
 ///
 /// A transport is the end of a ``Client``'s middleware chain. ``URLSessionTransport`` is the default;
-/// `CourierTesting` ships `MockTransport` and `RecordingTransport`.
+/// `CourierTesting` ships `MockTransport`, which plays an API in memory and records what it was sent.
 ///
 /// A transport should:
 /// - return any HTTP response as it is, whatever its status (validation is a middleware's job);

@@ -28,7 +28,7 @@ public struct Fault: Sendable, CustomStringConvertible {
     enum Kind: Sendable {
         case latency(LatencyDistribution)
         case failure(any Error)
-        case response(MockResponse)
+        case response(status: Int, headers: [String: String])
         case droppedAfterSending
         case unauthorizedWaves(WaveSchedule)
     }
@@ -100,16 +100,6 @@ public struct Fault: Sendable, CustomStringConvertible {
         )
     }
 
-    /// Answers requests with `response` instead of sending them.
-    ///
-    /// - Parameters:
-    ///   - response: The response.
-    ///   - rate: The share of requests answered so, from 0 to 1.
-    /// - Returns: The fault.
-    public static func response(_ response: MockResponse, rate: Double = 1) -> Fault {
-        Fault(.response(response), rate: rate, name: "response(\(response.status), rate: \(rate))")
-    }
-
     /// Answers requests with `status` and an empty body instead of sending them.
     ///
     /// - Parameters:
@@ -119,7 +109,7 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Returns: The fault.
     public static func status(_ status: Int, rate: Double = 1, headers: [String: String] = [:]) -> Fault {
         Fault(
-            .response(MockResponse(status: status, headers: headers)),
+            .response(status: status, headers: headers),
             rate: rate,
             name: "status(\(status), rate: \(rate))"
         )
@@ -133,7 +123,7 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Returns: The fault.
     public static func serviceUnavailable(rate: Double = 1, retryAfter: Duration? = nil) -> Fault {
         Fault(
-            .response(.serviceUnavailable(retryAfter: retryAfter)),
+            .response(status: 503, headers: MockResponse.retryAfterHeader(retryAfter)),
             rate: rate,
             name: "serviceUnavailable(rate: \(rate)\(retryAfter.map { ", retryAfter: \($0)" } ?? ""))"
         )
@@ -147,7 +137,7 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Returns: The fault.
     public static func tooManyRequests(rate: Double = 1, retryAfter: Duration? = nil) -> Fault {
         Fault(
-            .response(.tooManyRequests(retryAfter: retryAfter)),
+            .response(status: 429, headers: MockResponse.retryAfterHeader(retryAfter)),
             rate: rate,
             name: "tooManyRequests(rate: \(rate)\(retryAfter.map { ", retryAfter: \($0)" } ?? ""))"
         )

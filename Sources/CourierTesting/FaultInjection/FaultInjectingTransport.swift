@@ -145,8 +145,8 @@ public final class FaultInjectingTransport: Transport, RequestRecording {
         switch plan.answer {
         case .failure(let error):
             throw error
-        case .response(let response):
-            return response.httpResponse(for: request)
+        case .response(let status, let headers):
+            return try await MockResponse(status: status, headers: headers).httpResponse(for: request)
         default:
             break
         }
@@ -171,10 +171,10 @@ public final class FaultInjectingTransport: Transport, RequestRecording {
                 guard plan.answer == nil else { continue }
                 plan.answer = .failure(error)
                 plan.injected.append(.error(String(describing: error)))
-            case .response(let response):
+            case .response(let status, _):
                 guard plan.answer == nil else { continue }
-                plan.answer = .response(response)
-                plan.injected.append(.status(response.status))
+                plan.answer = fault.kind
+                plan.injected.append(.status(status))
             case .droppedAfterSending:
                 guard !plan.dropAfterSending else { continue }
                 plan.dropAfterSending = true
@@ -194,10 +194,8 @@ public final class FaultInjectingTransport: Transport, RequestRecording {
                     if waves.revoked.contains(credential) {
                         if plan.answer == nil {
                             plan.answer = .response(
-                                MockResponse(
-                                    status: 401,
-                                    headers: ["WWW-Authenticate": #"Bearer error="invalid_token""#]
-                                )
+                                status: 401,
+                                headers: ["WWW-Authenticate": #"Bearer error="invalid_token""#]
                             )
                             plan.injected.append(.revokedCredential)
                         }

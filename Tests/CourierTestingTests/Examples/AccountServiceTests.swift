@@ -1,6 +1,8 @@
-// The example of the "Testing code that uses Courier" article: an app's service with retry and token
-// renewal of its own, tested with CourierTesting. The app's code is the same as in
-// Snippets/TestingExample.swift; keep the two in step.
+// The example of the "Testing code that uses Courier" article, as Swift Testing tests: an app's service
+// with retry and token renewal of its own, tested with CourierTesting. The app's code (`AccountService`,
+// `Session`, `Client.accountAPI`, …) is compiled from Snippets/TestingExample.swift itself, through the link
+// TestingExample.swift next to this file; this target defines COURIER_TESTING_EXAMPLE_TESTS, which leaves
+// out the snippet's entry point.
 
 import Courier
 import CourierTesting
@@ -11,122 +13,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-// MARK: The app's code
-
-struct Profile: Codable, Equatable, Sendable {
-    var id: Int
-    var name: String
-}
-
-struct TokenResponse: Codable, Sendable {
-    var accessToken: String
-}
-
-/// The signed-in user's tokens. Concurrent callers that saw the same token rejected share one renewal.
-actor Session {
-    private(set) var accessToken: String
-    private(set) var renewals = 0
-    private let refreshToken: String
-    private var renewing: Task<String, any Error>?
-
-    init(accessToken: String, refreshToken: String) {
-        self.accessToken = accessToken
-        self.refreshToken = refreshToken
-    }
-
-    /// Returns a token to use instead of `rejected`, renewing it through `tokenClient` at most once.
-    func renew(rejected: String, using tokenClient: Client) async throws -> String {
-        if accessToken != rejected { return accessToken }  // another request renewed it already
-        if let renewing { return try await renewing.value }
-        let form = ["grant_type": "refresh_token", "refresh_token": refreshToken]
-        let task = Task { () async throws -> String in
-            let response: TokenResponse = try await tokenClient.send(.post("/oauth/token", body: .form(form)))
-            return response.accessToken
-        }
-        renewing = task
-        defer { renewing = nil }
-        accessToken = try await task.value
-        renewals += 1
-        return accessToken
-    }
-}
-
-extension Middleware {
-    /// Sends idempotent requests again after a 503 (waiting the server's `Retry-After`) or a dropped
-    /// connection (waiting `base`, then twice as long each time), up to `attempts` in all.
-    static func retryingTransientFailures(
-        attempts: Int = 3,
-        base: Duration = .seconds(1),
-        clock: some Clock<Duration> = ContinuousClock()
-    ) -> Middleware {
-        Middleware(name: "retry") { request, next in
-            let idempotent = HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent
-            var attempt = 1
-            while true {
-                var delay = base * (1 << (attempt - 1))
-                do {
-                    let (data, response) = try await next(request)
-                    guard response.statusCode == 503, idempotent, attempt < attempts else { return (data, response) }
-                    if let seconds = response.value(forHTTPHeaderField: "Retry-After").flatMap(Int.init) {
-                        delay = .seconds(seconds)
-                    }
-                } catch let error as CourierError where error.code == .transport && idempotent && attempt < attempts {
-                    // The connection dropped before an answer came: back off and try again.
-                }
-                try await clock.sleep(for: delay)
-                attempt += 1
-            }
-        }
-    }
-
-    /// Sends the session's token; on a 401, renews it and sends the request once more.
-    static func bearerAuthentication(_ session: Session, renewingWith tokenClient: Client) -> Middleware {
-        Middleware(name: "auth") { request, next in
-            var request = request
-            let token = await session.accessToken
-            request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization")
-            let (data, response) = try await next(request)
-            guard response.statusCode == 401 else { return (data, response) }
-            let renewed = try await session.renew(rejected: token, using: tokenClient)
-            request.setValue("Bearer \(renewed)", forHTTPHeaderField: "Authorization")
-            return try await next(request)
-        }
-    }
-}
-
-extension Client {
-    /// The app's API client. Retry is outside authentication, so every attempt carries the current token;
-    /// the token client has no authentication, so renewing never passes through it.
-    static func accountAPI(
-        baseURL: URL,
-        session: Session,
-        transport: any Transport = URLSessionTransport(),
-        clock: some Clock<Duration> = ContinuousClock()
-    ) -> Client {
-        let tokenClient = Client(baseURL: baseURL, transport: transport)
-        return Client(
-            baseURL: baseURL,
-            transport: transport,
-            middleware: [
-                .retryingTransientFailures(clock: clock),
-                .bearerAuthentication(session, renewingWith: tokenClient),
-            ]
-        )
-    }
-}
-
-struct AccountService: Sendable {
-    let client: Client
-
-    func profile() async throws -> Profile {
-        try await client.send(.get("/me"))
-    }
-}
-
-// MARK: The tests
-
-private let base = URL(string: "https://api.example.com")!
-private let ada = Profile(id: 1, name: "Ada")
+// `base` (https://api.example.com) and `ada` (the profile the API returns) come from the snippet too.
 
 @Suite("Example: AccountService's retry and token renewal")
 struct AccountServiceTests {

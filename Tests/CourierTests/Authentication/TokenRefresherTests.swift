@@ -29,7 +29,7 @@ struct TokenRefresherTests {
         onRejection: @escaping @Sendable () async -> Void = {}
     ) -> MockTransport {
         MockTransport { request in
-            if let header = bearer(request), valid.value.contains(header) { return .ok }
+            if let header = bearer(request.urlRequest), valid.value.contains(header) { return .ok }
             await onRejection()
             return .status(401, body: #"{"error":"invalid_token"}"#)
         }
@@ -138,7 +138,7 @@ struct TokenRefresherTests {
             return .init("v2")
         }
         let transport = MockTransport { request in
-            if Self.bearer(request) == "Bearer v2" { return .ok }
+            if Self.bearer(request.urlRequest) == "Bearer v2" { return .ok }
             arrived.arrive()
             await gates[request.url!.lastPathComponent]!.wait()
             return .status(401)
@@ -292,7 +292,7 @@ struct TokenRefresherTests {
             return .init("v2")
         }
         let transport = MockTransport { request in
-            if Self.bearer(request) == "Bearer v2" { return .ok }
+            if Self.bearer(request.urlRequest) == "Bearer v2" { return .ok }
             if request.url?.lastPathComponent == "straggler" {
                 stragglerSent.open()
                 await holdStraggler.wait()
@@ -463,10 +463,10 @@ struct TokenRefresherTests {
         let tokenRequests = Locked<[String?]>([])
         let transport = MockTransport { request in
             if request.url?.path == "/oauth/token" {
-                tokenRequests.withLock { $0.append(Self.bearer(request)) }
+                tokenRequests.withLock { $0.append(Self.bearer(request.urlRequest)) }
                 return .json(TokenReply(token: "v2"))
             }
-            return Self.bearer(request) == "Bearer v2" ? .ok : .status(401)
+            return Self.bearer(request.urlRequest) == "Bearer v2" ? .ok : .status(401)
         }
         let counter = RequestCounter()
         let client = Client(baseURL: Self.base, transport: transport, middleware: [.counting(counter)])
@@ -644,7 +644,7 @@ struct TokenRefresherTests {
     func customFailure(bodyCode: Int, expectedCalls: Int, expectedStatus: Int) async throws {
         let refresher = TokenRefresher(token: .init("v1")) { _ in .init("v2") }
         let transport = MockTransport { request in
-            Self.bearer(request) == "Bearer v2" ? .ok : .json(APIError(code: bodyCode), status: 403)
+            Self.bearer(request.urlRequest) == "Bearer v2" ? .ok : .json(APIError(code: bodyCode), status: 403)
         }
         let rule = AuthenticationFailure.unauthorized.or(
             AuthenticationFailure { response in

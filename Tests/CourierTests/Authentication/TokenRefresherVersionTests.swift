@@ -43,7 +43,7 @@ struct TokenRefresherVersionTests {
                 return .init("from-first-refresh")
             }
             transport = MockTransport { request in
-                TokenRefresherVersionTests.bearer(request) == "Bearer fresh" ? .ok : .status(401)
+                TokenRefresherVersionTests.bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401)
             }
             client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
             refresher.onChange { [changes] in changes.signal() }
@@ -110,7 +110,9 @@ struct TokenRefresherVersionTests {
         }
         let changes = ChangeSignal()
         refresher.onChange { changes.signal() }
-        let transport = MockTransport { request in Self.bearer(request) == "Bearer fresh" ? .ok : .status(401) }
+        let transport = MockTransport { request in
+            Self.bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401)
+        }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
         let first = Task { try await refresher.refresh() }

@@ -47,7 +47,7 @@ private struct NothingBehavior: RequestBehavior {}
 struct RequestBehaviorTests {
     private func tracingTransport(_ log: Locked<[String]>, _ response: MockResponse = .ok) -> MockTransport {
         MockTransport { request in
-            log.withLock { $0.append("transport[\(request.value(forHTTPHeaderField: "X-Seen") ?? "")]") }
+            log.withLock { $0.append("transport[\(request.header("X-Seen") ?? "")]") }
             return response
         }
     }
@@ -146,7 +146,7 @@ struct RequestBehaviorTests {
             ]
             let transport: MockTransport =
                 scenario == "transport failure"
-                ? MockTransport(error: BehaviorFailure(name: "transport")) : tracingTransport(log)
+                ? MockTransport(.failure(BehaviorFailure(name: "transport"))) : tracingTransport(log)
             let middleware = combine ? [.behavior(behaviors.combined())] : behaviors.map { Middleware.behavior($0) }
             _ = try? await makeClient(transport, middleware).send(URLRequest(url: testURL))
             return log.value

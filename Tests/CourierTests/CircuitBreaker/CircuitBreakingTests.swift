@@ -138,17 +138,17 @@ struct CircuitBreakingTests {
     @Test(
         "by default, transport errors and 5xx are failures; 4xx and 2xx are not",
         arguments: [
-            (MockTransport.Reply.failure(URLError(.cannotConnectToHost)), true),
-            (.response(.status(500)), true),
-            (.response(.status(503)), true),
-            (.response(.status(404)), false),
-            (.response(.status(429)), false),
-            (.response(.ok), false),
+            (MockResponse.failure(URLError(.cannotConnectToHost)), true),
+            (.status(500), true),
+            (.status(503), true),
+            (.status(404), false),
+            (.status(429), false),
+            (.ok, false),
         ]
     )
-    func defaultFailures(reply: MockTransport.Reply, isFailure: Bool) async throws {
+    func defaultFailures(reply: MockResponse, isFailure: Bool) async throws {
         let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: ManualClock())
-        let client = Client(transport: MockTransport(reply: reply), middleware: [.circuitBreaker(breaker)])
+        let client = Client(transport: MockTransport(reply), middleware: [.circuitBreaker(breaker)])
         let url = URL(string: "https://a.example.test/")!
 
         _ = try? await client.send(URLRequest(url: url))

@@ -27,7 +27,7 @@ private final class LiveToken: Sendable {
 private struct EchoTransport: Transport {
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         await Task.yield()
-        return MockResponse.status(200, body: request.url!.path).httpResponse(for: request)
+        return try await MockResponse.status(200, body: request.url!.path).httpResponse(for: request)
     }
 }
 

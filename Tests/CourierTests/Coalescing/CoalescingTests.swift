@@ -23,7 +23,7 @@ struct CoalescingTests {
     private func heldTransport() -> HoldingTransport {
         HoldingTransport(
             wrapping: MockTransport { request in
-                .status(200, body: request.value(forHTTPHeaderField: "Authorization") ?? "anonymous")
+                .status(200, body: request.header("Authorization") ?? "anonymous")
             }
         )
     }

@@ -59,7 +59,7 @@ struct RequestCounterTests {
     @Test("a retry inside the counting middleware is still one request")
     func retryInsideIsOneRequest() async throws {
         let counter = RequestCounter()
-        let transport = MockTransport(sequence: [.failure(Boom()), .response(.ok)])
+        let transport = MockTransport(.failure(Boom()), then: .ok)
         let retryOnce = Middleware { request, next in
             do { return try await next(request) } catch { return try await next(request) }
         }
@@ -136,7 +136,7 @@ struct RequestCounterTests {
     @Test("the change stream starts with the counts now and delivers every change in order", .timeLimit(.minutes(1)))
     func changeStream() async throws {
         let counter = RequestCounter()
-        let client = Client(transport: MockTransport(sequence: [.response(.ok), .failure(Boom())]))
+        let client = Client(transport: MockTransport(.ok, then: .failure(Boom())))
         await client.update { $0.middleware.append(.counting(counter)) }
         _ = try await client.send(Self.request("x"))
 

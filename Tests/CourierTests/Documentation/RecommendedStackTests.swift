@@ -216,7 +216,7 @@ struct RecommendedStackTests {
             }
             let calls = Locked([String: Int]())
             transport = MockTransport(
-                reply: .handler { request in
+                .handler { request in
                     let url = request.urlRequest.url!
                     let key = "\(url.host!)\(url.path)"
                     let call = calls.withLock { calls -> Int in

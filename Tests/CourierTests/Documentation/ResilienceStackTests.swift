@@ -28,7 +28,7 @@ struct ResilienceStackTests {
     func recovers() async throws {
         let clock = ManualClock()
         let attempts = Locked<[Int]>([])
-        let transport = MockTransport(sequence: [.hang, .response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.hang, then: .status(503), .ok)
         let client = Client(transport: transport, middleware: Self.stack(clock: clock, attempts: attempts))
         let task = Task { try await client.send(RetryFixtures.request("POST")) }
 
@@ -79,7 +79,7 @@ struct ResilienceStackTests {
     func wholeCallBound() async throws {
         let clock = ManualClock()
         let attempts = Locked<[Int]>([])
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         var middleware = Self.stack(clock: clock, attempts: attempts)
         middleware[0] = .timeout(.milliseconds(180), clock: clock)
         let client = Client(transport: transport, middleware: middleware)

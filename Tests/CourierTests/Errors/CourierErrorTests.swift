@@ -104,7 +104,7 @@ struct CancellationTests {
 
     @Test("a CancellationError from the transport reaches the caller as it is, through named middleware")
     func fromTransport() async throws {
-        let client = Client(transport: MockTransport(error: CancellationError()), middleware: [named])
+        let client = Client(transport: MockTransport(.failure(CancellationError())), middleware: [named])
         await #expect(throws: CancellationError.self) { try await client.send(URLRequest(url: exampleBaseURL)) }
     }
 
@@ -210,7 +210,7 @@ struct ErrorAttributionTests {
         let failure = URLError(.cannotConnectToHost)
         let error = await error(
             middleware: [Self.passing("outer"), Self.passing("inner")],
-            transport: MockTransport(error: failure)
+            transport: MockTransport(.failure(failure))
         )
         #expect(error?.code == .transport)
         #expect(error?.middleware == nil)
@@ -221,7 +221,7 @@ struct ErrorAttributionTests {
     func transportCourierError() async throws {
         let error = await error(
             middleware: [Self.passing("outer")],
-            transport: MockTransport(error: CourierError(.bodyTooLarge, message: "too big"))
+            transport: MockTransport(.failure(CourierError(.bodyTooLarge, message: "too big")))
         )
         #expect(error?.code == .bodyTooLarge)
         #expect(error?.middleware == nil)
@@ -231,7 +231,7 @@ struct ErrorAttributionTests {
     func typedRequestFailures() async throws {
         let client = Client(
             baseURL: exampleBaseURL,
-            transport: MockTransport(sequence: [.response(.status(500)), .response(.json("[]"))]),
+            transport: MockTransport(.status(500), then: .json("[]")),
             middleware: [Self.passing("outer")]
         )
         let status = await #expect(throws: CourierError.self) { let _: User = try await client.send(.get("/u")) }

@@ -66,7 +66,7 @@ struct SwiftLogTests {
         let handler = InMemoryLogHandler()
         let options = LoggingOptions(level: .debug, errorStatusLevel: .notice, startLevel: .trace)
         let client = Client(
-            transport: MockTransport(sequence: [.response(.ok), .response(.status(404))]),
+            transport: MockTransport(.ok, then: .status(404)),
             middleware: [.logging(logger: logger(handler), options: options)]
         )
 
@@ -174,7 +174,7 @@ struct SwiftLogTests {
         let handler = InMemoryLogHandler()
         let sink = SwiftLogSink(logger(handler, level: .error))
         let client = Client(
-            transport: MockTransport(sequence: [.response(.ok), .response(.status(500))]),
+            transport: MockTransport(.ok, then: .status(500)),
             middleware: [.logging(to: sink)]
         )
 

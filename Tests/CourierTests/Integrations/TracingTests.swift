@@ -106,7 +106,7 @@ struct TracingTests {
     @Test("an outer internal span covers the call, and each attempt below it gets a client span of its own")
     func spanPerAttempt() async throws {
         let tracer = InMemoryTracer()
-        let transport = MockTransport(sequence: [.response(.serverError), .response(.ok)])
+        let transport = MockTransport(.serverError, then: .ok)
         let retryOnce = Middleware(name: "retry-once") { request, next in
             let (data, response) = try await next(request)
             guard response.statusCode >= 500 else { return (data, response) }

@@ -170,10 +170,10 @@ final class StackModelServer: Sendable {
     }
 
     var transport: MockTransport {
-        MockTransport(reply: .handler { [self] request in self.answer(request.urlRequest) })
+        MockTransport(.handler { [self] request in self.answer(request.urlRequest) })
     }
 
-    private func answer(_ request: URLRequest) -> MockReply {
+    private func answer(_ request: URLRequest) -> MockResponse {
         let body = Self.readBody(request)
         let headers = request.allHTTPHeaderFields ?? [:]
         let index = receptions.withLock { $0.count }
@@ -186,7 +186,7 @@ final class StackModelServer: Sendable {
         }
         let token = credential.map { $0.value.hasPrefix("Bearer ") ? String($0.value.dropFirst(7)) : $0.value }
 
-        let reply: MockReply
+        let reply: MockResponse
         let answer: String
         var processed = true
         if index >= Self.maximumReceptions {
@@ -225,7 +225,7 @@ final class StackModelServer: Sendable {
                 (reply, answer) = (.status(500), "500")
             case ..<0.86:
                 let delay = Duration.milliseconds(Int64(250 * (1 + random.next() % 12)))
-                (reply, answer) = (MockReply.text("slow").delayed(by: delay, on: clock), "200 after \(delay)")
+                (reply, answer) = (MockResponse.text("slow").delayed(by: delay, on: clock), "200 after \(delay)")
             case ..<0.91 where hasTimeout:
                 (reply, answer) = (.hang, "hang")
             default:

@@ -145,7 +145,7 @@ struct LoggingTests {
     func respectsSinkLevel() async throws {
         let sink = CollectingSink(minimumLevel: .warning)
         let client = makeClient(
-            MockTransport(sequence: [.response(.ok), .response(.status(500))]),
+            MockTransport(.ok, then: .status(500)),
             [.logging(to: sink, options: LoggingOptions(startLevel: .debug))]
         )
         _ = try await client.send(URLRequest(url: testURL))
@@ -157,7 +157,7 @@ struct LoggingTests {
     func closureForm() async throws {
         let received = Locked<[LogRecord.Level]>([])
         let client = makeClient(
-            MockTransport(sequence: [.response(.ok), .response(.status(404))]),
+            MockTransport(.ok, then: .status(404)),
             [.logging(minimumLevel: .warning) { record in received.withLock { $0.append(record.level) } }]
         )
         _ = try await client.send(URLRequest(url: testURL))
@@ -180,7 +180,7 @@ struct LoggingTests {
         )
         let options = LoggingOptions(startLevel: .debug, includesHeaders: true, includesBodyPreview: true)
         let client = makeClient(
-            MockTransport(sequence: [.response(response), .response(failing)]),
+            MockTransport(response, then: failing),
             [.logging(to: sink, options: options), .validatingStatus()]
         )
         _ = try await client.send(secretLadenRequest())

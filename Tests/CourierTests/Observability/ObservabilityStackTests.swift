@@ -26,7 +26,7 @@ struct ObservabilityStackTests {
         var policy = RetryPolicy(backoff: .immediate, budget: nil)
         policy.onRetry = { event in metrics.recordRetry(for: event.request) }
         let client = Client(
-            transport: MockTransport(sequence: [.response(.status(503)), .response(.status(503)), .response(.ok)]),
+            transport: MockTransport(.status(503), then: .status(503), .ok),
             middleware: [
                 .metrics(metrics),
                 .logging(logger: Logger(label: "tests") { _ in logs }),
@@ -64,7 +64,7 @@ struct ObservabilityStackTests {
     func loggingPerAttempt() async throws {
         let logs = InMemoryLogHandler()
         let client = Client(
-            transport: MockTransport(sequence: [.response(.status(503)), .response(.ok)]),
+            transport: MockTransport(.status(503), then: .ok),
             middleware: [
                 .retry(RetryPolicy(backoff: .immediate, budget: nil)),
                 .logging(logger: Logger(label: "tests") { _ in logs }),

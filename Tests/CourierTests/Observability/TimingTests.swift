@@ -48,7 +48,7 @@ struct TimingTests {
     func serverErrorIsSuccess() async throws {
         let clock = ManualClock()
         let reports = Locked<[Report]>([])
-        let client = makeClient(MockTransport.serverError, [timing(clock, into: reports)])
+        let client = makeClient(MockTransport(.serverError), [timing(clock, into: reports)])
         _ = try await client.send(URLRequest(url: testURL))
         guard case .success(let status) = try #require(reports.value.first).outcome else {
             Issue.record("expected success")

@@ -105,7 +105,7 @@ struct RedactionLeakTests {
         var options = LoggingOptions()
         options.includesHeaders = true
         let client = Client(
-            transport: MockTransport(error: failure),
+            transport: MockTransport(.failure(failure)),
             middleware: [.logging(to: sink, options: options)]
         )
         let error = try #require(
@@ -171,7 +171,7 @@ struct RedactionLeakTests {
         let token = "static-api-key-Hq83nd"
         let client = Client(
             transport: MockTransport { request in
-                let sent = request.value(forHTTPHeaderField: "X-Key") ?? ""
+                let sent = request.header("X-Key") ?? ""
                 throw QuotingError(description: "proxy refused key \(sent)")
             },
             middleware: [.authenticating(token: token, scheme: .header("X-Key"))]
@@ -188,7 +188,7 @@ struct RedactionLeakTests {
         let token = "provided-token-Vn27xk"
         let client = Client(
             transport: MockTransport { request in
-                let sent = request.value(forHTTPHeaderField: "Authorization") ?? ""
+                let sent = request.header("Authorization") ?? ""
                 throw QuotingError(description: "upstream said: bad credential <\(sent.dropFirst(7))>")
             },
             middleware: [.authenticating { token }]
@@ -226,7 +226,7 @@ struct RedactionLeakTests {
             URL(string: "https://admin:dump-pa55word@api.example.test/x?access_token=dump-5ecret-token")
         )
         let failure = URLError(.cannotConnectToHost, userInfo: [NSURLErrorFailingURLErrorKey: failing])
-        let client = Client(transport: MockTransport(error: failure))
+        let client = Client(transport: MockTransport(.failure(failure)))
         let error = try #require(
             await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: failing)) }
         )
@@ -268,7 +268,7 @@ struct RedactionLeakTests {
         #expect(Redaction.redactedText("curl https://h.example/cb?Code=0a1b2c&state=ok").contains("0a1b2c") == false)
         #expect(Redaction.redactedText("grant_type=authorization_code&code=0a1b2c3d").contains("0a1b2c3d") == false)
 
-        let client = Client(transport: MockTransport(error: URLError(.cannotConnectToHost)))
+        let client = Client(transport: MockTransport(.failure(URLError(.cannotConnectToHost))))
         let error = try #require(
             await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: exampleBaseURL)) }
         )
@@ -414,9 +414,8 @@ struct RedactionRuleTests {
         request.setValue("Bearer retry-dump-header-5ecret", forHTTPHeaderField: "Authorization")
         let client = Client(
             transport: MockTransport(
-                sequence: [
-                    .failure(URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: failing])), .response(.ok),
-                ]
+                .failure(URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: failing])),
+                then: .ok
             ),
             middleware: [.retry(policy)]
         )

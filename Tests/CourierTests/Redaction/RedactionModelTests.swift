@@ -224,7 +224,7 @@ private struct RedactionCase: CustomStringConvertible, Sendable {
             transport = MockTransport(.status(status, body: body ?? "", headers: responseHeaders))
         } else {
             let failure = underlying?.make() ?? URLError(.cannotConnectToHost)
-            transport = MockTransport(error: failure)
+            transport = MockTransport(.failure(failure))
         }
         let client = Client(
             transport: transport,

@@ -41,7 +41,7 @@ extension SecretCase {
         -> SecretCase
     {
         SecretCase(name: name, secret: secret) {
-            let client = Client(transport: MockTransport(error: failure))
+            let client = Client(transport: MockTransport(.failure(failure)))
             do {
                 _ = try await client.send(URLRequest(url: URL(string: url)!))
                 return nil

@@ -196,7 +196,7 @@ struct CredentialSafetyTests {
         #expect(scenario.refresher.refreshCount == 0)
         // The API itself now rejects the first token: exactly one refresh, and the request goes through.
         let transport = MockTransport { request in
-            request.value(forHTTPHeaderField: "Authorization") == "Bearer token-v2-abcdef" ? .ok : .status(401)
+            request.header("Authorization") == "Bearer token-v2-abcdef" ? .ok : .status(401)
         }
         let client = Client(
             transport: transport,
@@ -215,7 +215,7 @@ struct CredentialSafetyTests {
             response.value(forHTTPHeaderField: "WWW-Authenticate")?.contains("error=\"invalid_token\"") == true
         }
         let transport = MockTransport { request in
-            if request.value(forHTTPHeaderField: "Authorization") == "Bearer token-v2-abcdef" { return .ok }
+            if request.header("Authorization") == "Bearer token-v2-abcdef" { return .ok }
             return .status(
                 403,
                 headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\", error_description=\"expired\""]

@@ -71,10 +71,10 @@ struct FollowingRedirectsTests {
     static let redirectCodes = [301, 302, 303, 307, 308]
 
     private func redirecting(_ status: Int, to location: String) -> MockTransport {
-        MockTransport(routes: [
-            .init(nil, "/start", .response(.status(status, headers: ["Location": location]))),
-            .init(nil, "/landing", .response(.status(200, body: "landed"))),
-        ])
+        MockTransport {
+            MockRoute.any("/start").replies(.status(status, headers: ["Location": location]))
+            MockRoute.any("/landing").replies(.status(200, body: "landed"))
+        }
     }
 
     @Test(
@@ -167,9 +167,7 @@ struct FollowingRedirectsTests {
         ]
     )
     func relativeLocation(location: String, expected: String) async throws {
-        let transport = MockTransport(sequence: [
-            .response(.status(302, headers: ["Location": location])), .response(.ok),
-        ])
+        let transport = MockTransport(.status(302, headers: ["Location": location]), then: .ok)
         let client = Client(transport: transport, middleware: [.followingRedirects()])
         _ = try await client.send(URLRequest(url: URL(string: "http://api.example.test/a/b/start")!))
         #expect(transport.requests.last?.url?.absoluteString == expected)
@@ -177,10 +175,10 @@ struct FollowingRedirectsTests {
 
     @Test("https → http is refused with insecureRedirect and nothing is sent over http")
     func insecureRefused() async throws {
-        let transport = MockTransport(sequence: [
-            .response(.status(302, headers: ["Location": "http://api.example.test/plain?access_token=leaked-value"])),
-            .response(.ok),
-        ])
+        let transport = MockTransport(
+            .status(302, headers: ["Location": "http://api.example.test/plain?access_token=leaked-value"]),
+            then: .ok
+        )
         let client = Client(transport: transport, middleware: [.followingRedirects()])
         let error = try await #require(throws: CourierError.self) {
             try await client.send(URLRequest(url: URL(string: "https://api.example.test/start")!))
@@ -194,9 +192,7 @@ struct FollowingRedirectsTests {
 
     @Test("allowsInsecureRedirects follows https → http, without the credentials")
     func insecureAllowed() async throws {
-        let transport = MockTransport(sequence: [
-            .response(.status(302, headers: ["Location": "http://api.example.test/plain"])), .response(.ok),
-        ])
+        let transport = MockTransport(.status(302, headers: ["Location": "http://api.example.test/plain"]), then: .ok)
         let client = Client(transport: transport, middleware: [.followingRedirects(allowsInsecureRedirects: true)])
         var request = URLRequest(url: URL(string: "https://api.example.test/start")!)
         request.setValue("Bearer s3cr3t", forHTTPHeaderField: "Authorization")
@@ -285,10 +281,10 @@ struct FollowingRedirectsTests {
         ]
     )
     func notFollowed(reply: MockResponse) async throws {
-        let transport = MockTransport(sequence: [.response(reply), .response(.ok)])
+        let transport = MockTransport(reply, then: .ok)
         let client = Client(transport: transport, middleware: [.followingRedirects()])
         let (_, response) = try await client.send(URLRequest(url: Self.start))
-        #expect(response.statusCode == reply.status)
+        #expect(response.statusCode == (try await reply.httpResponse(for: URLRequest(url: Self.start))).1.statusCode)
         #expect(transport.callCount == 1)
     }
 

@@ -30,7 +30,7 @@ struct BodyReplayTests {
         }
 
         /// The first reply; every later request gets 200.
-        var first: MockReply {
+        var first: MockResponse {
             switch self {
             case .retry: .status(503)
             case .refreshAndRestart: .status(401)
@@ -45,11 +45,11 @@ struct BodyReplayTests {
         let bodies = Locked<[Data]>([])
         let transport: MockTransport
 
-        init(first: MockReply) {
+        init(first: MockResponse) {
             let bodies = self.bodies
             let replies = Locked([first])
             transport = MockTransport(
-                reply: .handler { request in
+                .handler { request in
                     bodies.withLock { $0.append(BodyRecorder.body(of: request.urlRequest)) }
                     return replies.withLock { $0.isEmpty ? .ok : $0.removeFirst() }
                 }

@@ -54,7 +54,7 @@ struct IdempotencyKeyTests {
 
     @Test("placed inside the retry, the key comes too late: the POST is not retried")
     func insideRetry() async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy()), .idempotencyKey()])
         let (_, response) = try await client.send(RetryFixtures.request("POST"))
         #expect(response.statusCode == 503)

@@ -87,9 +87,7 @@ struct RetryAfterTests {
     @Test("Retry-After: 2 on a 429 or a 503 makes the retry wait 2 seconds", arguments: [429, 503])
     func secondsHonoured(status: Int) async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [
-            .response(.status(status, headers: ["Retry-After": "2"])), .response(.ok),
-        ])
+        let transport = MockTransport(.status(status, headers: ["Retry-After": "2"]), then: .ok)
         let events = Locked<[RetryEvent]>([])
         let policy = RetryFixtures.policy(backoff: .constant(.milliseconds(100))) { event in
             events.withLock { $0.append(event) }
@@ -109,9 +107,10 @@ struct RetryAfterTests {
     @Test("an HTTP-date Retry-After is measured from the injected wall clock")
     func dateHonoured() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [
-            .response(.status(503, headers: ["Retry-After": "Sun, 06 Nov 1994 08:49:37 GMT"])), .response(.ok),
-        ])
+        let transport = MockTransport(
+            .status(503, headers: ["Retry-After": "Sun, 06 Nov 1994 08:49:37 GMT"]),
+            then: .ok
+        )
         var policy = RetryFixtures.policy(backoff: .constant(.milliseconds(100)))
         policy.currentDate = { Date(timeIntervalSince1970: rfcExample - 3) }
         let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])
@@ -126,9 +125,7 @@ struct RetryAfterTests {
     @Test("a Retry-After above the cap returns the response at once instead of waiting")
     func aboveCap() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [
-            .response(.status(503, headers: ["Retry-After": "120"])), .response(.ok),
-        ])
+        let transport = MockTransport(.status(503, headers: ["Retry-After": "120"]), then: .ok)
         let events = Locked<[RetryEvent]>([])
         let policy = RetryFixtures.policy { event in events.withLock { $0.append(event) } }
         #expect(policy.maximumRetryAfter == .seconds(60))
@@ -144,9 +141,7 @@ struct RetryAfterTests {
     @Test("a Retry-After at the cap is honoured, and the cap is configurable")
     func atCap() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [
-            .response(.status(429, headers: ["Retry-After": "5"])), .response(.ok),
-        ])
+        let transport = MockTransport(.status(429, headers: ["Retry-After": "5"]), then: .ok)
         var policy = RetryFixtures.policy()
         policy.maximumRetryAfter = .seconds(5)
         let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])
@@ -159,11 +154,11 @@ struct RetryAfterTests {
     @Test("Retry-After carried by a validation layer's error is honoured, and above the cap rethrown")
     func fromValidationError() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [
-            .response(.status(503, headers: ["retry-after": "4"])),
-            .response(.status(503, headers: ["Retry-After": "600"])),
-            .response(.ok),
-        ])
+        let transport = MockTransport(
+            .status(503, headers: ["retry-after": "4"]),
+            then: .status(503, headers: ["Retry-After": "600"]),
+            .ok
+        )
         let client = Client(
             transport: transport,
             middleware: [.retry(RetryFixtures.policy(), clock: clock), .validatingStatus()]
@@ -180,9 +175,7 @@ struct RetryAfterTests {
     @Test("Retry-After on other statuses is ignored: the backoff applies")
     func otherStatuses() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [
-            .response(.status(500, headers: ["Retry-After": "30"])), .response(.ok),
-        ])
+        let transport = MockTransport(.status(500, headers: ["Retry-After": "30"]), then: .ok)
         let client = Client(
             transport: transport,
             middleware: [.retry(RetryFixtures.policy(backoff: .constant(.milliseconds(100))), clock: clock)]
@@ -197,9 +190,7 @@ struct RetryAfterTests {
     @Test("an unreadable Retry-After falls back to the backoff")
     func unreadable() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [
-            .response(.status(503, headers: ["Retry-After": "later"])), .response(.ok),
-        ])
+        let transport = MockTransport(.status(503, headers: ["Retry-After": "later"]), then: .ok)
         let client = Client(
             transport: transport,
             middleware: [.retry(RetryFixtures.policy(backoff: .constant(.milliseconds(100))), clock: clock)]

@@ -137,6 +137,6 @@ private final class CountingTransport: Transport {
 
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         calls.add(1, ordering: .relaxed)
-        return MockResponse.status(status).httpResponse(for: request)
+        return try await MockResponse.status(status).httpResponse(for: request)
     }
 }

@@ -11,7 +11,7 @@ import FoundationNetworking
 struct RetryTests {
     @Test("a retryable status is retried and the later success is returned")
     func retriesStatus() async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.status(502)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .status(502), .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         let (_, response) = try await client.send(RetryFixtures.request())
         #expect(response.statusCode == 200)
@@ -45,7 +45,7 @@ struct RetryTests {
 
     @Test("an unacceptable-status error from a validation layer inside is retried on its status")
     func validationErrorRetried() async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .ok)
         let client = Client(
             transport: transport,
             middleware: [.retry(RetryFixtures.policy()), .validatingStatus()]
@@ -107,7 +107,7 @@ struct RetryTests {
         ]
     )
     func transientErrorRetried(code: URLError.Code) async throws {
-        let transport = MockTransport(sequence: [.failure(URLError(code)), .response(.ok)])
+        let transport = MockTransport(.failure(URLError(code)), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         let (_, response) = try await client.send(RetryFixtures.request())
         #expect(response.statusCode == 200)
@@ -119,7 +119,7 @@ struct RetryTests {
         arguments: [URLError.Code.badURL, .cancelled, .badServerResponse, .serverCertificateUntrusted, .unsupportedURL]
     )
     func permanentErrorNotRetried(code: URLError.Code) async throws {
-        let transport = MockTransport(sequence: [.failure(URLError(code)), .response(.ok)])
+        let transport = MockTransport(.failure(URLError(code)), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         let error = await #expect(throws: CourierError.self) {
             try await client.send(RetryFixtures.request())
@@ -131,7 +131,7 @@ struct RetryTests {
 
     @Test("when no attempts are left, the last transient error is rethrown")
     func lastErrorRethrown() async throws {
-        let transport = MockTransport(error: URLError(.networkConnectionLost))
+        let transport = MockTransport(.failure(URLError(.networkConnectionLost)))
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         let error = await #expect(throws: CourierError.self) {
             try await client.send(RetryFixtures.request())
@@ -143,12 +143,12 @@ struct RetryTests {
     @Test("an error of a user's own type is not retried by default, and is when the policy says so")
     func customErrorPredicate() async throws {
         struct Flaky: Error {}
-        let transport = MockTransport(sequence: [.failure(Flaky()), .response(.ok)])
+        let transport = MockTransport(.failure(Flaky()), then: .ok)
         let strict = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         await #expect(throws: CourierError.self) { try await strict.send(RetryFixtures.request()) }
         #expect(transport.callCount == 1)
 
-        let again = MockTransport(sequence: [.failure(Flaky()), .response(.ok)])
+        let again = MockTransport(.failure(Flaky()), then: .ok)
         var policy = RetryFixtures.policy()
         policy.isRetryable = { error in
             RetryPolicy.isTransient(error) || ((error as? CourierError)?.underlying is Flaky)
@@ -161,7 +161,7 @@ struct RetryTests {
 
     @Test("a CancellationError is never retried")
     func cancellationNotRetried() async throws {
-        let transport = MockTransport(sequence: [.failure(CancellationError()), .response(.ok)])
+        let transport = MockTransport(.failure(CancellationError()), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         await #expect(throws: CancellationError.self) { try await client.send(RetryFixtures.request()) }
         #expect(transport.callCount == 1)
@@ -190,7 +190,7 @@ struct RetryTests {
         arguments: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]
     )
     func idempotentRetried(method: String) async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         let (_, response) = try await client.send(RetryFixtures.request(method))
         #expect(response.statusCode == 200)
@@ -199,7 +199,7 @@ struct RetryTests {
 
     @Test("POST and PATCH are not retried by default", arguments: ["POST", "PATCH", "post"])
     func nonIdempotentNotRetried(method: String) async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         let (_, response) = try await client.send(RetryFixtures.request(method))
         #expect(response.statusCode == 503)
@@ -208,7 +208,7 @@ struct RetryTests {
 
     @Test("a POST that fails at the transport is not retried either")
     func postTransportErrorNotRetried() async throws {
-        let transport = MockTransport(sequence: [.failure(URLError(.networkConnectionLost)), .response(.ok)])
+        let transport = MockTransport(.failure(URLError(.networkConnectionLost)), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         await #expect(throws: CourierError.self) { try await client.send(RetryFixtures.request("POST")) }
         #expect(transport.callCount == 1)
@@ -216,7 +216,7 @@ struct RetryTests {
 
     @Test("a POST with an Idempotency-Key is retried, with the same key on every attempt")
     func postWithKeyRetried() async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.status(500)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .status(500), .ok)
         let client = Client(transport: transport, middleware: [.idempotencyKey(), .retry(RetryFixtures.policy())])
         let (_, response) = try await client.send(RetryFixtures.request("POST"))
         #expect(response.statusCode == 200)
@@ -229,7 +229,7 @@ struct RetryTests {
 
     @Test("a POST carrying its own key is retried with that key")
     func postWithOwnKey() async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         _ = try await client.send(RetryFixtures.request("POST", headers: ["Idempotency-Key": "order-17"]))
         #expect(transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") } == ["order-17", "order-17"])
@@ -237,7 +237,7 @@ struct RetryTests {
 
     @Test("a PATCH is retried when the policy opts in")
     func optIn() async throws {
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .ok)
         var policy = RetryFixtures.policy()
         policy.retriesNonIdempotentRequests = true
         let client = Client(transport: transport, middleware: [.retry(policy)])
@@ -250,9 +250,7 @@ struct RetryTests {
     func hook() async throws {
         let clock = ManualClock()
         let events = Locked<[RetryEvent]>([])
-        let transport = MockTransport(sequence: [
-            .response(.status(503)), .failure(URLError(.timedOut)), .response(.ok),
-        ])
+        let transport = MockTransport(.status(503), then: .failure(URLError(.timedOut)), .ok)
         let policy = RetryFixtures.policy(backoff: .constant(.seconds(1))) { event in
             events.withLock { $0.append(event) }
         }
@@ -309,7 +307,7 @@ struct RetryTests {
     func contextValues() async throws {
         let contexts = Locked<[RetryContext]>([])
         let client = Client(
-            transport: MockTransport(sequence: [.response(.status(500)), .response(.ok)]),
+            transport: MockTransport(.status(500), then: .ok),
             middleware: [
                 .retry(RetryFixtures.policy(attempts: 5)),
                 Middleware { request, next in

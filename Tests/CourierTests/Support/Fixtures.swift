@@ -27,7 +27,7 @@ extension MockTransport {
     /// cancellation in `cancellationCount`.
     static func hanging(counting arrived: Arrivals) -> MockTransport {
         MockTransport(
-            reply: .handler { _ in
+            .handler { _ in
                 arrived.arrive()
                 return .hang
             }

@@ -12,7 +12,7 @@ struct DeadlinePropagationTests {
     @Test("a whole-call timeout of 250 ms over five per-attempt timeouts of 100 ms fails at 250 ms, not 500")
     func wholeCallOverPerAttemptTimeouts() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let attempts = Locked<[Int]>([])
         let client = Client(
             transport: transport,
@@ -87,7 +87,7 @@ struct DeadlinePropagationTests {
     @Test("the retry does not sleep past the deadline: it rethrows the last error at once")
     func noSleepPastDeadlineError() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(error: URLError(.networkConnectionLost))
+        let transport = MockTransport(.failure(URLError(.networkConnectionLost)))
         let client = Client(
             transport: transport,
             middleware: [
@@ -121,7 +121,7 @@ struct DeadlinePropagationTests {
     @Test("backoff that ends before the deadline is slept as usual")
     func backoffWithinDeadline() async throws {
         let clock = ManualClock()
-        let transport = MockTransport(sequence: [.response(.status(503)), .response(.status(503)), .response(.ok)])
+        let transport = MockTransport(.status(503), then: .status(503), .ok)
         let client = Client(
             transport: transport,
             middleware: [

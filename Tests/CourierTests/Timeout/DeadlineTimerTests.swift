@@ -17,7 +17,7 @@ struct DeadlineTimerTests {
     func firesAndCancels() async throws {
         let clock = ManualClock()
         let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), timer: timer)])
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
@@ -40,7 +40,7 @@ struct DeadlineTimerTests {
         let total = 1_000
         let clock = ManualClock()
         let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
         try await withThrowingTaskGroup(of: CourierError.Code?.self) { group in
             for _ in 0..<total {
@@ -73,7 +73,7 @@ struct DeadlineTimerTests {
     func staggered() async throws {
         let clock = ManualClock()
         let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), timer: timer)])
         let first = Task { try await client.send(RetryFixtures.request()) }
         try await waitUntil { timer.pendingCount == 1 }
@@ -124,7 +124,7 @@ struct DeadlineTimerTests {
     func nearerOuterDeadline() async throws {
         let clock = ManualClock()
         let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
         let task = Task {
             try await Deadline.$current.withValue(Deadline(after: .milliseconds(50), clock: clock)) {
@@ -147,7 +147,7 @@ struct DeadlineTimerTests {
 struct ContinuousTimeoutTests {
     @Test("a transport that never answers is cancelled once the real deadline passes")
     func realDeadline() async throws {
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [.timeout(.milliseconds(20))])
         let clock = ContinuousClock()
         let start = clock.now

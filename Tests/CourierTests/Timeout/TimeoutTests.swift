@@ -44,7 +44,7 @@ struct TimeoutTests {
     )
     func cancelsTransport(kind: TimerKind) async throws {
         let clock = ManualClock()
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [kind.timeout(.milliseconds(100), clock: clock)])
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
@@ -96,7 +96,7 @@ struct TimeoutTests {
     )
     func callerCancellation(kind: TimerKind) async throws {
         let clock = ManualClock()
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [kind.timeout(.seconds(1), clock: clock)])
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
@@ -110,7 +110,7 @@ struct TimeoutTests {
     func errorsPassThrough(kind: TimerKind) async throws {
         let clock = ManualClock()
         let client = Client(
-            transport: MockTransport(error: URLError(.cannotConnectToHost)),
+            transport: MockTransport(.failure(URLError(.cannotConnectToHost))),
             middleware: [kind.timeout(.seconds(1), clock: clock)]
         )
         let error = await #expect(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
@@ -150,7 +150,7 @@ struct TimeoutTests {
     )
     func innerUsesTimeLeft(kind: TimerKind) async throws {
         let clock = ManualClock()
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(
             transport: transport,
             middleware: [kind.timeout(.milliseconds(150), clock: clock), kind.timeout(.seconds(1), clock: clock)]
@@ -169,7 +169,7 @@ struct TimeoutTests {
     @Test("an inner timeout shorter than the time left fires on its own", arguments: TimerKind.allCases)
     func innerShorter(kind: TimerKind) async throws {
         let clock = ManualClock()
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(
             transport: transport,
             middleware: [kind.timeout(.seconds(1), clock: clock), kind.timeout(.milliseconds(100), clock: clock)]
@@ -186,7 +186,7 @@ struct TimeoutTests {
     @Test("a deadline set by the caller bounds the timeouts inside", arguments: TimerKind.allCases)
     func callerDeadline(kind: TimerKind) async throws {
         let clock = ManualClock()
-        let transport = MockTransport(reply: .hang)
+        let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [kind.timeout(.seconds(10), clock: clock)])
         let task = Task {
             try await Deadline.$current.withValue(Deadline(after: .milliseconds(50), clock: clock)) {
