@@ -1,11 +1,26 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-let upcomingFeatures: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
+/// The optional integrations: the trait that switches each on, its package, and the products Courier and its tests
+/// then link. A package is resolved and fetched only when a trait that uses it is on, and none is by default, so a
+/// default build depends on nothing.
+typealias Integration = (trait: String, package: String, library: [String], tests: [String])
+let integrations: [Integration] = [
+    ("AsyncHTTPClient", "async-http-client", library: ["AsyncHTTPClient"], tests: ["AsyncHTTPClient"]),
+    ("AsyncHTTPClient", "swift-nio", library: ["NIOCore", "NIOHTTP1", "NIOPosix"], tests: ["NIOHTTP1"]),
+    ("Logging", "swift-log", library: ["Logging"], tests: ["InMemoryLogging"]),
+    ("Metrics", "swift-metrics", library: ["Metrics"], tests: ["MetricsTestKit"]),
+    ("Tracing", "swift-distributed-tracing", library: ["Tracing"], tests: ["InMemoryTracing"]),
 ]
+
+/// The products `names` picks from each integration, each linked only when its trait is on.
+func traitGated(_ names: (Integration) -> [String]) -> [Target.Dependency] {
+    integrations.flatMap { integration in
+        names(integration).map {
+            .product(name: $0, package: integration.package, condition: .when(traits: [integration.trait]))
+        }
+    }
+}
 
 let package = Package(
     name: "courier",
@@ -26,7 +41,6 @@ let package = Package(
         .default(enabledTraits: []),
     ],
     dependencies: [
-        // Each is resolved and fetched only when a trait that uses it is enabled (no trait is on by default).
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
@@ -34,56 +48,25 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
     ],
     targets: [
-        .target(
-            name: "Courier",
-            dependencies: [
-                .product(
-                    name: "AsyncHTTPClient",
-                    package: "async-http-client",
-                    condition: .when(traits: ["AsyncHTTPClient"])
-                ),
-                .product(name: "NIOCore", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
-                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
-                .product(name: "NIOPosix", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
-                .product(name: "Logging", package: "swift-log", condition: .when(traits: ["Logging"])),
-                .product(name: "Metrics", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
-                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: ["Tracing"])),
-            ],
-            swiftSettings: upcomingFeatures
-        ),
-        .target(
-            name: "CourierTesting",
-            dependencies: ["Courier"],
-            swiftSettings: upcomingFeatures
-        ),
-        .testTarget(
-            name: "CourierTests",
-            dependencies: [
-                "Courier",
-                "CourierTesting",
-                .product(
-                    name: "AsyncHTTPClient",
-                    package: "async-http-client",
-                    condition: .when(traits: ["AsyncHTTPClient"])
-                ),
-                .product(name: "NIOHTTP1", package: "swift-nio", condition: .when(traits: ["AsyncHTTPClient"])),
-                .product(name: "InMemoryLogging", package: "swift-log", condition: .when(traits: ["Logging"])),
-                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: ["Metrics"])),
-                .product(
-                    name: "InMemoryTracing",
-                    package: "swift-distributed-tracing",
-                    condition: .when(traits: ["Tracing"])
-                ),
-            ],
-            swiftSettings: upcomingFeatures
-        ),
+        .target(name: "Courier", dependencies: traitGated(\.library)),
+        .target(name: "CourierTesting", dependencies: ["Courier"]),
+        .testTarget(name: "CourierTests", dependencies: ["Courier", "CourierTesting"] + traitGated(\.tests)),
         .testTarget(
             name: "CourierTestingTests",
             dependencies: ["Courier", "CourierTesting"],
             // Examples/TestingExample.swift links to the snippet, whose app code the tests check; the flag
             // leaves out the snippet's top-level program.
-            swiftSettings: upcomingFeatures + [.define("COURIER_TESTING_EXAMPLE_TESTS")]
+            swiftSettings: [.define("COURIER_TESTING_EXAMPLE_TESTS")]
         ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Every target spells out `any`, sees only the modules it imports, and marks API exposure with `public import`.
+for target in package.targets {
+    target.swiftSettings =
+        (target.swiftSettings ?? [])
+        + ["ExistentialAny", "MemberImportVisibility", "InternalImportsByDefault"].map {
+            .enableUpcomingFeature($0)
+        }
+}

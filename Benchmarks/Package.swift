@@ -12,11 +12,15 @@
 
 import PackageDescription
 
-let swiftSettings: [SwiftSetting] = [
-    .enableUpcomingFeature("ExistentialAny"),
-    .enableUpcomingFeature("MemberImportVisibility"),
-    .enableUpcomingFeature("InternalImportsByDefault"),
-]
+/// What the scenarios run on, linked by the shared support target and the benchmarks alike: Courier, the
+/// OpenAPI runtime it is compared with, and the loopback transports.
+let scenarios: [Target.Dependency] =
+    [
+        .product(name: "Courier", package: "courier"),
+        .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+        .product(name: "HTTPTypes", package: "swift-http-types"),
+        .product(name: "AsyncHTTPClient", package: "async-http-client"),
+    ] + ["NIOCore", "NIOPosix", "NIOHTTP1"].map { .product(name: $0, package: "swift-nio") }
 
 let package = Package(
     name: "Benchmarks",
@@ -34,45 +38,26 @@ let package = Package(
     ],
     targets: [
         // The fixtures and in-memory scenarios, shared by the benchmarks and the instruction counter.
-        .target(
-            name: "BenchmarkSupport",
-            dependencies: [
-                .product(name: "Courier", package: "courier"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "BenchmarkSupport", dependencies: scenarios),
         // Runs one scenario N times, for valgrind's instruction counts (see RESULTS.md).
-        .executableTarget(
-            name: "InstructionCounts",
-            dependencies: ["BenchmarkSupport"],
-            swiftSettings: swiftSettings
-        ),
+        .executableTarget(name: "InstructionCounts", dependencies: ["BenchmarkSupport"]),
         .executableTarget(
             name: "CourierBenchmarks",
             dependencies: [
                 "BenchmarkSupport",
-                .product(name: "Courier", package: "courier"),
                 .product(name: "CourierTesting", package: "courier"),
                 .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            ],
+            ] + scenarios,
             path: "Benchmarks/CourierBenchmarks",
-            swiftSettings: swiftSettings,
-            plugins: [
-                .plugin(name: "BenchmarkPlugin", package: "benchmark")
-            ]
-        )
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// As in Courier's own manifest: `any` spelled out, only imported modules visible, `public import` for API exposure.
+for target in package.targets {
+    target.swiftSettings = ["ExistentialAny", "MemberImportVisibility", "InternalImportsByDefault"].map {
+        .enableUpcomingFeature($0)
+    }
+}

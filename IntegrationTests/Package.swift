@@ -7,18 +7,19 @@
 
 import PackageDescription
 
-let swiftSettings: [SwiftSetting] = [
-    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0335-existential-any.md
-    .enableUpcomingFeature("ExistentialAny"),
-    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0444-member-import-visibility.md
-    .enableUpcomingFeature("MemberImportVisibility"),
-    // https://github.com/swiftlang/swift-evolution/blob/main/proposals/0409-access-level-on-imports.md
-    .enableUpcomingFeature("InternalImportsByDefault"),
+/// What both Hummingbird servers (the test server and the fan-out example) link.
+let hummingbirdServer: [Target.Dependency] = [
+    .product(name: "Hummingbird", package: "hummingbird"),
+    .product(name: "HTTPTypes", package: "swift-http-types"),
+    .product(name: "Logging", package: "swift-log"),
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
 ]
 
 let package = Package(
     name: "IntegrationTests",
-    platforms: [.macOS(.v14)],
+    // Courier's own minimum.
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "TestServer", targets: ["TestServer"]),
         .library(name: "FanOutService", targets: ["FanOutService"]),
@@ -39,38 +40,15 @@ let package = Package(
         .package(name: "courier", path: "../", traits: ["AsyncHTTPClient"]),
     ],
     targets: [
-        .target(
-            name: "TestServer",
-            dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "TestServer", dependencies: hummingbirdServer),
         // A server-side example: a Hummingbird service that fans out to an upstream through Courier.
         .target(
             name: "FanOutService",
-            dependencies: [
-                .product(name: "Courier", package: "courier"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: swiftSettings
+            dependencies: [.product(name: "Courier", package: "courier")] + hummingbirdServer
         ),
         .testTarget(
             name: "TestServerTests",
-            dependencies: [
-                "TestServer",
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+            dependencies: ["TestServer"] + ["NIOCore", "NIOPosix"].map { .product(name: $0, package: "swift-nio") }
         ),
         .testTarget(
             name: "CourierEndToEndTests",
@@ -81,9 +59,15 @@ let package = Package(
                 .product(name: "CourierTesting", package: "courier"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
-            ],
-            swiftSettings: swiftSettings
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// As in Courier's own manifest: `any` spelled out, only imported modules visible, `public import` for API exposure.
+for target in package.targets {
+    target.swiftSettings = ["ExistentialAny", "MemberImportVisibility", "InternalImportsByDefault"].map {
+        .enableUpcomingFeature($0)
+    }
+}
