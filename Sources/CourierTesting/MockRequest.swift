@@ -9,9 +9,8 @@ public import FoundationNetworking
 /// calls came before it.
 ///
 /// Every property of the `URLRequest` reads through (`request.url`, `request.httpBody`), and so do the reads
-/// the testing kit adds to `URLRequest` for the requests a mock records — ``Foundation/URLRequest/path``,
-/// ``Foundation/URLRequest/method``, ``Foundation/URLRequest/header(_:)``,
-/// ``Foundation/URLRequest/decodedBody(as:decoder:)`` and the rest:
+/// the testing kit adds to `URLRequest` for the requests a mock records: `path`, `method`, `header(_:)`,
+/// `queryValue(_:)`, `bodyText`, `formItems`, `decodedBody(as:decoder:)`.
 ///
 /// ```swift
 /// MockRoute.put("/users/:id") { request in
@@ -49,19 +48,19 @@ public struct MockRequest: Sendable {
         urlRequest[keyPath: keyPath]
     }
 
-    /// The value of the header `name` (case-insensitive), or `nil`; see ``Foundation/URLRequest/header(_:)``.
+    /// The value of the header `name` (case-insensitive), or `nil`.
     ///
     /// - Parameter name: The header's name.
     /// - Returns: Its value.
     public func header(_ name: String) -> String? { urlRequest.header(name) }
 
-    /// The value of the first query item called `name`, or `nil`; see ``Foundation/URLRequest/queryValue(_:)``.
+    /// The value of the first query item called `name`, or `nil`; `""` for an item without a value.
     ///
     /// - Parameter name: The item's name.
     /// - Returns: Its value.
     public func queryValue(_ name: String) -> String? { urlRequest.queryValue(name) }
 
-    /// Decodes the JSON body; see ``Foundation/URLRequest/decodedBody(as:decoder:)``.
+    /// Decodes the JSON body as `type`.
     ///
     /// - Parameters:
     ///   - type: The type to decode.

@@ -28,15 +28,16 @@ import FoundationNetworking
 /// those query items (other items may be present). Empty segments are ignored (`/users/` is `/users`).
 /// The pattern is matched against the whole URL path, including any base-URL prefix such as `/v1`.
 ///
-/// **Replies**: a route replies with its ``replies`` in order, one per call, and repeats the last one
-/// when it runs out; without any, it replies `200 OK`. A route made with a closure asks it on every call.
+/// **Replies**: a route answers with the responses given to ``replies(_:then:)`` in order, one per call,
+/// and repeats the last one when it runs out; without any, it answers `200 OK`. A route made with a
+/// closure asks it on every call.
 ///
 /// **Order**: a mock tries its routes in the order they were written and answers with the first that
 /// matches, so put narrower routes (with header or query conditions) before broader ones.
 ///
-/// **Expectations**: ``expectCalls(_:fileID:filePath:line:column:)`` says how often a route must be called;
-/// ``MockTransport/unmetExpectations`` lists what was not met, and the `.mockTransport` test trait
-/// records it as a test issue.
+/// **Expectations**: ``expectCalls(_:fileID:filePath:line:column:)-(Int,_,_,_,_)`` says how often a route
+/// must be called; ``MockTransport/unmetExpectations`` lists what was not met, and the `.mockTransport` test
+/// trait records it as a test issue.
 public struct MockRoute: Sendable, CustomStringConvertible {
     /// Where an expectation was written, for reporting it.
     typealias SourcePosition = (fileID: String, filePath: String, line: Int, column: Int)
@@ -151,18 +152,6 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     public func matchingQuery(_ name: String, _ value: String? = nil) -> MockRoute {
         var copy = self
         copy.conditions.append(Self.queryCondition(name, value))
-        return copy
-    }
-
-    /// Returns a copy that matches only requests with all of these query items and values.
-    ///
-    /// - Parameter items: Names and the values they must have.
-    /// - Returns: The changed route.
-    public func matchingQuery(_ items: [String: String]) -> MockRoute {
-        var copy = self
-        for (name, value) in items.sorted(by: { $0.key < $1.key }) {
-            copy.conditions.append(Self.queryCondition(name, value))
-        }
         return copy
     }
 

@@ -5,7 +5,7 @@ public import Foundation
 public import FoundationNetworking
 #endif
 
-/// A ``Transport`` that plays an API in memory: it answers from routes, a handler or a script of
+/// A `Transport` that plays an API in memory: it answers from routes, a handler or a script of
 /// responses, records what it was sent, and checks how often each route was called.
 ///
 /// ```swift
@@ -127,8 +127,8 @@ public final class MockTransport: Transport, RequestRecording {
     public var unmatchedRequests: [URLRequest] { state.withLock { $0.unmatched } }
 
     /// What the test expected and did not get: routes called too few or too many times (see
-    /// ``MockRoute/expectCalls(_:fileID:filePath:line:column:)``) and requests that matched no
-    /// route (when the mock has no `unmatched` reply). Empty when all is well.
+    /// ``MockRoute/expectCalls(_:fileID:filePath:line:column:)-(Int,_,_,_,_)``) and requests that matched no
+    /// route (when the mock has no `unmatched` answer). Empty when all is well.
     ///
     /// ```swift
     /// #expect(api.unmetExpectations.isEmpty)

@@ -10,8 +10,8 @@ public import Foundation
 /// A test double that records the requests it receives, in order.
 ///
 /// ``MockTransport``, ``HoldingTransport`` and ``FaultInjectingTransport`` record requests; these reads
-/// work on all of them and are made to sit in `#expect` (each request also reads as
-/// ``Foundation/URLRequest/path``, ``Foundation/URLRequest/header(_:)`` and so on):
+/// work on all of them and are made to sit in `#expect`, as do the reads the kit adds to each `URLRequest`
+/// (`path`, `method`, `header(_:)`, `decodedBody(as:decoder:)`, …):
 ///
 /// ```swift
 /// #expect(api.requests(matching: .post, "/users").count == 1)

@@ -5,7 +5,7 @@ public import Foundation
 public import FoundationNetworking
 #endif
 
-/// A ``Transport`` that forwards every request to the transport installed for the current task, so that
+/// A `Transport` that forwards every request to the transport installed for the current task, so that
 /// tests running in parallel each talk to their own mock through the same client.
 ///
 /// Build the client under test with a `TestTransport`, then install a mock per test with the

@@ -5,20 +5,46 @@ import Testing
 /// behaviour makes a test fail instead of hanging the run.
 @Suite("Waits that end on cancellation", .timeLimit(.minutes(1)))
 struct CancellableWaitTests {
-    @Test("Arrivals.wait returns when its task is cancelled, before the target is reached")
-    func arrivals() async {
-        let arrivals = Arrivals()
+    /// A wait of the kit, started on a fresh object for a target that is never reached.
+    enum Wait: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        case arrivals = "Arrivals.wait(for:)"
+        case holding = "HoldingTransport.waitUntilHolding(_:)"
+        case sleepers = "ManualClock.waitForSleepers(count:)"
+
+        var testDescription: String { rawValue }
+
+        /// Waits, and returns what the object counted when the wait ended.
+        func run() async -> Int {
+            switch self {
+            case .arrivals:
+                let arrivals = Arrivals()
+                await arrivals.wait(for: 1_000)
+                let counted = arrivals.count
+                arrivals.arrive()  // a later arrival finds no stale waiter to resume
+                #expect(arrivals.count == 1)
+                return counted
+            case .holding:
+                let holding = HoldingTransport()
+                await holding.waitUntilHolding(5)
+                return holding.heldCount
+            case .sleepers:
+                let clock = ManualClock()
+                await clock.waitForSleepers(count: 3)
+                return clock.sleeperCount
+            }
+        }
+    }
+
+    @Test("a wait returns when its task is cancelled, before its target is reached", arguments: Wait.allCases)
+    func cancelled(wait: Wait) async {
         let started = Gate()
         let waiter = Task {
             started.open()
-            await arrivals.wait(for: 1_000)
-            return arrivals.count
+            return await wait.run()
         }
         await started.wait()
         waiter.cancel()
         #expect(await waiter.value == 0)
-        arrivals.arrive()  // a later arrival finds no stale waiter to resume
-        #expect(arrivals.count == 1)
     }
 
     @Test("Arrivals.wait in an already cancelled task returns at once")
@@ -30,33 +56,5 @@ struct CancellableWaitTests {
             return Task.isCancelled
         }
         #expect(await waiter.value)
-    }
-
-    @Test("HoldingTransport.waitUntilHolding returns when its task is cancelled")
-    func holding() async {
-        let holding = HoldingTransport()
-        let started = Gate()
-        let waiter = Task {
-            started.open()
-            await holding.waitUntilHolding(5)
-            return holding.heldCount
-        }
-        await started.wait()
-        waiter.cancel()
-        #expect(await waiter.value == 0)
-    }
-
-    @Test("ManualClock.waitForSleepers returns when its task is cancelled")
-    func sleepers() async {
-        let clock = ManualClock()
-        let started = Gate()
-        let waiter = Task {
-            started.open()
-            await clock.waitForSleepers(count: 3)
-            return clock.sleeperCount
-        }
-        await started.wait()
-        waiter.cancel()
-        #expect(await waiter.value == 0)
     }
 }

@@ -204,6 +204,19 @@ struct TestTransportTraitTests {
         }
     }
 
+    @Test("verify() records a mock's unmet expectations when no trait installed it")
+    func verifyByHand() async throws {
+        let expectationLine = #line + 1
+        let api = MockTransport { MockRoute.get("/me").expectCalls(2) }
+        _ = try await withTestTransport(api) { try await sharedClient.send(request(.get, "/me")) }
+        withKnownIssue {
+            api.verify()
+        } matching: { issue in
+            issue.comments.map(\.rawValue) == ["GET /me expected exactly 2 calls, got 1 call"]
+                && issue.sourceLocation?.line == expectationLine
+        }
+    }
+
     @Test("the trait records nothing when every expectation is met")
     func quietWhenMet() async throws {
         let trait: MockTransportTrait = .mockTransport { MockRoute.post("/token").expectCalls(1) }
