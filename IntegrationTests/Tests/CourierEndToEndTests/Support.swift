@@ -52,6 +52,13 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     }
 }
 
+extension TransportKind {
+    /// A client of `server` (its origin as the base URL) over a new transport of this kind, with `middleware`.
+    func client(of server: RunningServer, middleware: [Middleware] = []) -> Client {
+        Client(baseURL: server.baseURL, transport: make(), middleware: middleware)
+    }
+}
+
 /// The user the test server's `/users/:id` returns.
 struct User: Decodable, Sendable, Equatable {
     var id: Int
