@@ -32,11 +32,6 @@ public struct LogRecord: Sendable, CustomStringConvertible {
         case critical
 
         /// Whether `lhs` is less important than `rhs`.
-        ///
-        /// - Parameters:
-        ///   - lhs: A level.
-        ///   - rhs: Another level.
-        /// - Returns: `true` when `lhs` is less important.
         public static func < (lhs: Level, rhs: Level) -> Bool {
             lhs.rawValue < rhs.rawValue
         }
@@ -102,13 +97,8 @@ public struct LogRecord: Sendable, CustomStringConvertible {
     /// ``Redaction``). The logging middleware does.
     ///
     /// - Parameters:
-    ///   - level: How important the record is.
-    ///   - event: What the record is about.
-    ///   - method: The request's method.
     ///   - url: The request's URL, redacted.
-    ///   - statusCode: The response status.
     ///   - duration: How long the request took.
-    ///   - errorCode: The error's code.
     ///   - error: The error's description, redacted.
     ///   - middleware: The middleware the error came from.
     ///   - requestHeaders: The request's headers, redacted.
