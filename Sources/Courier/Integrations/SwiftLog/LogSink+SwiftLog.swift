@@ -67,15 +67,7 @@ extension Logger.Level {
 extension LogRecord.Level {
     /// The record level of the same name as swift-log's `level`.
     init(_ level: Logger.Level) {
-        switch level {
-        case .trace: self = .trace
-        case .debug: self = .debug
-        case .info: self = .info
-        case .notice: self = .notice
-        case .warning: self = .warning
-        case .error: self = .error
-        case .critical: self = .critical
-        }
+        self = Self.allCases.first { Logger.Level($0) == level }!
     }
 }
 #endif
