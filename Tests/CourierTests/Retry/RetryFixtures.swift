@@ -26,7 +26,8 @@ enum RetryFixtures {
         RetryPolicy(maximumAttempts: attempts, backoff: backoff, budget: nil, onRetry: onRetry)
     }
 
-    /// Expects `call` to fail with the timeout of `duration`, raised when `clock` showed `duration`.
+    /// Expects `call` to fail with the timeout middleware's `timedOut` for `duration`, raised when `clock` showed
+    /// `duration`.
     @discardableResult
     static func expectTimedOut(
         _ call: Task<(Data, HTTPURLResponse), any Error>,
@@ -36,6 +37,7 @@ enum RetryFixtures {
     ) async -> CourierError? {
         let error = await #expect(throws: CourierError.self, sourceLocation: sourceLocation) { try await call.value }
         #expect(error?.code == .timedOut, sourceLocation: sourceLocation)
+        #expect(error?.middleware == "timeout", sourceLocation: sourceLocation)
         #expect(error?.timeout == duration, sourceLocation: sourceLocation)
         #expect(clock.now.offset == duration, sourceLocation: sourceLocation)
         return error

@@ -35,12 +35,9 @@ struct DeadlineTimerTests {
         clock.advance(by: .milliseconds(99))
         #expect(hanging.cancellationCount == 0)
         clock.advance(by: .milliseconds(1))
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(100))
-        #expect(error?.middleware == "timeout")
-        #expect(hanging.cancellationCount == 1)
+        await RetryFixtures.expectTimedOut(task, after: .milliseconds(100), on: clock)
         #expect(timer.pendingCount == 0)
+        #expect(hanging.cancellationCount == 1)
         try await waitUntil { !timer.driverIsRunning }
         #expect(clock.sleeperCount == 0)
     }

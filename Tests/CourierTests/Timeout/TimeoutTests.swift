@@ -63,13 +63,9 @@ struct TimeoutTests {
         clock.advance(by: .milliseconds(99))
         #expect(hanging.cancellationCount == 0)
         clock.advance(by: .milliseconds(1))
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(100))
-        #expect(error?.middleware == "timeout")
+        let error = await RetryFixtures.expectTimedOut(task, after: .milliseconds(100), on: clock)
         #expect(error?.method == "GET")
         #expect(hanging.cancellationCount == 1)
-        #expect(clock.now.offset == .milliseconds(100))
     }
 
     @Test("a response before the deadline is returned and the timer is disarmed")
