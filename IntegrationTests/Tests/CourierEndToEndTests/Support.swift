@@ -59,12 +59,6 @@ extension TransportKind {
     }
 }
 
-/// The user the test server's `/users/:id` returns.
-struct User: Decodable, Sendable, Equatable {
-    var id: Int
-    var name: String
-}
-
 /// The error body of the server's `protected-403` routes.
 struct APIError: Decodable, Sendable, Equatable {
     var code: Int

@@ -8,11 +8,6 @@ import FoundationNetworking
 
 @Suite("Content endpoints", .timeLimit(.minutes(3)))
 struct ContentTests {
-    private struct User: Decodable, Equatable {
-        var id: Int
-        var name: String
-    }
-
     @Test("GET /json answers a small JSON object")
     func json() async throws {
         try await TestServers.withServer { server in
