@@ -63,7 +63,7 @@ let client = Client(
     baseURL: URL(string: "https://api.example.com/v1")!,
     transport: api,
     middleware: [
-        .logging(minimumLevel: .info) { record in print("  log: \(record.message)") },
+        .logging(to: LogSink { record in print("  log: \(record.message)") }),
         .authenticating(token: "demo-token"),
         .jsonHeaders,
         .validatingStatus(),

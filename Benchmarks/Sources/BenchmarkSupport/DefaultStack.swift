@@ -24,10 +24,11 @@ public enum DefaultStack {
         ]
     }
 
-    /// The stack's logging layer: records at the default level (`info`) to a sink that drops them.
+    /// The stack's logging layer: it builds (and redacts) a record per request at the default level (`info`)
+    /// for a sink that drops them, so nothing is written anywhere.
     ///
     /// - Returns: The middleware.
     public static func logging() -> Middleware {
-        .logging(to: DiscardingLogSink(minimumLevel: .info))
+        .logging(to: LogSink(minimumLevel: .info) { _ in })
     }
 }

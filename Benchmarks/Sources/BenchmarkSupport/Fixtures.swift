@@ -137,27 +137,3 @@ public func sending(through client: Client) -> Calls {
         }
     }
 }
-
-/// A log sink that drops every record it is given: the logging layer still builds (and redacts) a record
-/// per request at the levels the sink accepts, but nothing is written anywhere.
-public struct DiscardingLogSink: LogSink {
-    let minimumLevel: LogRecord.Level
-
-    /// Creates a sink.
-    ///
-    /// - Parameter minimumLevel: The least important level accepted (and so built by the layer).
-    public init(minimumLevel: LogRecord.Level) {
-        self.minimumLevel = minimumLevel
-    }
-
-    /// Whether the layer should build records of `level`.
-    ///
-    /// - Parameter level: A record's level.
-    /// - Returns: `true` from `minimumLevel` up.
-    public func accepts(_ level: LogRecord.Level) -> Bool { level >= minimumLevel }
-
-    /// Drops the record.
-    ///
-    /// - Parameter record: The record.
-    public func log(_ record: LogRecord) {}
-}

@@ -2,9 +2,7 @@ public import Courier
 public import Foundation
 import HTTPTypes
 public import Hummingbird
-import Logging
 import NIOCore
-import ServiceLifecycle
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -102,64 +100,14 @@ public struct FanOutService: Sendable {
         self.realm = realm
     }
 
-    /// The service's router.
-    ///
-    /// - Returns: A router with the `/fan-out/:id` route.
+    /// The service's router, with the `/fan-out/:id` route; the tests run it with
+    /// `TestServers.withServer(name:router:_:)`, like any Hummingbird router.
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.get("fan-out/:id") { request, context in
             try await self.fanOut(request, context: context)
         }
         return router
-    }
-
-    /// Runs the service on `127.0.0.1` at an ephemeral port until `body` returns, then shuts it down.
-    ///
-    /// - Parameters:
-    ///   - isolation: The actor `body` runs on; the caller's, by default.
-    ///   - body: The code that uses the service; it gets the service's origin.
-    /// - Returns: What `body` returns.
-    /// - Throws: An error if the service could not start, or what `body` throws.
-    public func withRunning<Result>(
-        isolation: isolated (any Actor)? = #isolation,
-        _ body: (URL) async throws -> Result
-    ) async throws -> Result {
-        var logger = Logger(label: "courier.fan-out-service")
-        logger.logLevel = .warning
-        let (ports, portContinuation) = AsyncStream.makeStream(
-            of: Int.self,
-            bufferingPolicy: .bufferingNewest(1)
-        )
-        let app = Application(
-            router: self.makeRouter(),
-            configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                portContinuation.yield(channel.localAddress?.port ?? 0)
-                portContinuation.finish()
-            },
-            logger: logger
-        )
-        let serviceGroup = ServiceGroup(services: [app], logger: logger)
-        let runTask = Task {
-            defer { portContinuation.finish() }
-            try await serviceGroup.run()
-        }
-        var iterator = ports.makeAsyncIterator()
-        guard let port = await iterator.next(), port > 0 else {
-            runTask.cancel()
-            _ = try? await runTask.value
-            throw FanOutServiceError(message: "the fan-out service could not start")
-        }
-        do {
-            let result = try await body(URL(string: "http://127.0.0.1:\(port)")!)
-            await serviceGroup.triggerGracefulShutdown()
-            _ = try? await runTask.value
-            return result
-        } catch {
-            await serviceGroup.triggerGracefulShutdown()
-            _ = try? await runTask.value
-            throw error
-        }
     }
 
     private func fanOut(
@@ -248,12 +196,6 @@ public struct FanOutFailure: Codable, Sendable, Equatable {
     public var reason: String
     /// The Courier error code (or error type) behind it.
     public var code: String
-}
-
-/// The service could not start.
-struct FanOutServiceError: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
 }
 
 /// The upstream's token reply.

@@ -1,5 +1,5 @@
 public import Foundation
-import Hummingbird
+public import Hummingbird
 import Logging
 import ServiceLifecycle
 
@@ -95,15 +95,37 @@ public enum TestServers {
     /// - Returns: The running server.
     /// - Throws: ``TestServerError`` if the server could not bind or start.
     public static func start(name: String = "server") async throws -> RunningServer {
+        let state = ServerState(name: name)
+        let server = try await Self.start(name: name, router: TestRouter.make(state: state), state: state)
+        await state.setOrigin(server.baseURL)
+        return server
+    }
+
+    /// Starts `router` in place of the test server's routes, the same way: a service under test, such as the
+    /// fan-out example, on `127.0.0.1` at an ephemeral port.
+    ///
+    /// - Parameters:
+    ///   - name: The server's name, for its logs.
+    ///   - router: The routes to serve.
+    /// - Returns: The running server.
+    /// - Throws: ``TestServerError`` if the server could not bind or start.
+    public static func start(name: String, router: sending Router<BasicRequestContext>) async throws -> RunningServer {
+        try await Self.start(name: name, router: router, state: ServerState(name: name))
+    }
+
+    private static func start(
+        name: String,
+        router: sending Router<BasicRequestContext>,
+        state: ServerState
+    ) async throws -> RunningServer {
         var logger = Logger(label: "courier.test-server.\(name)")
         logger.logLevel =
             ProcessInfo.processInfo.environment["TEST_SERVER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
             ?? .warning
 
-        let state = ServerState(name: name)
         let (ports, portContinuation) = AsyncStream.makeStream(of: Int.self, bufferingPolicy: .bufferingNewest(1))
         let app = Application(
-            router: TestRouter.make(state: state),
+            router: router,
             configuration: ApplicationConfiguration(
                 address: .hostname("127.0.0.1", port: 0),
                 serverName: "courier-test-server"
@@ -133,9 +155,7 @@ public enum TestServers {
                 throw TestServerError("The test server \(name) could not start: \(error)")
             }
         }
-        let server = RunningServer(name: name, port: port, state: state, serviceGroup: serviceGroup, runTask: runTask)
-        await state.setOrigin(server.baseURL)
-        return server
+        return RunningServer(name: name, port: port, state: state, serviceGroup: serviceGroup, runTask: runTask)
     }
 
     /// Runs `body` with a server started for it, and shuts the server down afterwards, whether
@@ -153,7 +173,34 @@ public enum TestServers {
         isolation: isolated (any Actor)? = #isolation,
         _ body: (RunningServer) async throws -> Result
     ) async throws -> Result {
-        let server = try await Self.start(name: name)
+        try await Self.run(Self.start(name: name), body)
+    }
+
+    /// Runs `body` with `router` started in place of the test server's routes (see
+    /// ``start(name:router:)``), and shuts it down afterwards, whether `body` returns or throws.
+    ///
+    /// - Parameters:
+    ///   - name: The server's name, for its logs.
+    ///   - router: The routes to serve.
+    ///   - isolation: The actor `body` runs on; the caller's, by default.
+    ///   - body: The code that uses the server.
+    /// - Returns: What `body` returns.
+    /// - Throws: ``TestServerError`` if the server could not start, or what `body` throws.
+    @discardableResult
+    public static func withServer<Result>(
+        name: String,
+        router: sending Router<BasicRequestContext>,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (RunningServer) async throws -> Result
+    ) async throws -> Result {
+        try await Self.run(Self.start(name: name, router: router), body)
+    }
+
+    private static func run<Result>(
+        _ server: RunningServer,
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (RunningServer) async throws -> Result
+    ) async throws -> Result {
         do {
             let result = try await body(server)
             await server.shutdown()

@@ -18,11 +18,7 @@ struct AuthenticationEndToEndTests {
     ) async throws
         -> TokenRefresher
     {
-        let tokenClient = Client(
-            baseURL: server.baseURL,
-            transport: kind.make(),
-            middleware: [.validatingStatus()]
-        )
+        let tokenClient = kind.client(of: server, middleware: [.validatingStatus()])
         let first: TokenResponse = try await tokenClient.send(.post("/auth/\(realm)/token"))
         return TokenRefresher(token: .init(first.token)) { _ in
             let reply: TokenResponse = try await tokenClient.send(.post("/auth/\(realm)/token"))
@@ -39,16 +35,12 @@ struct AuthenticationEndToEndTests {
         tokenPath: String,
         query: Query = []
     ) -> (client: Client, refresher: TokenRefresher) {
-        let tokenClient = Client(baseURL: server.baseURL, transport: kind.make(), middleware: [.validatingStatus()])
+        let tokenClient = kind.client(of: server, middleware: [.validatingStatus()])
         let refresher = TokenRefresher(token: .init(token)) { _ in
             let reply: TokenResponse = try await tokenClient.send(.post(tokenPath, query: query))
             return .init(reply.token)
         }
-        let client = Client(
-            baseURL: server.baseURL,
-            transport: kind.make(),
-            middleware: [.authenticating(with: refresher), .validatingStatus()]
-        )
+        let client = kind.client(of: server, middleware: [.authenticating(with: refresher), .validatingStatus()])
         return (client, refresher)
     }
 

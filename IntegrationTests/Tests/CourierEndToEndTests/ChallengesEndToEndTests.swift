@@ -36,7 +36,7 @@ struct ChallengesEndToEndTests {
     func challengeIsAResponse(kind: TransportKind, scheme: String) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
-            let client = Client(baseURL: server.baseURL, transport: kind.make())
+            let client = kind.client(of: server)
             let clock = ContinuousClock()
             let start = clock.now
             let (data, response) = try await client.send(
@@ -56,11 +56,7 @@ struct ChallengesEndToEndTests {
     func basicUnauthorizedIsValidated(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.retry(.default), .validatingStatus()]
-            )
+            let client = kind.client(of: server, middleware: [.retry(.default), .validatingStatus()])
             let clock = ContinuousClock()
             let start = clock.now
             let error = try await #require(throws: CourierError.self) {
@@ -82,11 +78,7 @@ struct ChallengesEndToEndTests {
         try await TestServers.withServer { server in
             let key = uniqueKey()
             let policy = RetryPolicy(maximumAttempts: 3, backoff: .immediate, retryableStatuses: [401], budget: nil)
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.retry(policy), .validatingStatus()]
-            )
+            let client = kind.client(of: server, middleware: [.retry(policy), .validatingStatus()])
             let clock = ContinuousClock()
             let start = clock.now
             let error = try await #require(throws: CourierError.self) {

@@ -50,7 +50,8 @@ struct FanOutServiceTests {
                 callTimeout: .seconds(30),
                 attemptTimeout: .seconds(5)
             )
-            try await service.withRunning { origin in
+            try await TestServers.withServer(name: "fan-out", router: service.makeRouter()) { server in
+                let origin = server.baseURL
                 // Every caller is held just inside its client until all 1,000 are in flight there, then all are
                 // let go at once. The callers' transport opens at most 32 connections to the service, so the
                 // service sees at most 32 requests at a time (up to 4 upstream parts each) while the other

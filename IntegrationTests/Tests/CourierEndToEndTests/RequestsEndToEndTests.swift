@@ -13,7 +13,7 @@ struct RequestsEndToEndTests {
     @Test("A typed GET decodes the server's JSON", arguments: TransportKind.allCases)
     func typedGet(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
-            let client = Client(baseURL: server.baseURL, transport: kind.make())
+            let client = kind.client(of: server)
             let user: User = try await client.send(.get("/users/42"))
             #expect(user == User(id: 42, name: "Ada"))
         }
@@ -23,9 +23,8 @@ struct RequestsEndToEndTests {
     func postEcho(kind: TransportKind) async throws {
         struct Payload: Encodable, Sendable { var text: String }
         try await TestServers.withServer { server in
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
+            let client = kind.client(
+                of: server,
                 middleware: [.headers(["X-Client": "courier"]), .authenticating(token: "t0ken")]
             )
             let echo: EchoResponse = try await client.send(
@@ -47,7 +46,7 @@ struct RequestsEndToEndTests {
     )
     func apiError(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
-            let client = Client(baseURL: server.baseURL, transport: kind.make())
+            let client = kind.client(of: server)
             let request = Request<EmptyResponse>.get("/protected-403").decodingErrors(as: APIError.self)
             let error = try await #require(throws: CourierError.self) { try await client.send(request) }
             #expect(error.code == .unacceptableStatus)
@@ -72,7 +71,7 @@ struct RequestsEndToEndTests {
     @Test("A body that is not the declared type throws decodingFailed", arguments: TransportKind.allCases)
     func decodingFailed(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
-            let client = Client(baseURL: server.baseURL, transport: kind.make())
+            let client = kind.client(of: server)
             let error = try await #require(throws: CourierError.self) {
                 try await client.send(Request<User>.get("/status/200", query: ["body": "not json"]))
             }
@@ -85,7 +84,7 @@ struct RequestsEndToEndTests {
     func invalidHeaderNeverSent(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
-            let client = Client(baseURL: server.baseURL, transport: kind.make())
+            let client = kind.client(of: server)
             let request = Request<EchoResponse>.get("/echo", query: ["countKey": .init(key)])
                 .header("X-Evil", "a\r\nX-Injected: 1")
             let error = try await #require(throws: CourierError.self) { try await client.send(request) }
@@ -98,25 +97,22 @@ struct RequestsEndToEndTests {
 
     @Test("Logging records each call without the credential", arguments: TransportKind.allCases)
     func loggingRedacts(kind: TransportKind) async throws {
-        struct Sink: LogSink {
-            let records = Locked<[LogRecord]>([])
-            func log(_ record: LogRecord) { records.withLock { $0.append(record) } }
-        }
         try await TestServers.withServer { server in
-            let sink = Sink()
+            let records = Locked<[LogRecord]>([])
+            let sink = LogSink { record in records.withLock { $0.append(record) } }
             let client = Client(
                 baseURL: server.baseURL,
                 transport: kind.make(),
                 middleware: [
-                    .logging(to: sink, options: LoggingOptions(includesHeaders: true)),
+                    .logging(to: sink, includesHeaders: true),
                     .authenticating(token: "super-secret-token"),
                 ]
             )
             let _: EchoResponse = try await client.send(.get("/echo"))
             _ = try? await client.send(Request<EmptyResponse>.get("/status/500"))
-            let records = sink.records.withLock { $0 }
-            #expect(records.map(\.statusCode) == [200, 500])
-            #expect(records.allSatisfy { !$0.description.contains("super-secret-token") })
+            let logged = records.value
+            #expect(logged.map(\.statusCode) == [200, 500])
+            #expect(logged.allSatisfy { !$0.description.contains("super-secret-token") })
         }
     }
 }

@@ -19,9 +19,8 @@ struct ResilienceEndToEndTests {
     func failThenSucceed(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
+            let client = kind.client(
+                of: server,
                 middleware: [.retry(Self.quickRetry(attempts: 4)), .validatingStatus()]
             )
             let flaky: FlakyResponse = try await client.send(.get("/flaky/\(key)", query: ["failures": 3]))
@@ -35,9 +34,8 @@ struct ResilienceEndToEndTests {
     func attemptsRunOut(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
+            let client = kind.client(
+                of: server,
                 middleware: [.retry(Self.quickRetry(attempts: 3)), .validatingStatus()]
             )
             let error = try await #require(throws: CourierError.self) {
@@ -55,11 +53,7 @@ struct ResilienceEndToEndTests {
     func postNotRetried(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.retry(Self.quickRetry(attempts: 3))]
-            )
+            let client = kind.client(of: server, middleware: [.retry(Self.quickRetry(attempts: 3))])
             let request = Request<FlakyResponse>.post("/flaky/\(key)", query: ["failures": 1]).accepting(200..<600)
             let flaky = try await client.send(request)
             #expect(flaky.error == true)
@@ -78,11 +72,7 @@ struct ResilienceEndToEndTests {
             let clock = ManualClock()
             let events = Locked<[RetryEvent]>([])
             let policy = Self.quickRetry(attempts: 2) { event in events.withLock { $0.append(event) } }
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [.retry(policy, clock: clock), .validatingStatus()]
-            )
+            let client = kind.client(of: server, middleware: [.retry(policy, clock: clock), .validatingStatus()])
             let request = Request<FlakyResponse>.get(
                 "/flaky/\(key)",
                 query: Query([URLQueryItem(name: "failures", value: "1"), URLQueryItem(name: form, value: "50")])

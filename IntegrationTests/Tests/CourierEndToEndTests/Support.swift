@@ -52,10 +52,11 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     }
 }
 
-/// The user the test server's `/users/:id` returns.
-struct User: Decodable, Sendable, Equatable {
-    var id: Int
-    var name: String
+extension TransportKind {
+    /// A client of `server` (its origin as the base URL) over a new transport of this kind, with `middleware`.
+    func client(of server: RunningServer, middleware: [Middleware] = []) -> Client {
+        Client(baseURL: server.baseURL, transport: make(), middleware: middleware)
+    }
 }
 
 /// The error body of the server's `protected-403` routes.

@@ -184,10 +184,7 @@ struct AuthTests {
             for (authorization, status) in [("Basic \(good)", 200), ("Basic \(wrong)", 401), (nil, 401)] {
                 let header = authorization.map { "Authorization: \($0)\r\n" } ?? ""
                 // Raw bytes: on Linux, URLSession waits on a Basic challenge until it times out.
-                let reply = try await RawHTTP.exchange(
-                    port: server.port,
-                    request: "GET /basic-auth/u/p HTTP/1.1\r\nHost: 127.0.0.1\r\n\(header)Connection: close\r\n\r\n"
-                )
+                let reply = try await RawHTTP.get("/basic-auth/u/p", headers: header, from: server)
                 #expect(reply.status == status)
                 if status == 200 {
                     #expect(String(decoding: reply.body, as: UTF8.self) == #"{"authenticated":true,"user":"u"}"#)
@@ -209,10 +206,7 @@ struct AuthTests {
     )
     func challenge(scheme: String, status: Int, header: String, prefix: String) async throws {
         try await TestServers.withServer { server in
-            let reply = try await RawHTTP.exchange(
-                port: server.port,
-                request: "GET /challenge/\(scheme) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-            )
+            let reply = try await RawHTTP.get("/challenge/\(scheme)", from: server)
             #expect(reply.status == status)
             #expect(reply.header(header)?.hasPrefix(prefix) == true)
             #expect(String(decoding: reply.body, as: UTF8.self).contains("Credentials required."))

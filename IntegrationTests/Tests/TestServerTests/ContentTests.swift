@@ -8,11 +8,6 @@ import FoundationNetworking
 
 @Suite("Content endpoints", .timeLimit(.minutes(3)))
 struct ContentTests {
-    private struct User: Decodable, Equatable {
-        var id: Int
-        var name: String
-    }
-
     @Test("GET /json answers a small JSON object")
     func json() async throws {
         try await TestServers.withServer { server in
@@ -72,11 +67,8 @@ struct ContentTests {
     @Test("/echo keeps every value of a repeated header, in order (raw socket)")
     func echoRepeatedHeaders() async throws {
         try await TestServers.withServer { server in
-            let reply = try await RawHTTP.exchange(
-                port: server.port,
-                request: "GET /echo HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Multi: one\r\nX-MULTI: two\r\n"
-                    + "x-multi: three\r\nConnection: close\r\n\r\n"
-            )
+            let headers = "X-Multi: one\r\nX-MULTI: two\r\nx-multi: three\r\n"
+            let reply = try await RawHTTP.get("/echo", headers: headers, from: server)
             #expect(reply.status == 200)
             let echo = try JSONDecoder().decode(EchoResponse.self, from: Data(reply.body))
             #expect(echo.headers["x-multi"] == ["one", "two", "three"])
@@ -97,10 +89,7 @@ struct ContentTests {
     @Test("/large/:bytes?chunked=1 streams without a Content-Length (raw socket)")
     func largeChunked() async throws {
         try await TestServers.withServer { server in
-            let reply = try await RawHTTP.exchange(
-                port: server.port,
-                request: "GET /large/200000?chunked=1 HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-            )
+            let reply = try await RawHTTP.get("/large/200000?chunked=1", from: server)
             #expect(reply.status == 200)
             #expect(reply.header("Content-Length") == nil)
             #expect(reply.header("Transfer-Encoding") == "chunked")

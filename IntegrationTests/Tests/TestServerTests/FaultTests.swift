@@ -110,18 +110,12 @@ struct FaultTests {
     @Test("/truncated declares 1000 bytes, sends 100 and closes (raw socket)")
     func truncatedRaw() async throws {
         try await TestServers.withServer { server in
-            let reply = try await RawHTTP.exchange(
-                port: server.port,
-                request: "GET /truncated HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-            )
+            let reply = try await RawHTTP.get("/truncated", keepAlive: true, from: server)
             #expect(reply.status == 200)
             #expect(reply.header("Content-Length") == "1000")
             #expect(reply.body == Array(repeating: UInt8(ascii: "x"), count: 100))
 
-            let custom = try await RawHTTP.exchange(
-                port: server.port,
-                request: "GET /truncated?declared=50&sent=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-            )
+            let custom = try await RawHTTP.get("/truncated?declared=50&sent=0", keepAlive: true, from: server)
             #expect(custom.header("Content-Length") == "50")
             #expect(custom.body.isEmpty)
         }

@@ -30,8 +30,6 @@ public struct CombinedBehavior: RequestBehavior {
     public let behaviors: [any RequestBehavior]
 
     /// Combines behaviors; the first is outermost.
-    ///
-    /// - Parameter behaviors: The behaviors.
     public init(_ behaviors: [any RequestBehavior]) {
         self.behaviors = behaviors.flatMap { behavior -> [any RequestBehavior] in
             if let combined = behavior as? CombinedBehavior { return combined.behaviors }
@@ -40,8 +38,6 @@ public struct CombinedBehavior: RequestBehavior {
     }
 
     /// Combines behaviors; the first is outermost.
-    ///
-    /// - Parameter behaviors: The behaviors.
     public init(_ behaviors: any RequestBehavior...) {
         self.init(behaviors)
     }
@@ -63,7 +59,6 @@ public struct CombinedBehavior: RequestBehavior {
 
     /// Runs every behavior's `beforeSend`, in order.
     ///
-    /// - Parameter request: The request.
     /// - Throws: The first error a behavior throws; the behaviors after it do not run.
     public func beforeSend(_ request: inout URLRequest) async throws {
         for behavior in behaviors {
@@ -72,11 +67,6 @@ public struct CombinedBehavior: RequestBehavior {
     }
 
     /// Runs every behavior's `afterSuccess`, in reverse order.
-    ///
-    /// - Parameters:
-    ///   - response: The HTTP response.
-    ///   - data: The response body.
-    ///   - request: The request.
     public func afterSuccess(_ response: HTTPURLResponse, data: Data, for request: URLRequest) async {
         for behavior in behaviors.reversed() {
             await behavior.afterSuccess(response, data: data, for: request)
@@ -84,10 +74,6 @@ public struct CombinedBehavior: RequestBehavior {
     }
 
     /// Runs every behavior's `afterFailure`, in reverse order.
-    ///
-    /// - Parameters:
-    ///   - error: The error.
-    ///   - request: The request.
     public func afterFailure(_ error: any Error, for request: URLRequest) async {
         for behavior in behaviors.reversed() {
             await behavior.afterFailure(error, for: request)
@@ -95,8 +81,6 @@ public struct CombinedBehavior: RequestBehavior {
     }
 
     /// Runs every behavior's `afterCancellation`, in reverse order.
-    ///
-    /// - Parameter request: The request.
     public func afterCancellation(for request: URLRequest) async {
         for behavior in behaviors.reversed() {
             await behavior.afterCancellation(for: request)
@@ -106,8 +90,6 @@ public struct CombinedBehavior: RequestBehavior {
 
 extension Array where Element == any RequestBehavior {
     /// Combines the behaviors into one; the first is outermost. See ``CombinedBehavior`` for the order.
-    ///
-    /// - Returns: The combined behavior.
     public func combined() -> CombinedBehavior {
         CombinedBehavior(self)
     }

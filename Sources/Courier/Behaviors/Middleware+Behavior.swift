@@ -18,7 +18,6 @@ extension Middleware {
     /// behaviors interleave. Errors (including a `beforeSend` error) and cancellation are passed on
     /// unchanged after the hooks ran.
     ///
-    /// - Parameter behavior: The behavior.
     /// - Returns: A middleware named `"behavior"`.
     public static func behavior(_ behavior: some RequestBehavior) -> Middleware {
         let behaviors = (behavior as? CombinedBehavior)?.behaviors ?? [behavior]

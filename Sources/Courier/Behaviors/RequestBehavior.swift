@@ -47,10 +47,7 @@ public protocol RequestBehavior: Sendable {
 
     /// Called when a response arrived, whatever its status; does nothing by default.
     ///
-    /// - Parameters:
-    ///   - response: The HTTP response.
-    ///   - data: The response body.
-    ///   - request: The request as it was sent on.
+    /// - Parameter request: The request as it was sent on.
     func afterSuccess(_ response: HTTPURLResponse, data: Data, for request: URLRequest) async
 
     /// Called when the request failed; does nothing by default. Not called for cancellation.
@@ -72,28 +69,16 @@ extension RequestBehavior {
 
     /// Leaves the request as it is.
     ///
-    /// - Parameter request: The request.
     /// - Throws: Never.
     public func beforeSend(_ request: inout URLRequest) async throws {}
 
     /// Does nothing.
-    ///
-    /// - Parameters:
-    ///   - response: The HTTP response.
-    ///   - data: The response body.
-    ///   - request: The request.
     public func afterSuccess(_ response: HTTPURLResponse, data: Data, for request: URLRequest) async {}
 
     /// Does nothing.
-    ///
-    /// - Parameters:
-    ///   - error: The error.
-    ///   - request: The request.
     public func afterFailure(_ error: any Error, for request: URLRequest) async {}
 
     /// Does nothing.
-    ///
-    /// - Parameter request: The request.
     public func afterCancellation(for request: URLRequest) async {}
 }
 

@@ -91,9 +91,6 @@ public final class CircuitBreaker: Sendable {
         /// ``CourierError/Code/timedOut`` or ``CourierError/Code/nonHTTPResponse``, a `5xx` response, or a
         /// ``CourierError/Code/unacceptableStatus`` error for a `5xx` status (thrown by a status-validating
         /// layer nearer the transport).
-        ///
-        /// - Parameter outcome: The response, or the error.
-        /// - Returns: Whether the outcome counts as a failure.
         @Sendable
         public static func isTransportOrServerFailure(_ outcome: Result<HTTPURLResponse, any Error>) -> Bool {
             switch outcome {

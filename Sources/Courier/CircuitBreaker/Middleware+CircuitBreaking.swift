@@ -55,7 +55,6 @@ extension Middleware {
     /// if breaker.state(for: baseURL) == .open { … }
     /// ```
     ///
-    /// - Parameter breaker: The breaker.
     /// - Returns: The middleware, named `"circuitBreaker"`.
     public static func circuitBreaker(_ breaker: CircuitBreaker) -> Middleware {
         Middleware(name: "circuitBreaker") { request, next in

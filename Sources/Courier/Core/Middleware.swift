@@ -48,9 +48,6 @@ public struct Middleware: Sendable {
     }
 
     /// Returns a copy of this middleware with another name.
-    ///
-    /// - Parameter name: The new name.
-    /// - Returns: The same behaviour under `name`.
     public func named(_ name: String) -> Middleware {
         Middleware(name: name, handler)
     }

@@ -29,8 +29,6 @@ public struct Next: Sendable {
 
     /// Sends `request` through the rest of the chain and, at its end, the transport: `next(request)`.
     ///
-    /// - Parameter request: The request to send.
-    /// - Returns: The response body and the HTTP response.
     /// - Throws: Whatever the rest of the chain throws: a ``CourierError``, `CancellationError`, or an
     ///   error of a user's own middleware.
     @inlinable @inline(__always)

@@ -18,7 +18,6 @@ public protocol Transport: Sendable {
     /// Sends `request` and returns the response body and the HTTP response.
     ///
     /// - Parameter request: A complete request with an absolute URL.
-    /// - Returns: The response body and the HTTP response.
     /// - Throws: `CancellationError` when the task is cancelled, or the transport's own error.
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
 }

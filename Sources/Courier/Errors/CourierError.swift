@@ -185,7 +185,6 @@ public struct CourierError: Error, Sendable {
     /// }
     /// ```
     ///
-    /// - Parameter type: The API error type.
     /// - Returns: The decoded value, or `nil` when there is no body or it is not a `T`.
     public func apiError<T: Decodable>(as type: T.Type) -> T? {
         if let value = decodedAPIError as? T { return value }

@@ -23,7 +23,6 @@ extension Middleware {
     /// fail with ``CourierError/Code/invalidRequest`` before anything is sent. It does not crash: header
     /// values often come from configuration, and a server should report them, not trap.
     ///
-    /// - Parameter headers: The fields to set.
     /// - Returns: A middleware named `"headers"`.
     public static func headers(_ headers: HTTPHeaders) -> Middleware {
         let name = "headers"

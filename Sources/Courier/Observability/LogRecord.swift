@@ -1,14 +1,13 @@
-/// One structured log entry about a request, made by the ``Middleware/logging(to:options:clock:)``
-/// middleware and handed to a ``LogSink``.
+/// One structured log entry about a request, made by the `.logging` middleware and handed to a ``LogSink``.
 ///
 /// Everything in a record is safe to print: the URL has its user-info and sensitive query values
 /// redacted, sensitive header values (`Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, …)
 /// are replaced, and error text and body previews pass through ``Redaction``.
 ///
 /// ```swift
-/// .logging { record in
+/// .logging(to: LogSink { record in
 ///     if record.event == .failed { alerts.notify(record.description) }
-/// }
+/// })
 /// ```
 ///
 /// ``description`` is a one-line summary such as
@@ -33,11 +32,6 @@ public struct LogRecord: Sendable, CustomStringConvertible {
         case critical
 
         /// Whether `lhs` is less important than `rhs`.
-        ///
-        /// - Parameters:
-        ///   - lhs: A level.
-        ///   - rhs: Another level.
-        /// - Returns: `true` when `lhs` is less important.
         public static func < (lhs: Level, rhs: Level) -> Bool {
             lhs.rawValue < rhs.rawValue
         }
@@ -58,7 +52,7 @@ public struct LogRecord: Sendable, CustomStringConvertible {
 
     /// What a record is about.
     public enum Event: String, Sendable, Hashable, CustomStringConvertible {
-        /// The request is about to be sent on (only logged when ``LoggingOptions/startLevel`` is set).
+        /// The request is about to be sent on (only logged when the middleware has a `startLevel`).
         case started
         /// A response arrived (whatever its status).
         case completed
@@ -89,12 +83,12 @@ public struct LogRecord: Sendable, CustomStringConvertible {
     public let error: String?
     /// The middleware the error came from, when a ``CourierError`` names one.
     public let middleware: String?
-    /// The request's headers, redacted, when ``LoggingOptions/includesHeaders`` is on.
+    /// The request's headers, redacted, when the middleware `includesHeaders`.
     public let requestHeaders: [String: String]?
-    /// The response's headers, redacted, when ``LoggingOptions/includesHeaders`` is on and there was a
+    /// The response's headers, redacted, when the middleware `includesHeaders` and there was a
     /// response.
     public let responseHeaders: [String: String]?
-    /// The start of the response body, redacted, when ``LoggingOptions/includesBodyPreview`` is on.
+    /// The start of the response body, redacted, when the middleware `includesBodyPreview`.
     public let bodyPreview: String?
 
     /// Creates a record.
@@ -103,13 +97,8 @@ public struct LogRecord: Sendable, CustomStringConvertible {
     /// ``Redaction``). The logging middleware does.
     ///
     /// - Parameters:
-    ///   - level: How important the record is.
-    ///   - event: What the record is about.
-    ///   - method: The request's method.
     ///   - url: The request's URL, redacted.
-    ///   - statusCode: The response status.
     ///   - duration: How long the request took.
-    ///   - errorCode: The error's code.
     ///   - error: The error's description, redacted.
     ///   - middleware: The middleware the error came from.
     ///   - requestHeaders: The request's headers, redacted.

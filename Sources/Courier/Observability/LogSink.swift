@@ -1,41 +1,49 @@
-/// Where the logging middleware sends its records: standard error, swift-log, a test's array, ….
+import Foundation
+
+/// Where the logging middleware sends its records: standard error (``standardError``, the default), a swift-log
+/// `Logger` (`.swiftLog(logger)`, trait `Logging`), or a closure of yours.
 ///
 /// ```swift
-/// struct CollectingSink: LogSink {
-///     let records: Locked<[LogRecord]>
-///     func log(_ record: LogRecord) { records.withLock { $0.append(record) } }
-/// }
+/// let records = Locked<[LogRecord]>([])
+/// let keeping = LogSink { record in records.withLock { $0.append(record) } }
+/// let client = Client(baseURL: base, middleware: [.logging(to: keeping)])
 /// ```
 ///
-/// ``log(_:)`` is called in the request's task and delays the response while it runs: hand the record
-/// off quickly. ``accepts(_:)`` lets the middleware skip building records nobody wants.
-public protocol LogSink: Sendable {
-    /// Whether records of `level` are wanted. The default accepts every level.
-    ///
-    /// - Parameter level: A record's level.
-    /// - Returns: `false` to have the middleware skip such records without building them.
-    func accepts(_ level: LogRecord.Level) -> Bool
+/// The closure runs in the request's task and delays the response while it runs: hand the record off quickly.
+/// The middleware does not even build a record below ``minimumLevel``.
+public struct LogSink: Sendable {
+    /// The least important level the sink takes; records below it are not built.
+    public var minimumLevel: LogRecord.Level
 
-    /// Receives one record.
-    ///
-    /// - Parameter record: The record; everything in it is already redacted.
-    func log(_ record: LogRecord)
-}
+    private let write: @Sendable (LogRecord) -> Void
 
-extension LogSink {
-    /// Accepts every level.
-    ///
-    /// - Parameter level: A record's level.
-    /// - Returns: `true`.
-    public func accepts(_ level: LogRecord.Level) -> Bool { true }
-}
+    /// Creates a sink that hands each record of `minimumLevel` or above to `write`.
+    public init(minimumLevel: LogRecord.Level = .trace, _ write: @escaping @Sendable (LogRecord) -> Void) {
+        self.minimumLevel = minimumLevel
+        self.write = write
+    }
 
-/// A ``LogSink`` made from a closure, for ``Middleware/logging(minimumLevel:options:clock:_:)``.
-struct ClosureLogSink: LogSink {
-    let minimumLevel: LogRecord.Level
-    let handler: @Sendable (LogRecord) -> Void
+    /// Whether the sink takes records of `level`.
+    func accepts(_ level: LogRecord.Level) -> Bool {
+        level >= minimumLevel
+    }
 
-    func accepts(_ level: LogRecord.Level) -> Bool { level >= minimumLevel }
+    /// Hands `record` to the sink, unless its level is below ``minimumLevel``.
+    public func log(_ record: LogRecord) {
+        guard accepts(record.level) else { return }
+        write(record)
+    }
 
-    func log(_ record: LogRecord) { handler(record) }
+    /// Writes each record's ``LogRecord/description`` as one line to standard error, from `info` up.
+    public static var standardError: LogSink {
+        standardError(minimumLevel: .info)
+    }
+
+    /// Writes each record's ``LogRecord/description`` as one line to standard error, from `minimumLevel` up. Each
+    /// line is a single `write`, so lines from concurrent requests do not mix.
+    public static func standardError(minimumLevel: LogRecord.Level) -> LogSink {
+        LogSink(minimumLevel: minimumLevel) { record in
+            FileHandle.standardError.write(Data((record.description + "\n").utf8))
+        }
+    }
 }

@@ -10,32 +10,53 @@ extension Middleware {
     /// ```swift
     /// let client = Client(
     ///     baseURL: URL(string: "https://api.example.com")!,
-    ///     middleware: [.logging(to: .standardError), .retry(.default), .validatingStatus()]
+    ///     middleware: [.logging(), .retry(.default), .validatingStatus()]
     /// )
     /// // [info] GET https://api.example.com/users/42 → 200 (12.3 ms)
     /// // [error] GET https://api.example.com/users/0 failed: unacceptableStatus (status 404) (3.1 ms): …
+    ///
+    /// .logging(to: .swiftLog(logger), startLevel: .debug, includesHeaders: true)  // more, to swift-log
     /// ```
     ///
     /// One record per request when it ends (``LogRecord/Event/completed``, ``LogRecord/Event/failed`` or
-    /// ``LogRecord/Event/cancelled``), plus one when it starts if ``LoggingOptions/startLevel`` is set.
-    /// A failure's record names its ``CourierError/Code`` and the middleware it came from. Secrets never
-    /// reach the sink: the URL, headers, error text and body preview are redacted with ``Redaction``.
-    /// Errors and cancellation are passed on unchanged.
+    /// ``LogRecord/Event/cancelled``), plus one when it starts if `startLevel` is set. A failure's record names
+    /// its ``CourierError/Code`` and the middleware it came from. Secrets never reach the sink: the URL, headers,
+    /// error text and body preview are redacted with ``Redaction``. Errors and cancellation are passed on
+    /// unchanged.
     ///
     /// Placed outermost (or just inside a counter) it sees each call once, with its total time; placed
     /// inside a retry it logs every attempt.
     ///
     /// - Parameters:
-    ///   - sink: Where records go; ``StandardErrorLogSink`` by default.
-    ///   - options: What to record and at which levels.
-    ///   - clock: The clock that measures durations; `ContinuousClock` by default.
+    ///   - sink: Where records go; standard error, from `info` up, by default.
+    ///   - level: The level of a response with a status below 400, and of a cancellation.
+    ///   - errorStatusLevel: The level of a response with a status of 400 or more that no inner middleware
+    ///     turned into an error.
+    ///   - failureLevel: The level of a failure (the rest of the chain threw).
+    ///   - startLevel: The level of a record made when a request starts; `nil`, the default, makes none.
+    ///   - includesHeaders: Whether records carry the request and response headers (sensitive values redacted).
+    ///   - includesBodyPreview: Whether records carry the start of the response body (redacted).
+    ///   - clock: The clock that measures durations.
     /// - Returns: A middleware named `"logging"`.
     public static func logging(
-        to sink: some LogSink = StandardErrorLogSink(),
-        options: LoggingOptions = .default,
+        to sink: LogSink = .standardError,
+        level: LogRecord.Level = .info,
+        errorStatusLevel: LogRecord.Level = .warning,
+        failureLevel: LogRecord.Level = .error,
+        startLevel: LogRecord.Level? = nil,
+        includesHeaders: Bool = false,
+        includesBodyPreview: Bool = false,
         clock: some Clock<Duration> = ContinuousClock()
     ) -> Middleware {
-        let logger = RequestLogger(sink: sink, options: options)
+        let logger = RequestLogger(
+            sink: sink,
+            level: level,
+            errorStatusLevel: errorStatusLevel,
+            failureLevel: failureLevel,
+            startLevel: startLevel,
+            includesHeaders: includesHeaders,
+            includesBodyPreview: includesBodyPreview
+        )
         return Middleware(name: "logging") { request, next in
             logger.started(request)
             let start = clock.now
@@ -49,38 +70,20 @@ extension Middleware {
             }
         }
     }
-
-    /// Logs each request as a structured, redacted ``LogRecord`` handed to a closure.
-    ///
-    /// ```swift
-    /// .logging(minimumLevel: .warning) { record in
-    ///     myLogger.write(record.description)
-    /// }
-    /// ```
-    ///
-    /// - Parameters:
-    ///   - minimumLevel: The least important level passed to `log`; records below it are not built.
-    ///   - options: What to record and at which levels.
-    ///   - clock: The clock that measures durations; `ContinuousClock` by default.
-    ///   - log: Receives each record, in the request's task; keep it short.
-    /// - Returns: A middleware named `"logging"`.
-    public static func logging(
-        minimumLevel: LogRecord.Level = .trace,
-        options: LoggingOptions = .default,
-        clock: some Clock<Duration> = ContinuousClock(),
-        _ log: @escaping @Sendable (LogRecord) -> Void
-    ) -> Middleware {
-        logging(to: ClosureLogSink(minimumLevel: minimumLevel, handler: log), options: options, clock: clock)
-    }
 }
 
 /// Builds the records for the logging middleware; made once per middleware.
-private struct RequestLogger<Sink: LogSink>: Sendable {
-    let sink: Sink
-    let options: LoggingOptions
+private struct RequestLogger: Sendable {
+    let sink: LogSink
+    let level: LogRecord.Level
+    let errorStatusLevel: LogRecord.Level
+    let failureLevel: LogRecord.Level
+    let startLevel: LogRecord.Level?
+    let includesHeaders: Bool
+    let includesBodyPreview: Bool
 
     func started(_ request: URLRequest) {
-        guard let level = options.startLevel, sink.accepts(level) else { return }
+        guard let level = startLevel, sink.accepts(level) else { return }
         sink.log(
             LogRecord(
                 level: level,
@@ -93,7 +96,7 @@ private struct RequestLogger<Sink: LogSink>: Sendable {
     }
 
     func completed(_ request: URLRequest, data: Data, response: HTTPURLResponse, duration: Duration) {
-        let level = response.statusCode >= 400 ? options.errorStatusLevel : options.level
+        let level = response.statusCode >= 400 ? errorStatusLevel : self.level
         guard sink.accepts(level) else { return }
         sink.log(
             LogRecord(
@@ -104,18 +107,18 @@ private struct RequestLogger<Sink: LogSink>: Sendable {
                 statusCode: response.statusCode,
                 duration: duration,
                 requestHeaders: requestHeaders(of: request),
-                responseHeaders: options.includesHeaders ? Redaction.redactedHeaders(response) : nil,
-                bodyPreview: options.includesBodyPreview && !data.isEmpty ? Redaction.bodyPreview(data) : nil
+                responseHeaders: includesHeaders ? Redaction.redactedHeaders(response) : nil,
+                bodyPreview: includesBodyPreview && !data.isEmpty ? Redaction.bodyPreview(data) : nil
             )
         )
     }
 
     func failed(_ request: URLRequest, error: any Error, duration: Duration) {
         if error is CancellationError {
-            guard sink.accepts(options.level) else { return }
+            guard sink.accepts(level) else { return }
             sink.log(
                 LogRecord(
-                    level: options.level,
+                    level: level,
                     event: .cancelled,
                     method: method(of: request),
                     url: url(of: request),
@@ -125,12 +128,12 @@ private struct RequestLogger<Sink: LogSink>: Sendable {
             )
             return
         }
-        guard sink.accepts(options.failureLevel) else { return }
+        guard sink.accepts(failureLevel) else { return }
         let courierError = error as? CourierError
         let responseHeaders = courierError.flatMap { $0.statusCode == nil ? nil : $0.responseHeaders }
         sink.log(
             LogRecord(
-                level: options.failureLevel,
+                level: failureLevel,
                 event: .failed,
                 method: method(of: request),
                 url: url(of: request),
@@ -140,8 +143,8 @@ private struct RequestLogger<Sink: LogSink>: Sendable {
                 error: describe(error),
                 middleware: courierError?.middleware,
                 requestHeaders: requestHeaders(of: request),
-                responseHeaders: options.includesHeaders ? responseHeaders : nil,
-                bodyPreview: options.includesBodyPreview ? courierError?.bodyPreview : nil
+                responseHeaders: includesHeaders ? responseHeaders : nil,
+                bodyPreview: includesBodyPreview ? courierError?.bodyPreview : nil
             )
         )
     }
@@ -155,7 +158,7 @@ private struct RequestLogger<Sink: LogSink>: Sendable {
     }
 
     private func requestHeaders(of request: URLRequest) -> [String: String]? {
-        guard options.includesHeaders else { return nil }
+        guard includesHeaders else { return nil }
         return Redaction.redactedHeaders(request.allHTTPHeaderFields ?? [:])
     }
 

@@ -52,7 +52,6 @@ public enum RedirectContext {
     /// - Parameters:
     ///   - name: The header your middleware put the credential in (any case).
     ///   - operation: What to run, typically `{ try await next(request) }`.
-    /// - Returns: What `operation` returns.
     public static func sendingCredential<Result>(
         in name: String,
         _ operation: () async throws -> Result
@@ -66,9 +65,6 @@ public enum RedirectContext {
     /// An authenticating middleware listed *outside* the redirect middleware can use it to tell whether
     /// a `401` came from the origin it sent its credential to: `response.url` is the URL of the last hop.
     ///
-    /// - Parameters:
-    ///   - lhs: A URL.
-    ///   - rhs: Another URL.
     /// - Returns: `true` when both have the same origin; `false` also when either has no scheme or host.
     public static func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
         guard let left = HTTPOrigin(lhs), let right = HTTPOrigin(rhs) else { return false }

@@ -14,10 +14,6 @@ public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, S
         public var value: String
 
         /// Creates a field.
-        ///
-        /// - Parameters:
-        ///   - name: The field's name.
-        ///   - value: The field's value.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
@@ -33,15 +29,11 @@ public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, S
     }
 
     /// Creates a list from fields.
-    ///
-    /// - Parameter fields: The fields, in order.
     public init(_ fields: [Field]) {
         self.fields = fields
     }
 
     /// Creates a list from a dictionary literal.
-    ///
-    /// - Parameter elements: Names and values, in order.
     public init(dictionaryLiteral elements: (String, String)...) {
         fields = elements.map { Field(name: $0.0, value: $0.1) }
     }
@@ -60,25 +52,16 @@ public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, S
     }
 
     /// All values of the header `name` (case-insensitive), in order.
-    ///
-    /// - Parameter name: The header's name.
-    /// - Returns: Its values.
     public func values(for name: String) -> [String] {
         fields.filter { $0.name.caseInsensitiveEquals(name) }.map(\.value)
     }
 
     /// Adds a field, keeping any other field of the same name.
-    ///
-    /// - Parameters:
-    ///   - name: The field's name.
-    ///   - value: The field's value.
     public mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))
     }
 
     /// Returns an iterator over the fields.
-    ///
-    /// - Returns: An iterator.
     public func makeIterator() -> IndexingIterator<[Field]> {
         fields.makeIterator()
     }

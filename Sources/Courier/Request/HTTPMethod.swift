@@ -11,8 +11,6 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
     }
 
     /// Creates a method from a string literal such as `"PROPFIND"`.
-    ///
-    /// - Parameter value: The method's name.
     public init(stringLiteral value: String) {
         self.init(rawValue: value)
     }

@@ -12,32 +12,18 @@ public struct Query: Sendable, Hashable, ExpressibleByDictionaryLiteral, Express
         let values: [String?]
 
         /// A single string.
-        ///
-        /// - Parameter value: The string.
         public init(stringLiteral value: String) { values = [value] }
         /// A single integer.
-        ///
-        /// - Parameter value: The integer.
         public init(integerLiteral value: Int) { values = [String(value)] }
         /// A boolean, sent as `true` or `false`.
-        ///
-        /// - Parameter value: The boolean.
         public init(booleanLiteral value: Bool) { values = [String(value)] }
         /// A list, sent as a repeated key.
-        ///
-        /// - Parameter elements: The values.
         public init(arrayLiteral elements: String...) { values = elements }
         /// No value: a bare key.
-        ///
-        /// - Parameter nilLiteral: Nothing.
         public init(nilLiteral: ()) { values = [nil] }
         /// Any value that prints itself, such as a number or a UUID.
-        ///
-        /// - Parameter value: The value.
         public init(_ value: some CustomStringConvertible) { values = [value.description] }
         /// A list of values, sent as a repeated key.
-        ///
-        /// - Parameter values: The values.
         public init(_ values: [String]) { self.values = values }
     }
 
@@ -45,22 +31,16 @@ public struct Query: Sendable, Hashable, ExpressibleByDictionaryLiteral, Express
     public var items: [URLQueryItem]
 
     /// Creates a query from items.
-    ///
-    /// - Parameter items: The items, in order.
     public init(_ items: [URLQueryItem]) {
         self.items = items
     }
 
     /// Creates a query from a dictionary literal, keeping its order.
-    ///
-    /// - Parameter elements: Names and values.
     public init(dictionaryLiteral elements: (String, Value)...) {
         items = elements.flatMap { name, value in value.values.map { URLQueryItem(name: name, value: $0) } }
     }
 
     /// Creates a query from items written as an array literal.
-    ///
-    /// - Parameter elements: The items.
     public init(arrayLiteral elements: URLQueryItem...) {
         items = elements
     }

@@ -21,12 +21,10 @@ enum Replay {
     /// Returns the request to send again, or throws ``CourierError/Code/bodyNotReplayable``.
     ///
     /// - Parameters:
-    ///   - request: The request that was sent.
     ///   - layer: Who wants to send it again, and why, for the error: `"retry after a 503"`.
     ///   - response: The response that made the layer want to send it again, if any; the error carries it.
     ///   - body: That response's body.
     ///   - underlying: The error that made the layer want to send it again, if any.
-    /// - Returns: The request, ready to be sent again.
     /// - Throws: ``CourierError/Code/bodyNotReplayable`` when its body cannot be sent again.
     static func again(
         _ request: URLRequest,

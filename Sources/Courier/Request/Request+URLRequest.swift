@@ -10,7 +10,6 @@ extension Request {
     /// - Parameters:
     ///   - baseURL: The URL paths are relative to; required unless the target is absolute.
     ///   - encoder: The encoder for JSON bodies that do not bring their own.
-    /// - Returns: The request, ready for a client's middleware.
     /// - Throws: ``CourierError/Code/invalidRequest`` when no valid URL can be formed, or the method or a
     ///   header is invalid, ``CourierError/Code/encodingFailed`` when the body cannot be encoded.
     public func urlRequest(baseURL: URL?, encoder: JSONEncoder = JSONEncoder()) throws -> URLRequest {

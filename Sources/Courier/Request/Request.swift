@@ -55,11 +55,7 @@ public struct Request<Response>: Sendable {
     /// Creates a request with an explicit decoding closure, for any `Response` type.
     ///
     /// - Parameters:
-    ///   - method: The method.
     ///   - target: A path or an absolute URL.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    ///   - body: The body.
     ///   - acceptableStatus: Statuses that decode as `Response`.
     ///   - decode: Turns the body and response into a `Response`.
     public init(
@@ -87,12 +83,7 @@ extension Request where Response: Decodable & SendableMetatype {
     /// Creates a request whose response is decoded with the client's decoder (or as a special type: `Data`,
     /// `String`, ``EmptyResponse``, `Optional`).
     ///
-    /// - Parameters:
-    ///   - method: The method.
-    ///   - target: A path or an absolute URL.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    ///   - body: The body.
+    /// - Parameter target: A path or an absolute URL.
     public init(
         method: HTTPMethod,
         target: Target,
@@ -124,30 +115,18 @@ extension Request where Response: Decodable & SendableMetatype {
     /// - Parameters:
     ///   - path: A path relative to the base URL, or an absolute `http(s)://` URL string.
     ///   - query: Query items; see ``Query``.
-    ///   - headers: Header fields.
-    /// - Returns: The request.
     public static func get(_ path: String, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
         Request(method: .get, target: .path(path), query: query.items, headers: headers)
     }
 
     /// A `GET` request to an absolute URL.
-    ///
-    /// - Parameters:
-    ///   - url: The URL.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    /// - Returns: The request.
     public static func get(_ url: URL, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
         Request(method: .get, target: .url(url), query: query.items, headers: headers)
     }
 
     /// A `HEAD` request. Use ``EmptyResponse`` or an `Optional` as the response type.
     ///
-    /// - Parameters:
-    ///   - path: A path or an absolute URL string.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    /// - Returns: The request.
+    /// - Parameter path: A path or an absolute URL string.
     public static func head(_ path: String, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
         Request(method: .head, target: .path(path), query: query.items, headers: headers)
     }
@@ -156,10 +135,7 @@ extension Request where Response: Decodable & SendableMetatype {
     ///
     /// - Parameters:
     ///   - path: A path or an absolute URL string.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
     ///   - body: The body, rarely used with `DELETE`.
-    /// - Returns: The request.
     public static func delete(
         _ path: String,
         query: Query = [],
@@ -171,12 +147,7 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `POST` request.
     ///
-    /// - Parameters:
-    ///   - path: A path or an absolute URL string.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    ///   - body: The body.
-    /// - Returns: The request.
+    /// - Parameter path: A path or an absolute URL string.
     public static func post(
         _ path: String,
         query: Query = [],
@@ -188,12 +159,7 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `POST` request with a JSON body.
     ///
-    /// - Parameters:
-    ///   - path: A path or an absolute URL string.
-    ///   - json: The value to encode as the body.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    /// - Returns: The request.
+    /// - Parameter path: A path or an absolute URL string.
     public static func post(
         _ path: String,
         json: some Encodable & Sendable,
@@ -205,12 +171,7 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PUT` request.
     ///
-    /// - Parameters:
-    ///   - path: A path or an absolute URL string.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    ///   - body: The body.
-    /// - Returns: The request.
+    /// - Parameter path: A path or an absolute URL string.
     public static func put(
         _ path: String,
         query: Query = [],
@@ -222,12 +183,7 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PUT` request with a JSON body.
     ///
-    /// - Parameters:
-    ///   - path: A path or an absolute URL string.
-    ///   - json: The value to encode as the body.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    /// - Returns: The request.
+    /// - Parameter path: A path or an absolute URL string.
     public static func put(
         _ path: String,
         json: some Encodable & Sendable,
@@ -239,12 +195,7 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PATCH` request.
     ///
-    /// - Parameters:
-    ///   - path: A path or an absolute URL string.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    ///   - body: The body.
-    /// - Returns: The request.
+    /// - Parameter path: A path or an absolute URL string.
     public static func patch(
         _ path: String,
         query: Query = [],
@@ -256,12 +207,7 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PATCH` request with a JSON body.
     ///
-    /// - Parameters:
-    ///   - path: A path or an absolute URL string.
-    ///   - json: The value to encode as the body.
-    ///   - query: Query items.
-    ///   - headers: Header fields.
-    /// - Returns: The request.
+    /// - Parameter path: A path or an absolute URL string.
     public static func patch(
         _ path: String,
         json: some Encodable & Sendable,
@@ -277,10 +223,7 @@ extension Request where Response: Decodable & SendableMetatype {
 extension Request {
     /// Returns a copy with the header `name` set to `value`.
     ///
-    /// - Parameters:
-    ///   - name: The header's name.
-    ///   - value: Its value; `nil` removes it.
-    /// - Returns: The changed request.
+    /// - Parameter value: Its value; `nil` removes it.
     public func header(_ name: String, _ value: String?) -> Request {
         var copy = self
         copy.headers[name] = value
@@ -289,9 +232,6 @@ extension Request {
 
     /// Returns a copy that accepts the statuses in `range` (others throw
     /// ``CourierError/Code/unacceptableStatus``).
-    ///
-    /// - Parameter range: The acceptable statuses.
-    /// - Returns: The changed request.
     public func accepting(_ range: Range<Int>) -> Request {
         var copy = self
         copy.acceptableStatus = range
@@ -300,9 +240,6 @@ extension Request {
 
     /// Returns a copy that decodes an unacceptable response's body as `type`, so that the thrown
     /// ``CourierError`` carries it (see ``CourierError/apiError(as:)``).
-    ///
-    /// - Parameter type: The API's error body type.
-    /// - Returns: The changed request.
     public func decodingErrors<E: Decodable & Sendable>(as type: E.Type) -> Request {
         var copy = self
         copy.errorBody = ErrorBodyDecoder(type)

@@ -14,10 +14,7 @@ public struct RequestBody: Sendable {
     ///
     /// The `Content-Type` is `application/json` unless the request sets one.
     ///
-    /// - Parameters:
-    ///   - value: The value to encode.
-    ///   - encoder: The encoder; `nil` uses the client's.
-    /// - Returns: The body.
+    /// - Parameter encoder: The encoder; `nil` uses the client's.
     public static func json(_ value: some Encodable & Sendable, encoder: JSONEncoder? = nil) -> RequestBody {
         RequestBody(storage: .json(value, encoder: encoder))
     }
@@ -29,36 +26,24 @@ public struct RequestBody: Sendable {
     /// Every server that accepts the form encoding decodes this.
     ///
     /// - Parameter items: The fields, in order; repeated names are kept.
-    /// - Returns: The body.
     public static func form(_ items: [URLQueryItem]) -> RequestBody {
         RequestBody(storage: .form(items))
     }
 
     /// An `application/x-www-form-urlencoded` body from a dictionary (fields sorted by name, so the body
     /// is deterministic).
-    ///
-    /// - Parameter fields: Names and values.
-    /// - Returns: The body.
     public static func form(_ fields: [String: String]) -> RequestBody {
         form(fields.sorted { $0.key < $1.key }.map { URLQueryItem(name: $0.key, value: $0.value) })
     }
 
     /// Raw bytes with a content type.
     ///
-    /// - Parameters:
-    ///   - data: The bytes.
-    ///   - contentType: The `Content-Type`, for example `"application/octet-stream"`, or `nil` for none.
-    /// - Returns: The body.
+    /// - Parameter contentType: The `Content-Type`, for example `"application/octet-stream"`, or `nil` for none.
     public static func data(_ data: Data, contentType: String? = "application/octet-stream") -> RequestBody {
         RequestBody(storage: .data(data, contentType: contentType))
     }
 
     /// UTF-8 text with a content type.
-    ///
-    /// - Parameters:
-    ///   - text: The text.
-    ///   - contentType: The `Content-Type`.
-    /// - Returns: The body.
     public static func text(_ text: String, contentType: String = "text/plain; charset=utf-8") -> RequestBody {
         RequestBody(storage: .data(Data(text.utf8), contentType: contentType))
     }

@@ -17,7 +17,6 @@ public import Foundation
 public enum RequestValidation {
     /// Throws unless `request` can be sent safely.
     ///
-    /// - Parameter request: The request.
     /// - Throws: ``CourierError`` with code ``CourierError/Code/invalidRequest`` for a request without an
     ///   absolute URL, a method or header name that is not an RFC 9110 token, or a header value containing
     ///   CR, LF or NUL.

@@ -29,9 +29,7 @@ public struct ResponseDecodingContext: Sendable {
 
     /// Creates a context.
     ///
-    /// - Parameters:
-    ///   - decoder: The JSON decoder.
-    ///   - request: The request as the client built it.
+    /// - Parameter request: The request as the client built it.
     public init(decoder: JSONDecoder, request: URLRequest? = nil) {
         self.decoder = decoder
         self.request = request
@@ -47,15 +45,11 @@ public struct ErrorBodyDecoder: Sendable {
     let decode: @Sendable (Data, JSONDecoder) -> (any Sendable)?
 
     /// Decodes error bodies as `type` with the client's JSON decoder.
-    ///
-    /// - Parameter type: The API's error body type.
     public init<E: Decodable & Sendable>(_ type: E.Type) {
         decode = { data, decoder in try? decoder.decode(E.self, from: data) }
     }
 
     /// Decodes error bodies with a closure; return `nil` when the body is not an API error.
-    ///
-    /// - Parameter decode: Turns a body into an API error.
     public init(_ decode: @escaping @Sendable (Data) -> (any Sendable)?) {
         self.decode = { data, _ in decode(data) }
     }

@@ -52,7 +52,6 @@ extension Middleware {
     /// ```
     ///
     /// - Parameters:
-    ///   - acceptable: The statuses that pass.
     ///   - errorBody: How to decode the API's error body, or `nil`.
     ///   - decoder: The JSON decoder `errorBody` uses.
     /// - Returns: A middleware named `"validatingStatus"`.
@@ -72,7 +71,6 @@ extension Middleware {
     /// ```
     ///
     /// - Parameters:
-    ///   - acceptable: The statuses that pass.
     ///   - errorBody: How to decode the API's error body, or `nil`.
     ///   - decoder: The JSON decoder `errorBody` uses.
     /// - Returns: A middleware named `"validatingStatus"`.
@@ -94,7 +92,6 @@ extension Middleware {
     /// - Parameters:
     ///   - errorBody: How to decode the API's error body, or `nil`.
     ///   - decoder: The JSON decoder `errorBody` uses.
-    ///   - isAcceptable: Returns whether a status passes.
     /// - Returns: A middleware named `"validatingStatus"`.
     public static func validatingStatus(
         errorBody: ErrorBodyDecoder? = nil,

@@ -88,10 +88,7 @@ struct AuthenticatingTests {
             transport,
             [
                 .authenticating {
-                    let call = calls.withLock { count in
-                        count += 1
-                        return count
-                    }
+                    let call = calls.increment()
                     return "token-\(call)"
                 }
             ]

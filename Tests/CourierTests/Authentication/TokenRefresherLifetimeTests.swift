@@ -10,12 +10,6 @@ import FoundationNetworking
 /// When a token with a known lifetime is refreshed before sending: a token just received is always usable.
 @Suite("TokenRefresher: token lifetimes and the leeway", .timeLimit(.minutes(1)))
 struct TokenRefresherLifetimeTests {
-    private static let base = URL(string: "https://api.example.test/data")!
-
-    private static func bearer(_ request: URLRequest) -> String? {
-        request.value(forHTTPHeaderField: "Authorization")
-    }
-
     /// A refresher whose refresh returns `v2`, `v3`, … each with `lifetime`, and a client using it over a server
     /// that accepts every token.
     private static func setUp(
@@ -26,10 +20,7 @@ struct TokenRefresherLifetimeTests {
     ) -> (refresher: TokenRefresher, client: Client, transport: MockTransport) {
         let calls = Locked(1)
         let refresher = TokenRefresher(token: .init("v1", expiresIn: first), leeway: leeway, clock: clock) { _ in
-            let version = calls.withLock { value in
-                value += 1
-                return value
-            }
+            let version = calls.increment()
             return .init("v\(version)", expiresIn: lifetime)
         }
         let transport = MockTransport.ok
@@ -42,14 +33,14 @@ struct TokenRefresherLifetimeTests {
         let clock = ManualClock()
         let (refresher, client, transport) = Self.setUp(first: .seconds(30), lifetime: .seconds(30), clock: clock)
 
-        for _ in 0..<10 { _ = try await client.send(URLRequest(url: Self.base)) }
+        for _ in 0..<10 { _ = try await client.send(authenticatedRequest()) }
         #expect(refresher.refreshCount == 0)
-        #expect(transport.requests.map(Self.bearer) == Array(repeating: "Bearer v1", count: 10))
+        #expect(transport.requests.map(bearer) == Array(repeating: "Bearer v1", count: 10))
 
         clock.advance(by: .seconds(15))  // half of its life is gone: refreshed before the next request
-        for _ in 0..<10 { _ = try await client.send(URLRequest(url: Self.base)) }
+        for _ in 0..<10 { _ = try await client.send(authenticatedRequest()) }
         #expect(refresher.refreshCount == 1)
-        #expect(transport.requests.suffix(10).map(Self.bearer) == Array(repeating: "Bearer v2", count: 10))
+        #expect(transport.requests.suffix(10).map(bearer) == Array(repeating: "Bearer v2", count: 10))
     }
 
     /// A token is refreshed before sending once `min(leeway, lifetime / 2)` is left of its lifetime.
@@ -66,24 +57,22 @@ struct TokenRefresherLifetimeTests {
         let clock = ManualClock()
         let (refresher, client, transport) = Self.setUp(first: lifetime, lifetime: lifetime, clock: clock)
 
-        _ = try await client.send(URLRequest(url: Self.base))
-        clock.advance(by: usedFor - .milliseconds(1))
-        _ = try await client.send(URLRequest(url: Self.base))
-        #expect(refresher.refreshCount == 0)
+        /// Sends at once, just before the refresh point and at it: only the last one refreshes first.
+        func useUntilRefreshed(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+            let refreshes = refresher.refreshCount
+            _ = try await client.send(authenticatedRequest())
+            clock.advance(by: usedFor - .milliseconds(1))
+            _ = try await client.send(authenticatedRequest())
+            #expect(refresher.refreshCount == refreshes, sourceLocation: sourceLocation)
+            clock.advance(by: .milliseconds(1))
+            _ = try await client.send(authenticatedRequest())
+            #expect(refresher.refreshCount == refreshes + 1, sourceLocation: sourceLocation)
+        }
 
-        clock.advance(by: .milliseconds(1))
-        _ = try await client.send(URLRequest(url: Self.base))
-        #expect(refresher.refreshCount == 1)
-
+        try await useUntilRefreshed()
         // The token just received gets the same rule: used for the same time again, not refreshed at once.
-        _ = try await client.send(URLRequest(url: Self.base))
-        clock.advance(by: usedFor - .milliseconds(1))
-        _ = try await client.send(URLRequest(url: Self.base))
-        #expect(refresher.refreshCount == 1)
-        clock.advance(by: .milliseconds(1))
-        _ = try await client.send(URLRequest(url: Self.base))
-        #expect(refresher.refreshCount == 2)
-        #expect(transport.requests.map(Self.bearer) == ["v1", "v1", "v2", "v2", "v2", "v3"].map { "Bearer \($0)" })
+        try await useUntilRefreshed()
+        #expect(transport.requests.map(bearer) == ["v1", "v1", "v2", "v2", "v2", "v3"].map { "Bearer \($0)" })
         #expect(refresher.token.expiresIn == lifetime)
     }
 
@@ -97,10 +86,10 @@ struct TokenRefresherLifetimeTests {
             clock: clock
         )
         clock.advance(by: .seconds(3589))
-        _ = try await client.send(URLRequest(url: Self.base))
+        _ = try await client.send(authenticatedRequest())
         #expect(refresher.refreshCount == 0)
         clock.advance(by: .seconds(1))
-        _ = try await client.send(URLRequest(url: Self.base))
+        _ = try await client.send(authenticatedRequest())
         #expect(refresher.refreshCount == 1)
     }
 
@@ -113,9 +102,9 @@ struct TokenRefresherLifetimeTests {
         // The stored token expired while the program was not running: refreshed once, before its first use.
         let (refresher, client, transport) = Self.setUp(first: .seconds(-60), lifetime: lifetime, clock: clock)
 
-        for _ in 0..<10 { _ = try await client.send(URLRequest(url: Self.base)) }
+        for _ in 0..<10 { _ = try await client.send(authenticatedRequest()) }
         #expect(refresher.refreshCount == 1)
-        #expect(transport.requests.map(Self.bearer) == Array(repeating: "Bearer v2", count: 10))
+        #expect(transport.requests.map(bearer) == Array(repeating: "Bearer v2", count: 10))
         #expect(try await refresher.validToken().value == "v2")
         #expect(refresher.refreshCount == 1)
         #expect(refresher.token.expiresIn == lifetime)
@@ -127,9 +116,9 @@ struct TokenRefresherLifetimeTests {
         let (refresher, client, transport) = Self.setUp(first: nil, lifetime: .seconds(3600), clock: clock)
         await refresher.setToken(.init("signed-in", expiresIn: .zero))
 
-        for _ in 0..<3 { _ = try await client.send(URLRequest(url: Self.base)) }
+        for _ in 0..<3 { _ = try await client.send(authenticatedRequest()) }
         #expect(refresher.refreshCount == 0)
-        #expect(transport.requests.map(Self.bearer) == Array(repeating: "Bearer signed-in", count: 3))
+        #expect(transport.requests.map(bearer) == Array(repeating: "Bearer signed-in", count: 3))
     }
 
     @Test("a token whose lifetime is unknown is never refreshed before sending")
@@ -137,7 +126,7 @@ struct TokenRefresherLifetimeTests {
         let clock = ManualClock()
         let (refresher, client, _) = Self.setUp(first: nil, lifetime: nil, clock: clock)
         clock.advance(by: .seconds(1_000_000))
-        _ = try await client.send(URLRequest(url: Self.base))
+        _ = try await client.send(authenticatedRequest())
         #expect(refresher.refreshCount == 0)
         #expect(refresher.token.expiresIn == nil)
     }
@@ -165,14 +154,14 @@ struct TokenRefresherLifetimeTests {
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
         clock.advance(by: .seconds(40))  // due for an early refresh, 20 s left
-        _ = try await client.send(URLRequest(url: Self.base))
+        _ = try await client.send(authenticatedRequest())
         #expect(try await refresher.validToken().value == "v1")
         #expect(refresher.refreshCount == 2)
-        #expect(transport.requests.map(Self.bearer) == ["Bearer v1"])
+        #expect(transport.requests.map(bearer) == ["Bearer v1"])
 
         clock.advance(by: .seconds(20))  // expired now: nothing valid is left to send
         let error = try await #require(throws: CourierError.self) {
-            try await client.send(URLRequest(url: Self.base))
+            try await client.send(authenticatedRequest())
         }
         #expect(error.code == .refreshFailed)
         #expect(transport.callCount == 1)

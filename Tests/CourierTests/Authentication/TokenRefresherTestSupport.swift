@@ -1,4 +1,19 @@
 import Courier
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A request for `path` under ``exampleBaseURL``, as the token refresher suites send it.
+func authenticatedRequest(_ path: String = "data") -> URLRequest {
+    URLRequest(url: exampleBaseURL.appendingPathComponent(path))
+}
+
+/// The `Authorization` header a request was sent with.
+func bearer(_ request: URLRequest) -> String? {
+    request.value(forHTTPHeaderField: "Authorization")
+}
 
 /// Lets a test wait until a condition over shared state holds, without sleeping or polling: whoever changes
 /// that state calls ``signal()``, which checks the conditions waited on and resumes the waiters whose condition

@@ -9,18 +9,8 @@ import FoundationNetworking
 
 @Suite("TokenRefresher and .authenticating(with:)", .timeLimit(.minutes(3)))
 struct TokenRefresherTests {
-    private static let base = URL(string: "https://api.example.test")!
-
     private struct RefreshError: Error, Equatable {
         let attempt: Int
-    }
-
-    private static func request(_ path: String = "data") -> URLRequest {
-        URLRequest(url: base.appendingPathComponent(path))
-    }
-
-    private static func bearer(_ request: URLRequest) -> String? {
-        request.value(forHTTPHeaderField: "Authorization")
     }
 
     /// A server that accepts exactly the tokens in `valid` and answers 401 to anything else.
@@ -35,12 +25,39 @@ struct TokenRefresherTests {
         }
     }
 
+    /// A refresher from `v1` to `v2` whose refresh, counted in `calls`, opens `started` and then waits for
+    /// `release`.
+    private static func heldRefresher(started: Gate, release: Gate, calls: Locked<Int> = Locked(0)) -> TokenRefresher {
+        TokenRefresher(token: .init("v1")) { _ in
+            calls.withLock { $0 += 1 }
+            started.open()
+            await release.wait()
+            return .init("v2")
+        }
+    }
+
+    /// Cancels `call`, which waits for the refresh `release` holds, and expects `CancellationError` while that
+    /// refresh is still held: the call can end only because its wait stopped. (Should it not, the time limit
+    /// cancels the test, which releases the refresh so that the test can end and fail.)
+    private static func cancelWhileRefreshIsHeld(
+        _ call: Task<(Data, HTTPURLResponse), any Error>,
+        release: Gate,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async {
+        call.cancel()
+        _ = await withTaskCancellationHandler {
+            await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await call.value }
+        } onCancel: {
+            release.open()
+        }
+    }
+
     private static func sendAll(_ count: Int, through client: Client) async -> (ok: Int, errors: [any Error]) {
         await withTaskGroup(of: Result<Int, any Error>.self) { group in
             for _ in 0..<count {
                 group.addTask {
                     do {
-                        return .success(try await client.send(request()).1.statusCode)
+                        return .success(try await client.send(authenticatedRequest()).1.statusCode)
                     } catch {
                         return .failure(error)
                     }
@@ -89,7 +106,7 @@ struct TokenRefresherTests {
         #expect(refreshCalls.value == 1)
         #expect(refresher.refreshCount == 1)
         #expect(replacedTokens.value == ["expired"])
-        let sent = transport.requests.map { Self.bearer($0) }
+        let sent = transport.requests.map { bearer($0) }
         let sentWithExpired = sent.count { $0 == "Bearer expired" }
         let sentWithFresh = sent.count { $0 == "Bearer fresh" }
         #expect(sent.count <= 2 * total)
@@ -122,7 +139,7 @@ struct TokenRefresherTests {
         #expect(ok == total)
         #expect(refreshCalls.value == 1)
         #expect(transport.callCount == total)
-        let sentWithNew = transport.requests.count { Self.bearer($0) == "Bearer new" }
+        let sentWithNew = transport.requests.count { bearer($0) == "Bearer new" }
         #expect(sentWithNew == total)
     }
 
@@ -138,15 +155,15 @@ struct TokenRefresherTests {
             return .init("v2")
         }
         let transport = MockTransport { request in
-            if Self.bearer(request.urlRequest) == "Bearer v2" { return .ok }
+            if bearer(request.urlRequest) == "Bearer v2" { return .ok }
             arrived.arrive()
             await gates[request.url!.lastPathComponent]!.wait()
             return .status(401)
         }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
-        let first = Task { try await client.send(Self.request("a")) }
-        let second = Task { try await client.send(Self.request("b")) }
+        let first = Task { try await client.send(authenticatedRequest("a")) }
+        let second = Task { try await client.send(authenticatedRequest("b")) }
         await arrived.wait(for: 2)  // both were sent with v1
 
         gates["a"]!.open()  // a is rejected, refreshes to v2, retries
@@ -157,7 +174,7 @@ struct TokenRefresherTests {
         #expect(try await second.value.1.statusCode == 200)
 
         #expect(refreshCalls.value == 1)
-        let sentByB = transport.requests.filter { $0.url?.lastPathComponent == "b" }.map { Self.bearer($0) }
+        let sentByB = transport.requests.filter { $0.url?.lastPathComponent == "b" }.map { bearer($0) }
         #expect(sentByB == ["Bearer v1", "Bearer v2"])
         #expect(transport.callCount == 4)
     }
@@ -172,29 +189,17 @@ struct TokenRefresherTests {
         let refreshStarted = Gate()
         let releaseRefresh = Gate()
         let refreshCalls = Locked(0)
-        let refresher = TokenRefresher(token: .init("v1")) { _ in
-            refreshCalls.withLock { $0 += 1 }
-            refreshStarted.open()
-            await releaseRefresh.wait()
-            return .init("v2")
-        }
+        let refresher = Self.heldRefresher(started: refreshStarted, release: releaseRefresh, calls: refreshCalls)
         let rejected = Arrivals()
         let transport = Self.server(accepting: Locked(["Bearer v2"])) { rejected.arrive() }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
-        let cancelled = Task { try await client.send(Self.request()) }
-        let patient = Task { try await client.send(Self.request()) }
+        let cancelled = Task { try await client.send(authenticatedRequest()) }
+        let patient = Task { try await client.send(authenticatedRequest()) }
         await rejected.wait(for: 2)
         await refreshStarted.wait()
 
-        cancelled.cancel()
-        // The refresh is still held: this returns only because the waiter stopped waiting. (Should it not,
-        // the time limit cancels the test, which releases the refresh so that the test can end and fail.)
-        _ = await withTaskCancellationHandler {
-            await #expect(throws: CancellationError.self) { try await cancelled.value }
-        } onCancel: {
-            releaseRefresh.open()
-        }
+        await Self.cancelWhileRefreshIsHeld(cancelled, release: releaseRefresh)
         #expect(refresher.version == 1)
 
         releaseRefresh.open()
@@ -209,27 +214,17 @@ struct TokenRefresherTests {
         let refreshStarted = Gate()
         let releaseRefresh = Gate()
         let refreshCalls = Locked(0)
-        let refresher = TokenRefresher(token: .init("v1")) { _ in
-            refreshCalls.withLock { $0 += 1 }
-            refreshStarted.open()
-            await releaseRefresh.wait()
-            return .init("v2")
-        }
+        let refresher = Self.heldRefresher(started: refreshStarted, release: releaseRefresh, calls: refreshCalls)
         let transport = Self.server(accepting: Locked(["Bearer v2"]))
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
-        let only = Task { try await client.send(Self.request()) }
+        let only = Task { try await client.send(authenticatedRequest()) }
         await refreshStarted.wait()
-        only.cancel()
-        _ = await withTaskCancellationHandler {
-            await #expect(throws: CancellationError.self) { try await only.value }
-        } onCancel: {
-            releaseRefresh.open()
-        }
+        await Self.cancelWhileRefreshIsHeld(only, release: releaseRefresh)
         #expect(refresher.version == 1)
 
         // A later request either joins the refresh in progress or finds its result: never a second refresh.
-        let later = Task { try await client.send(Self.request()) }
+        let later = Task { try await client.send(authenticatedRequest()) }
         releaseRefresh.open()
         #expect(try await later.value.1.statusCode == 200)
         #expect(refreshCalls.value == 1)
@@ -244,10 +239,7 @@ struct TokenRefresherTests {
         let rejected = Arrivals()
         let attempts = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { replaced in
-            let attempt = attempts.withLock { value in
-                value += 1
-                return value
-            }
+            let attempt = attempts.increment()
             if attempt == 1 {
                 await rejected.wait(for: wave)  // every request of the first wave has been rejected
                 throw RefreshError(attempt: attempt)
@@ -284,15 +276,12 @@ struct TokenRefresherTests {
         let stragglerSent = Gate()
         let attempts = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
-            let attempt = attempts.withLock { value in
-                value += 1
-                return value
-            }
+            let attempt = attempts.increment()
             if attempt == 1 { throw RefreshError(attempt: attempt) }
             return .init("v2")
         }
         let transport = MockTransport { request in
-            if Self.bearer(request.urlRequest) == "Bearer v2" { return .ok }
+            if bearer(request.urlRequest) == "Bearer v2" { return .ok }
             if request.url?.lastPathComponent == "straggler" {
                 stragglerSent.open()
                 await holdStraggler.wait()
@@ -301,9 +290,9 @@ struct TokenRefresherTests {
         }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
-        let straggler = Task { try await client.send(Self.request("straggler")) }
+        let straggler = Task { try await client.send(authenticatedRequest("straggler")) }
         await stragglerSent.wait()  // sent with v1, its 401 held back
-        let first = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
+        let first = await #expect(throws: CourierError.self) { try await client.send(authenticatedRequest()) }
         #expect(first?.code == .refreshFailed)
 
         holdStraggler.open()  // its 401 arrives after the refresh of v1 failed
@@ -314,7 +303,7 @@ struct TokenRefresherTests {
         #expect(transport.callCount == 2)
 
         // A request sent after the failure may refresh again.
-        #expect(try await client.send(Self.request()).1.statusCode == 200)
+        #expect(try await client.send(authenticatedRequest()).1.statusCode == 200)
         #expect(attempts.value == 2)
     }
 
@@ -342,7 +331,7 @@ struct TokenRefresherTests {
         let refresher = TokenRefresher(token: .init("v1")) { _ in .init("v2\r\nX-Injected: 1") }
         let transport = Self.server(accepting: Locked([]))
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
-        let error = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
+        let error = await #expect(throws: CourierError.self) { try await client.send(authenticatedRequest()) }
         #expect(error?.code == .refreshFailed)
         #expect(transport.callCount == 1)
         #expect(refresher.token.value == "v1")
@@ -354,21 +343,18 @@ struct TokenRefresherTests {
     func rejectedTwice() async throws {
         let refreshCalls = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
-            let call = refreshCalls.withLock { value in
-                value += 1
-                return value
-            }
+            let call = refreshCalls.increment()
             return .init("v\(call + 1)")
         }
         let transport = Self.server(accepting: Locked([]))
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
-        let error = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
+        let error = await #expect(throws: CourierError.self) { try await client.send(authenticatedRequest()) }
         #expect(error?.code == .authenticationRejected)
         #expect(error?.statusCode == 401)
         #expect(error?.bodyPreview?.contains("invalid_token") == true)
         #expect(refreshCalls.value == 1)
-        #expect(transport.requests.map { Self.bearer($0) } == ["Bearer v1", "Bearer v2"])
+        #expect(transport.requests.map { bearer($0) } == ["Bearer v1", "Bearer v2"])
         #expect(error.map { String(describing: $0).contains("v2") } == false)
     }
 
@@ -381,10 +367,7 @@ struct TokenRefresherTests {
             limit: .init(maximum: 2, per: .seconds(30)),
             clock: clock
         ) { _ in
-            let call = refreshCalls.withLock { value in
-                value += 1
-                return value
-            }
+            let call = refreshCalls.increment()
             return .init("v\(call + 1)")
         }
         let transport = Self.server(accepting: Locked([]))  // rejects every token
@@ -392,7 +375,7 @@ struct TokenRefresherTests {
 
         func code() async -> CourierError.Code? {
             do {
-                _ = try await client.send(Self.request())
+                _ = try await client.send(authenticatedRequest())
                 return nil
             } catch {
                 return (error as? CourierError)?.code
@@ -429,20 +412,20 @@ struct TokenRefresherTests {
         let transport = Self.server(accepting: Locked(["Bearer v1", "Bearer v2"]))
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
-        _ = try await client.send(Self.request())
+        _ = try await client.send(authenticatedRequest())
         clock.advance(by: .seconds(49))
-        _ = try await client.send(Self.request())
+        _ = try await client.send(authenticatedRequest())
         #expect(replaced.value.isEmpty)
 
         clock.advance(by: .seconds(1))  // 10 s left: within the leeway
-        _ = try await client.send(Self.request())
+        _ = try await client.send(authenticatedRequest())
         #expect(replaced.value.map(\.value) == ["v1"])
         #expect(replaced.value.first?.expiresIn == .seconds(10))
-        #expect(transport.requests.map { Self.bearer($0) } == ["Bearer v1", "Bearer v1", "Bearer v2"])
+        #expect(transport.requests.map { bearer($0) } == ["Bearer v1", "Bearer v1", "Bearer v2"])
         #expect(refresher.token.expiresIn == .seconds(60))
 
         clock.advance(by: .seconds(49))
-        _ = try await client.send(Self.request())
+        _ = try await client.send(authenticatedRequest())
         #expect(replaced.value.count == 1)
         #expect(try await refresher.validToken().value == "v2")
     }
@@ -463,13 +446,13 @@ struct TokenRefresherTests {
         let tokenRequests = Locked<[String?]>([])
         let transport = MockTransport { request in
             if request.url?.path == "/oauth/token" {
-                tokenRequests.withLock { $0.append(Self.bearer(request.urlRequest)) }
+                tokenRequests.withLock { $0.append(bearer(request.urlRequest)) }
                 return .json(TokenReply(token: "v2"))
             }
-            return Self.bearer(request.urlRequest) == "Bearer v2" ? .ok : .status(401)
+            return bearer(request.urlRequest) == "Bearer v2" ? .ok : .status(401)
         }
         let counter = RequestCounter()
-        let client = Client(baseURL: Self.base, transport: transport, middleware: [.counting(counter)])
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.counting(counter)])
         let refresher = TokenRefresher(
             token: .init("v1", expiresIn: preemptive ? .seconds(5) : nil),
             clock: clock
@@ -485,7 +468,7 @@ struct TokenRefresherTests {
         #expect(tokenRequests.value == [nil])  // sent once, without a credential
         #expect(refresher.refreshCount == 1)
         #expect(refresher.token.value == "v2")
-        let data = transport.requests.filter { $0.url?.path == "/data" }.map { Self.bearer($0) }
+        let data = transport.requests.filter { $0.url?.path == "/data" }.map { bearer($0) }
         #expect(data == (preemptive ? ["Bearer v2"] : ["Bearer v1", "Bearer v2"]))
         #expect(counter.snapshot.started == 2)  // the token request is a request, counted like any other
         #expect(counter.snapshot.succeeded == 2)
@@ -496,14 +479,14 @@ struct TokenRefresherTests {
         let transport = MockTransport { request in
             request.url?.path == "/oauth/token" ? .status(401, body: "bad refresh token") : .status(401)
         }
-        let client = Client(baseURL: Self.base, transport: transport)
+        let client = Client(baseURL: exampleBaseURL, transport: transport)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
             let reply: TokenReply = try await client.send(.post("/oauth/token"))
             return .init(reply.token)
         }
         await client.update { $0.middleware.append(.authenticating(with: refresher)) }
 
-        let error = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
+        let error = await #expect(throws: CourierError.self) { try await client.send(authenticatedRequest()) }
         #expect(error?.code == .refreshFailed)
         #expect((error?.underlying as? CourierError)?.statusCode == 401)
         #expect(transport.requests.filter { $0.url?.path == "/oauth/token" }.count == 1)
@@ -538,7 +521,7 @@ struct TokenRefresherTests {
         #expect(ok == 100)
         #expect(refreshCalls.value == 1)
         #expect(transport.callCount <= 200)
-        #expect(transport.requests.count { Self.bearer($0) == "Bearer fresh" } == 100)
+        #expect(transport.requests.count { bearer($0) == "Bearer fresh" } == 100)
         #expect(counter.snapshot.started == 100 && counter.snapshot.succeeded == 100 && counter.snapshot.inFlight == 0)
 
         // A token the server keeps rejecting is not resent by the retry layer: one refresh, one retry, done.
@@ -548,7 +531,7 @@ struct TokenRefresherTests {
             transport: strict,
             middleware: [.retry(.default, clock: clock), .authenticating(with: rejecting), .validatingStatus()]
         )
-        let error = await #expect(throws: CourierError.self) { try await strictClient.send(Self.request()) }
+        let error = await #expect(throws: CourierError.self) { try await strictClient.send(authenticatedRequest()) }
         #expect(error?.code == .authenticationRejected)
         #expect(strict.callCount == 2)
     }
@@ -561,11 +544,7 @@ struct TokenRefresherTests {
         let clock = ManualClock()
         let refreshStarted = Gate()
         let releaseRefresh = Gate()
-        let refresher = TokenRefresher(token: .init("v1")) { _ in
-            refreshStarted.open()
-            await releaseRefresh.wait()
-            return .init("v2")
-        }
+        let refresher = Self.heldRefresher(started: refreshStarted, release: releaseRefresh)
         let transport = Self.server(accepting: Locked(["Bearer v2"]))
         let counter = RequestCounter()
         let hurried = Client(
@@ -577,10 +556,10 @@ struct TokenRefresherTests {
         )
         let patient = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
-        let waiting = Task { try await hurried.send(Self.request()) }
+        let waiting = Task { try await hurried.send(authenticatedRequest()) }
         await refreshStarted.wait()
         await clock.waitForSleepers(count: 1)  // the timeout's timer
-        let other = Task { try await patient.send(Self.request()) }
+        let other = Task { try await patient.send(authenticatedRequest()) }
         clock.advance(by: .seconds(5))
         let error = await #expect(throws: CourierError.self) {
             _ = try await withTaskCancellationHandler {
@@ -612,7 +591,7 @@ struct TokenRefresherTests {
                 .authenticating(with: refresher, scheme: AuthorizationScheme(header: "X-Token", scheme: "Token")),
             ]
         )
-        _ = try await client.send(Self.request())
+        _ = try await client.send(authenticatedRequest())
         let sent = try #require(transport.requests.first)
         #expect(sent.value(forHTTPHeaderField: "Authorization") == "Bearer secret")
         #expect(sent.value(forHTTPHeaderField: "X-API-Key") == "secret")
@@ -627,7 +606,7 @@ struct TokenRefresherTests {
             transport: transport,
             middleware: [.authenticating(with: refresher, scheme: .header("X Bad\r\n"))]
         )
-        let error = await #expect(throws: CourierError.self) { try await client.send(Self.request()) }
+        let error = await #expect(throws: CourierError.self) { try await client.send(authenticatedRequest()) }
         #expect(error?.code == .invalidRequest)
         #expect(transport.callCount == 0)
         #expect(error.map { String(describing: $0).contains("secret") } == false)
@@ -644,7 +623,7 @@ struct TokenRefresherTests {
     func customFailure(bodyCode: Int, expectedCalls: Int, expectedStatus: Int) async throws {
         let refresher = TokenRefresher(token: .init("v1")) { _ in .init("v2") }
         let transport = MockTransport { request in
-            Self.bearer(request.urlRequest) == "Bearer v2" ? .ok : .json(APIError(code: bodyCode), status: 403)
+            bearer(request.urlRequest) == "Bearer v2" ? .ok : .json(APIError(code: bodyCode), status: 403)
         }
         let rule = AuthenticationFailure.unauthorized.or(
             AuthenticationFailure { response in
@@ -653,7 +632,7 @@ struct TokenRefresherTests {
             }
         )
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher, failure: rule)])
-        let (_, response) = try await client.send(Self.request())
+        let (_, response) = try await client.send(authenticatedRequest())
         #expect(response.statusCode == expectedStatus)
         #expect(transport.callCount == expectedCalls)
         #expect(refresher.refreshCount == expectedCalls - 1)
@@ -677,9 +656,9 @@ struct TokenRefresherTests {
             return (data, response)
         }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher), throwing401])
-        #expect(try await client.send(Self.request()).1.statusCode == 200)
+        #expect(try await client.send(authenticatedRequest()).1.statusCode == 200)
         #expect(refresher.refreshCount == 1)
-        #expect(transport.requests.map { Self.bearer($0) } == ["Bearer v1", "Bearer v2"])
+        #expect(transport.requests.map { bearer($0) } == ["Bearer v1", "Bearer v2"])
     }
 
     @Test("a 401 from another origin (after a redirect) is not the token's fault and is passed on")
@@ -693,7 +672,7 @@ struct TokenRefresherTests {
             return try await next(hop)
         }
         let client = Client(transport: foreign, middleware: [.authenticating(with: refresher), redirected])
-        #expect(try await client.send(Self.request()).1.statusCode == 401)
+        #expect(try await client.send(authenticatedRequest()).1.statusCode == 401)
         #expect(refresher.refreshCount == 0)
         #expect(foreign.callCount == 1)
     }
@@ -720,7 +699,7 @@ struct TokenRefresherTests {
 
         #expect(response.statusCode == 401)
         #expect(response.url?.host == "evil.example.test")
-        #expect(transport.requests.map { Self.bearer($0) } == ["Bearer t0k3n", "Bearer t0k3n", nil])
+        #expect(transport.requests.map { bearer($0) } == ["Bearer t0k3n", "Bearer t0k3n", nil])
         #expect(refresher.refreshCount == 0)
     }
 

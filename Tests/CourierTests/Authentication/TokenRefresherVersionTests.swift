@@ -11,12 +11,6 @@ import FoundationNetworking
 /// A rejected request is only ever handed a token newer than the one the server rejected.
 @Suite("TokenRefresher: versions and setToken", .timeLimit(.minutes(1)))
 struct TokenRefresherVersionTests {
-    private static let base = URL(string: "https://api.example.test/data")!
-
-    private static func bearer(_ request: URLRequest) -> String? {
-        request.value(forHTTPHeaderField: "Authorization")
-    }
-
     private struct RefreshError: Error {}
 
     /// A refresher whose first refresh (of `v1`) is held until `release` opens and then returns a token the
@@ -43,7 +37,7 @@ struct TokenRefresherVersionTests {
                 return .init("from-first-refresh")
             }
             transport = MockTransport { request in
-                TokenRefresherVersionTests.bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401)
+                bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401)
             }
             client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
             refresher.onChange { [changes] in changes.signal() }
@@ -64,13 +58,13 @@ struct TokenRefresherVersionTests {
         await setup.holdRefreshOfV1()
         await setup.refresher.setToken(.init("revoked"))  // the server never accepts it
 
-        let request = Task { try await setup.client.send(URLRequest(url: Self.base)) }
+        let request = Task { try await setup.client.send(authenticatedRequest()) }
         // Rejected with `revoked`, and waiting: the refresh in progress replaces `v1`, older than `revoked`.
         await setup.changes.wait { setup.refresher.waiterCount == 1 }
         setup.releaseFirstRefresh.open()
 
         #expect(try await request.value.1.statusCode == 200)
-        #expect(setup.transport.requests.map(Self.bearer) == ["Bearer revoked", "Bearer fresh"])
+        #expect(setup.transport.requests.map(bearer) == ["Bearer revoked", "Bearer fresh"])
         #expect(setup.replaced.value == ["v1", "revoked"])
         #expect(setup.refresher.token.value == "fresh")
         #expect(setup.refresher.version == 3)
@@ -82,13 +76,13 @@ struct TokenRefresherVersionTests {
         await setup.holdRefreshOfV1()
         await setup.refresher.setToken(.init("revoked"))
 
-        let requests = (0..<20).map { _ in Task { try await setup.client.send(URLRequest(url: Self.base)) } }
+        let requests = (0..<20).map { _ in Task { try await setup.client.send(authenticatedRequest()) } }
         await setup.changes.wait { setup.refresher.waiterCount == 20 }
         setup.releaseFirstRefresh.open()
 
         for request in requests { #expect(try await request.value.1.statusCode == 200) }
         #expect(setup.replaced.value == ["v1", "revoked"])
-        let sent = setup.transport.requests.map(Self.bearer)
+        let sent = setup.transport.requests.map(bearer)
         #expect(sent.count { $0 == "Bearer revoked" } == 20)
         #expect(sent.count { $0 == "Bearer fresh" } == 20)
     }
@@ -99,10 +93,7 @@ struct TokenRefresherVersionTests {
         let started = Gate()
         let calls = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
-            let call = calls.withLock { value in
-                value += 1
-                return value
-            }
+            let call = calls.increment()
             guard call == 1 else { return .init("fresh") }
             started.open()
             await release.wait()
@@ -110,9 +101,7 @@ struct TokenRefresherVersionTests {
         }
         let changes = ChangeSignal()
         refresher.onChange { changes.signal() }
-        let transport = MockTransport { request in
-            Self.bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401)
-        }
+        let transport = MockTransport { request in bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401) }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
         let first = Task { try await refresher.refresh() }
@@ -120,14 +109,14 @@ struct TokenRefresherVersionTests {
         await refresher.setToken(.init("revoked"))
         #expect(try await first.value.value == "revoked")  // its waiters get the token set, at once
 
-        let request = Task { try await client.send(URLRequest(url: Self.base)) }
+        let request = Task { try await client.send(authenticatedRequest()) }
         await changes.wait { refresher.waiterCount == 1 }
         release.open()
 
         #expect(try await request.value.1.statusCode == 200)
         #expect(calls.value == 2)
         // A request sent with `fresh` afterwards is not failed by the dropped failure either.
-        #expect(try await client.send(URLRequest(url: Self.base)).1.statusCode == 200)
+        #expect(try await client.send(authenticatedRequest()).1.statusCode == 200)
     }
 
     @Test("a request rejected with a token older than the one set during a refresh retries with it at once")
@@ -135,14 +124,14 @@ struct TokenRefresherVersionTests {
         let setup = Setup()
         let held = HoldingTransport(wrapping: setup.transport)
         let client = Client(transport: held, middleware: [.authenticating(with: setup.refresher)])
-        let request = Task { try await client.send(URLRequest(url: Self.base)) }
+        let request = Task { try await client.send(authenticatedRequest()) }
         await held.waitUntilHolding(1)  // sent with v1
         await setup.holdRefreshOfV1()
         await setup.refresher.setToken(.init("fresh"))
         held.open()
 
         #expect(try await request.value.1.statusCode == 200)
-        #expect(held.requests.map(Self.bearer) == ["Bearer v1", "Bearer fresh"])
+        #expect(held.requests.map(bearer) == ["Bearer v1", "Bearer fresh"])
         #expect(setup.refresher.refreshCount == 1)  // only the one held
         setup.releaseFirstRefresh.open()
     }

@@ -200,10 +200,7 @@ struct RequestBehaviorTests {
         let transport = MockTransport.hanging(counting: arrived)
         let combined = CombinedBehavior(TracingBehavior(name: "a", log: log), TracingBehavior(name: "b", log: log))
         let client = makeClient(transport, [.behavior(combined)])
-        let task = Task { try await client.send(URLRequest(url: testURL)) }
-        await arrived.wait(for: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await expectCancellation(sending: URLRequest(url: testURL), through: client, arrived: arrived)
         #expect(log.value == ["a.before[]", "b.before[a]", "b.cancelled", "a.cancelled"])
     }
 

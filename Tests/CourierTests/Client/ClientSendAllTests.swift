@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-private let baseURL = URL(string: "https://api.example.test")!
+private let baseURL = exampleBaseURL
 
 /// Alive while a request value that holds it is alive; counts the live ones as requests in flight.
 private final class LiveToken: Sendable {
@@ -96,6 +96,28 @@ private actor CallerActor {
 
 @Suite("Client.sendAll and friends")
 struct ClientSendAllTests {
+    /// Counts the requests that reach ``hanging``.
+    private let arrived = Arrivals()
+    /// A transport that hangs until cancelled, counting each request in ``arrived``.
+    private let hanging: MockTransport
+
+    init() {
+        hanging = .hanging(counting: arrived)
+    }
+
+    /// Starts `batch` with a client over ``hanging``, and cancels it once `inFlight` requests have reached the
+    /// transport.
+    private func cancelWhenInFlight<T: Sendable>(
+        _ inFlight: Int,
+        _ batch: sending @escaping (Client) async throws -> T
+    ) async -> Task<T, any Error> {
+        let client = Client(baseURL: baseURL, transport: hanging)
+        let task = Task { try await batch(client) }
+        await arrived.wait(for: inFlight)
+        task.cancel()
+        return task
+    }
+
     @Test(
         "sendAll never has more than maxConcurrency requests in flight, and uses all of them",
         .timeLimit(.minutes(1))
@@ -175,23 +197,16 @@ struct ClientSendAllTests {
 
     @Test("cancelling the caller cancels every request in flight and starts no other", .timeLimit(.minutes(1)))
     func cancellationReachesEveryChild() async throws {
-        let arrived = Arrivals()
-        let transport = MockTransport.hanging(counting: arrived)
-        let client = Client(baseURL: baseURL, transport: transport)
-        let batch = Task {
+        let results = try await cancelWhenInFlight(4) { client in
             await client.sendAll((0..<20).map { Request<EmptyResponse>.get("/slow/\($0)") }, maxConcurrency: 4)
-        }
-
-        await arrived.wait(for: 4)
-        batch.cancel()
-        let results = await batch.value
+        }.value
 
         #expect(results.count == 20)
         for result in results {
             #expect(throws: CancellationError.self) { try result.get() }
         }
-        #expect(transport.callCount == 4)
-        #expect(transport.cancellationCount == 4)
+        #expect(hanging.callCount == 4)
+        #expect(hanging.cancellationCount == 4)
     }
 
     @Test("sendAll works for URLRequests and returns each raw response in order")
@@ -254,18 +269,12 @@ struct ClientSendAllTests {
 
     @Test("sendAllOrThrow reports the caller's cancellation as CancellationError", .timeLimit(.minutes(1)))
     func allOrThrowCancelled() async throws {
-        let arrived = Arrivals()
-        let transport = MockTransport.hanging(counting: arrived)
-        let client = Client(baseURL: baseURL, transport: transport)
-        let batch = Task {
+        let batch = await cancelWhenInFlight(2) { client in
             try await client.sendAllOrThrow((0..<8).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)
         }
 
-        await arrived.wait(for: 2)
-        batch.cancel()
-
         await #expect(throws: CancellationError.self) { try await batch.value }
-        #expect(transport.callCount == 2)
+        #expect(hanging.callCount == 2)
     }
 
     @Test("sendEach hands over every result exactly once, as it arrives")
@@ -364,28 +373,21 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendEachEndlessCancelled() async throws {
-        let arrived = Arrivals()
-        let transport = MockTransport.hanging(counting: arrived)
-        let client = Client(baseURL: baseURL, transport: transport)
         let reads = Locked(0)
         let handled = Locked<[Int]>([])
         let cancellations = Locked(0)
-        let batch = Task {
+        try await cancelWhenInFlight(4) { client in
             await client.sendEach(EndlessRequests(reads: reads), maxConcurrency: 4) { index, result in
                 handled.withLock { $0.append(index) }
                 if case .failure(is CancellationError) = result { cancellations.withLock { $0 += 1 } }
             }
-        }
-
-        await arrived.wait(for: 4)
-        batch.cancel()
-        await batch.value
+        }.value
 
         #expect(reads.value == 4)
         #expect(handled.value.sorted() == [0, 1, 2, 3])
         #expect(cancellations.value == 4)
-        #expect(transport.callCount == 4)
-        #expect(transport.cancellationCount == 4)
+        #expect(hanging.callCount == 4)
+        #expect(hanging.cancellationCount == 4)
     }
 
     @Test("sendEach called from a cancelled task reads nothing and calls nothing", .timeLimit(.minutes(1)))
@@ -413,25 +415,19 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendAllCollectionCancelled() async throws {
-        let arrived = Arrivals()
-        let transport = MockTransport.hanging(counting: arrived)
-        let client = Client(baseURL: baseURL, transport: transport)
         let reads = Locked(0)
         // A `LazyMapCollection`: its count is known without calling the closure.
         let requests = (0..<1_000).lazy.map { index in
             reads.withLock { $0 += 1 }
             return Request<EmptyResponse>.get("/c/\(index)")
         }
-        let batch = Task { await client.sendAll(requests, maxConcurrency: 4) }
-
-        await arrived.wait(for: 4)
-        batch.cancel()
-        let results = await batch.value
+        let results = try await cancelWhenInFlight(4) { client in await client.sendAll(requests, maxConcurrency: 4) }
+            .value
 
         #expect(results.count == 1_000)
         #expect(results.allSatisfy { if case .failure(is CancellationError) = $0 { true } else { false } })
         #expect(reads.value == 4)
-        #expect(transport.callCount == 4)
+        #expect(hanging.callCount == 4)
     }
 
     @Test(
@@ -439,20 +435,15 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendAllEndlessCancelled() async throws {
-        let arrived = Arrivals()
-        let transport = MockTransport.hanging(counting: arrived)
-        let client = Client(baseURL: baseURL, transport: transport)
         let reads = Locked(0)
-        let batch = Task { await client.sendAll(EndlessRequests(reads: reads), maxConcurrency: 4) }
-
-        await arrived.wait(for: 4)
-        batch.cancel()
-        let results = await batch.value
+        let results = try await cancelWhenInFlight(4) { client in
+            await client.sendAll(EndlessRequests(reads: reads), maxConcurrency: 4)
+        }.value
 
         #expect(results.count == 4)
         #expect(results.allSatisfy { if case .failure(is CancellationError) = $0 { true } else { false } })
         #expect(reads.value == 4)
-        #expect(transport.cancellationCount == 4)
+        #expect(hanging.cancellationCount == 4)
     }
 
     @Test(
@@ -460,18 +451,14 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendAllOrThrowEndlessCancelled() async throws {
-        let arrived = Arrivals()
-        let transport = MockTransport.hanging(counting: arrived)
-        let client = Client(baseURL: baseURL, transport: transport)
         let reads = Locked(0)
-        let batch = Task { try await client.sendAllOrThrow(EndlessRequests(reads: reads), maxConcurrency: 4) }
-
-        await arrived.wait(for: 4)
-        batch.cancel()
+        let batch = await cancelWhenInFlight(4) { client in
+            try await client.sendAllOrThrow(EndlessRequests(reads: reads), maxConcurrency: 4)
+        }
 
         await #expect(throws: CancellationError.self) { try await batch.value }
         #expect(reads.value == 4)
-        #expect(transport.cancellationCount == 4)
+        #expect(hanging.cancellationCount == 4)
     }
 
     /// A cancelled batch, for each kind of input, size and limit: some requests have answered, some are in

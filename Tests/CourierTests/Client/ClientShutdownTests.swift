@@ -10,18 +10,10 @@ import FoundationNetworking
 
 @Suite("Client graceful shutdown", .timeLimit(.minutes(1)))
 struct ClientShutdownTests {
-    private static let url = URL(string: "https://api.example.test/x")!
-
-    private static func eventually(_ condition: () -> Bool) async {
-        while !condition() {
-            // A test that exceeds its time limit is cancelled: give up instead of spinning forever.
-            guard !Task.isCancelled else {
-                Issue.record("the condition never became true")
-                return
-            }
-            await Task.yield()
-        }
-    }
+    private static let url = exampleBaseURL.appendingPathComponent("x")
+    private let clock = ManualClock()
+    private let gate = Gate()
+    private let arrived = Arrivals()
 
     /// Awaits `task`, cancelling it if the test is cancelled (by its time limit), so a broken shutdown
     /// fails the test instead of hanging it.
@@ -69,10 +61,8 @@ struct ClientShutdownTests {
         #expect(client.lifecycle.inFlight == 0)
     }
 
-    @Test("shutdown refuses new requests at once and returns when those in flight have ended", .timeLimit(.minutes(1)))
+    @Test("shutdown refuses new requests at once and returns when those in flight have ended")
     func waitsForInFlight() async throws {
-        let gate = Gate()
-        let arrived = Arrivals()
         let transport = MockTransport { request in
             guard request.url?.lastPathComponent != "late" else { return .ok }
             arrived.arrive()
@@ -89,7 +79,7 @@ struct ClientShutdownTests {
             await client.shutdown()
             endedWhenShutdownReturned.withLock { $0 = transport.callCount - client.lifecycle.inFlight }
         }
-        await Self.eventually { client.lifecycle.idleWaiterCount == 1 }
+        try await waitUntil { client.lifecycle.idleWaiterCount == 1 }
         let late = Self.url.appendingPathComponent("late")
         let refused = await Self.code { _ = try await client.send(URLRequest(url: late)) }
         #expect(refused == .clientShutDown)
@@ -102,18 +92,9 @@ struct ClientShutdownTests {
         #expect(transport.callCount == 3)
     }
 
-    @Test(
-        "after the grace period, cancellable requests are cancelled and their callers get clientShutDown",
-        .timeLimit(.minutes(1))
-    )
+    @Test("after the grace period, cancellable requests are cancelled and their callers get clientShutDown")
     func gracePeriodCancels() async throws {
-        let clock = ManualClock()
-        let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
+        let transport = MockTransport.hanging(counting: arrived)
         let client = Client(transport: transport)
         await client.update { $0.isCancellableOnShutdown = true }
         #expect(client.lifecycle.isCancellable)
@@ -155,16 +136,9 @@ struct ClientShutdownTests {
         #expect(client.lifecycle.isCancellable)
     }
 
-    @Test("requests that are not cancellable are waited for past the grace period", .timeLimit(.minutes(1)))
+    @Test("requests that are not cancellable are waited for past the grace period")
     func gracePeriodWithoutCancellation() async throws {
-        let clock = ManualClock()
-        let gate = Gate()
-        let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            await gate.wait()
-            return .ok
-        }
+        let transport = MockTransport.held(by: gate, counting: arrived)
         let client = Client(transport: transport)
         let request = Task { try await client.send(URLRequest(url: Self.url)) }
         await arrived.wait(for: 1)
@@ -172,7 +146,7 @@ struct ClientShutdownTests {
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(5))
         // The grace period is over; shutdown now waits for the request itself.
-        await Self.eventually { client.lifecycle.idleWaiterCount == 1 && clock.sleeperCount == 0 }
+        try await waitUntil { client.lifecycle.idleWaiterCount == 1 && clock.sleeperCount == 0 }
         #expect(client.lifecycle.inFlight == 1)
 
         gate.open()
@@ -181,21 +155,13 @@ struct ClientShutdownTests {
         #expect(transport.cancellationCount == 0)
     }
 
-    @Test("cancelling the task that awaits shutdown stops the wait but keeps the client shut", .timeLimit(.minutes(1)))
+    @Test("cancelling the task that awaits shutdown stops the wait but keeps the client shut")
     func cancelledShutdown() async throws {
-        let gate = Gate()
-        let arrived = Arrivals()
-        let client = Client(
-            transport: MockTransport { _ in
-                arrived.arrive()
-                await gate.wait()
-                return .ok
-            }
-        )
+        let client = Client(transport: MockTransport.held(by: gate, counting: arrived))
         let request = Task { try await client.send(URLRequest(url: Self.url)) }
         await arrived.wait(for: 1)
         let shutdown = Task { await client.shutdown() }
-        await Self.eventually { client.lifecycle.idleWaiterCount == 1 }
+        try await waitUntil { client.lifecycle.idleWaiterCount == 1 }
         shutdown.cancel()
         await Self.result(of: shutdown)
         #expect(client.lifecycle.inFlight == 1)
@@ -205,9 +171,8 @@ struct ClientShutdownTests {
         #expect(try await Self.result(of: request).1.statusCode == 200)
     }
 
-    @Test("a cancellable request behaves like any other until a shutdown cancels it", .timeLimit(.minutes(1)))
+    @Test("a cancellable request behaves like any other until a shutdown cancels it")
     func cancellableRequestsOtherwiseNormal() async throws {
-        let arrived = Arrivals()
         let transport = MockTransport { request in
             if request.url?.lastPathComponent == "hang" {
                 arrived.arrive()
@@ -220,10 +185,8 @@ struct ClientShutdownTests {
         #expect(try await client.send(URLRequest(url: Self.url)).1.statusCode == 200)
 
         // The caller's own cancellation still reaches the transport and is reported as CancellationError.
-        let hanging = Task { try await client.send(URLRequest(url: Self.url.appendingPathComponent("hang"))) }
-        await arrived.wait(for: 1)
-        hanging.cancel()
-        await #expect(throws: CancellationError.self) { try await hanging.value }
+        let hanging = URLRequest(url: Self.url.appendingPathComponent("hang"))
+        await expectCancellation(sending: hanging, through: client, arrived: arrived)
         #expect(transport.cancellationCount == 1)
         #expect(client.lifecycle.inFlight == 0)
     }

@@ -9,13 +9,14 @@ import FoundationNetworking
 
 @Suite("Middleware.limitingConcurrency")
 struct LimitingConcurrencyTests {
+    private let holding = HoldingTransport()
+
     private func request(_ url: String) -> URLRequest {
         URLRequest(url: URL(string: url)!)
     }
 
     @Test("no more than maxInFlight requests reach the transport at once", .timeLimit(.minutes(1)))
     func overallLimit() async throws {
-        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 4)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let requests = (0..<30).map { request("https://a.example.test/\($0)") }
@@ -37,7 +38,6 @@ struct LimitingConcurrencyTests {
 
     @Test("waiting requests get their permits in the order they arrived", .timeLimit(.minutes(1)))
     func firstInFirstOut() async throws {
-        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 1)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let first = Task { try await client.send(request("https://a.example.test/first")) }
@@ -59,7 +59,6 @@ struct LimitingConcurrencyTests {
 
     @Test("a per-host limit holds for each host, and a busy host does not hold up another", .timeLimit(.minutes(1)))
     func perHostLimit() async throws {
-        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 10, perHost: 2)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         // Host a's ten requests come first; b's must not queue behind them.
@@ -82,7 +81,6 @@ struct LimitingConcurrencyTests {
 
     @Test("a cancelled waiter leaves the queue with CancellationError and takes no permit", .timeLimit(.minutes(1)))
     func cancelledWaiter() async throws {
-        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 1)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let holder = Task { try await client.send(request("https://a.example.test/holder")) }
@@ -104,7 +102,6 @@ struct LimitingConcurrencyTests {
 
     @Test("with maxQueued, a request beyond the queue fails at once with concurrencyLimited", .timeLimit(.minutes(1)))
     func loadShedding() async throws {
-        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 1, maxQueued: 1)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let holder = Task { try await client.send(request("https://a.example.test/1")) }
@@ -126,7 +123,6 @@ struct LimitingConcurrencyTests {
 
     @Test("one limiter shared by two clients bounds them together", .timeLimit(.minutes(1)))
     func sharedLimiter() async throws {
-        let holding = HoldingTransport()
         let limiter = ConcurrencyLimiter(maxInFlight: 3)
         let first = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
         let second = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])

@@ -10,29 +10,16 @@ import FoundationNetworking
 
 @Suite("RequestCounter and .counting", .timeLimit(.minutes(2)))
 struct RequestCounterTests {
-    private static let base = URL(string: "https://api.example.test")!
+    private let counter = RequestCounter()
 
     private struct Boom: Error {}
 
     private static func request(_ path: String) -> URLRequest {
-        URLRequest(url: base.appendingPathComponent(path))
-    }
-
-    /// Waits until `condition` holds, yielding in between (no sleeping).
-    private static func eventually(_ condition: () -> Bool) async {
-        while !condition() {
-            // A test that exceeds its time limit is cancelled: give up instead of spinning forever.
-            guard !Task.isCancelled else {
-                Issue.record("the condition never became true")
-                return
-            }
-            await Task.yield()
-        }
+        URLRequest(url: exampleBaseURL.appendingPathComponent(path))
     }
 
     @Test("a success, an error and a cancellation are each counted once", .timeLimit(.minutes(1)))
     func basicOutcomes() async throws {
-        let counter = RequestCounter()
         let transport = MockTransport { request in
             switch request.url?.lastPathComponent {
             case "error": throw Boom()
@@ -46,7 +33,7 @@ struct RequestCounterTests {
         _ = try await client.send(Self.request("ok"))
         await #expect(throws: CourierError.self) { try await client.send(Self.request("error")) }
         let hanging = Task { try await client.send(Self.request("hang")) }
-        await Self.eventually { counter.snapshot.inFlight == 1 }
+        try await waitUntil { counter.snapshot.inFlight == 1 }
         hanging.cancel()
         await #expect(throws: CancellationError.self) { try await hanging.value }
 
@@ -58,7 +45,6 @@ struct RequestCounterTests {
 
     @Test("a retry inside the counting middleware is still one request")
     func retryInsideIsOneRequest() async throws {
-        let counter = RequestCounter()
         let transport = MockTransport(.failure(Boom()), then: .ok)
         let retryOnce = Middleware { request, next in
             do { return try await next(request) } catch { return try await next(request) }
@@ -71,7 +57,6 @@ struct RequestCounterTests {
 
     @Test("waitUntilIdle returns at once when nothing is in flight", .timeLimit(.minutes(1)))
     func idleAtOnce() async {
-        let counter = RequestCounter()
         await counter.waitUntilIdle()
         #expect(counter.snapshot.inFlight == 0)
         #expect(counter.idleWaiterCount == 0)
@@ -79,15 +64,10 @@ struct RequestCounterTests {
 
     @Test("many waiters all resume when the last request in flight ends", .timeLimit(.minutes(1)))
     func manyWaiters() async throws {
-        let counter = RequestCounter()
         let gate = Gate()
         let arrived = Arrivals()
         let client = Client(
-            transport: MockTransport { _ in
-                arrived.arrive()
-                await gate.wait()
-                return .ok
-            },
+            transport: MockTransport.held(by: gate, counting: arrived),
             middleware: [.counting(counter)]
         )
         let requests = (0..<3).map { _ in Task { try await client.send(Self.request("x")) } }
@@ -100,7 +80,7 @@ struct RequestCounterTests {
                 seenOnReturn.withLock { $0.append(counter.snapshot) }
             }
         }
-        await Self.eventually { counter.idleWaiterCount == 5 }
+        try await waitUntil { counter.idleWaiterCount == 5 }
         #expect(seenOnReturn.value.isEmpty)
 
         gate.open()
@@ -112,7 +92,6 @@ struct RequestCounterTests {
 
     @Test("a cancelled waiter stops waiting while requests are still in flight", .timeLimit(.minutes(1)))
     func cancelledWaiter() async throws {
-        let counter = RequestCounter()
         let gate = Gate()
         let client = Client(
             transport: MockTransport { _ in
@@ -122,9 +101,9 @@ struct RequestCounterTests {
             middleware: [.counting(counter)]
         )
         let request = Task { try await client.send(Self.request("x")) }
-        await Self.eventually { counter.snapshot.inFlight == 1 }
+        try await waitUntil { counter.snapshot.inFlight == 1 }
         let waiter = Task { await counter.waitUntilIdle() }
-        await Self.eventually { counter.idleWaiterCount == 1 }
+        try await waitUntil { counter.idleWaiterCount == 1 }
         waiter.cancel()
         await waiter.value
         #expect(counter.snapshot.inFlight == 1)
@@ -135,7 +114,6 @@ struct RequestCounterTests {
 
     @Test("the change stream starts with the counts now and delivers every change in order", .timeLimit(.minutes(1)))
     func changeStream() async throws {
-        let counter = RequestCounter()
         let client = Client(transport: MockTransport(.ok, then: .failure(Boom())))
         await client.update { $0.middleware.append(.counting(counter)) }
         _ = try await client.send(Self.request("x"))
@@ -154,8 +132,7 @@ struct RequestCounterTests {
     }
 
     @Test("a stream whose consumer goes away is forgotten", .timeLimit(.minutes(1)))
-    func streamTermination() async {
-        let counter = RequestCounter()
+    func streamTermination() async throws {
         let subscribed = Gate()
         let consumer = Task {
             for await _ in counter.changes() { subscribed.open() }
@@ -164,7 +141,7 @@ struct RequestCounterTests {
         #expect(counter.subscriberCount == 1)
         consumer.cancel()
         await consumer.value
-        await Self.eventually { counter.subscriberCount == 0 }
+        try await waitUntil { counter.subscriberCount == 0 }
         #expect(counter.subscriberCount == 0)
     }
 
@@ -174,7 +151,6 @@ struct RequestCounterTests {
     )
     func tenThousandMixedOutcomes() async throws {
         let perKind = 2_000
-        let counter = RequestCounter()
         let inTransport = Arrivals()
         let deadline = Gate()
         let start = Gate()

@@ -63,10 +63,7 @@ struct ResilienceStackTests {
         let transport = MockTransport(.status(502))
         let client = Client(transport: transport, middleware: Self.stack(clock: clock, attempts: attempts))
         let task = Task { try await client.send(RetryFixtures.request()) }
-        for _ in 0..<2 {
-            await clock.waitForSleepers(count: 2)
-            clock.advanceToNextDeadline()
-        }
+        await clock.advanceThroughDeadlines(2, sleepers: 2)
         let error = await #expect(throws: CourierError.self) { try await task.value }
         #expect(error?.code == .unacceptableStatus)
         #expect(error?.statusCode == 502)
@@ -85,14 +82,8 @@ struct ResilienceStackTests {
         let client = Client(transport: transport, middleware: middleware)
         let task = Task { try await client.send(RetryFixtures.request()) }
         // Attempt 1 times out at 100 ms, the backoff ends at 150 ms, attempt 2 is cut at 180 ms.
-        for _ in 0..<3 {
-            await clock.waitForSleepers(count: 2)
-            clock.advanceToNextDeadline()
-        }
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(180))
-        #expect(clock.now.offset == .milliseconds(180))
+        await clock.advanceThroughDeadlines(3, sleepers: 2)
+        await RetryFixtures.expectTimedOut(task, after: .milliseconds(180), on: clock)
         #expect(attempts.value == [1, 2])
         #expect(transport.cancellationCount == 2)
     }

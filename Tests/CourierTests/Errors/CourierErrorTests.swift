@@ -113,10 +113,7 @@ struct CancellationTests {
         let arrived = Arrivals()
         let transport = MockTransport.hanging(counting: arrived)
         let client = Client(transport: transport, middleware: [named])
-        let task = Task { try await client.send(URLRequest(url: exampleBaseURL)) }
-        await arrived.wait(for: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await expectCancellation(sending: URLRequest(url: exampleBaseURL), through: client, arrived: arrived)
         #expect(transport.cancellationCount == 1)
     }
 

@@ -73,55 +73,46 @@ struct HeadersTests {
         #expect(!error.debugDescription.contains("private-value"))
     }
 
+    /// Sends `request` through `.jsonHeaders`; returns the Accept and the Content-Type that reached the transport.
+    private func acceptAndContentType(afterJSONHeaders request: URLRequest) async throws -> [String?] {
+        let transport = MockTransport.ok
+        _ = try await makeClient(transport, [.jsonHeaders]).send(request)
+        let sent = try #require(transport.requests.first)
+        return [sent.value(forHTTPHeaderField: "Accept"), sent.value(forHTTPHeaderField: "Content-Type")]
+    }
+
+    private func post(_ body: String) -> URLRequest {
+        var request = URLRequest(url: testURL)
+        request.httpMethod = "POST"
+        request.httpBody = Data(body.utf8)
+        return request
+    }
+
     @Test("jsonHeaders sets Accept on a request without a body, and no Content-Type")
     func jsonHeadersWithoutBody() async throws {
-        let transport = MockTransport.ok
-        let client = makeClient(transport, [.jsonHeaders])
-        _ = try await client.send(URLRequest(url: testURL))
-        let sent = try #require(transport.requests.first)
-        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
-        #expect(sent.value(forHTTPHeaderField: "Content-Type") == nil)
+        #expect(
+            try await acceptAndContentType(afterJSONHeaders: URLRequest(url: testURL)) == ["application/json", nil]
+        )
     }
 
     @Test("jsonHeaders sets Accept and Content-Type on a request with a body")
     func jsonHeadersWithBody() async throws {
-        let transport = MockTransport.ok
-        let client = makeClient(transport, [.jsonHeaders])
-        var request = URLRequest(url: testURL)
-        request.httpMethod = "POST"
-        request.httpBody = Data(#"{"name":"Ada"}"#.utf8)
-        _ = try await client.send(request)
-        let sent = try #require(transport.requests.first)
-        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
-        #expect(sent.value(forHTTPHeaderField: "Content-Type") == "application/json")
+        let sent = try await acceptAndContentType(afterJSONHeaders: post(#"{"name":"Ada"}"#))
+        #expect(sent == ["application/json", "application/json"])
     }
 
     @Test("jsonHeaders keeps an Accept and a Content-Type the request already has")
     func jsonHeadersKeepsExisting() async throws {
-        let transport = MockTransport.ok
-        let client = makeClient(transport, [.jsonHeaders])
-        var request = URLRequest(url: testURL)
-        request.httpMethod = "POST"
-        request.httpBody = Data("a=1".utf8)
+        var request = post("a=1")
         request.setValue("application/problem+json", forHTTPHeaderField: "Accept")
         request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
-        _ = try await client.send(request)
-        let sent = try #require(transport.requests.first)
-        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/problem+json")
-        #expect(sent.value(forHTTPHeaderField: "Content-Type") == "application/x-www-form-urlencoded")
+        let sent = try await acceptAndContentType(afterJSONHeaders: request)
+        #expect(sent == ["application/problem+json", "application/x-www-form-urlencoded"])
     }
 
     @Test("jsonHeaders adds no Content-Type for an empty body")
     func jsonHeadersEmptyBody() async throws {
-        let transport = MockTransport.ok
-        let client = makeClient(transport, [.jsonHeaders])
-        var request = URLRequest(url: testURL)
-        request.httpMethod = "POST"
-        request.httpBody = Data()
-        _ = try await client.send(request)
-        let sent = try #require(transport.requests.first)
-        #expect(sent.value(forHTTPHeaderField: "Content-Type") == nil)
-        #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
+        #expect(try await acceptAndContentType(afterJSONHeaders: post("")) == ["application/json", nil])
     }
 
     @Test("the built-in header middleware have stable names")

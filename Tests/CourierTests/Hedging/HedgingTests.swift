@@ -10,6 +10,7 @@ import FoundationNetworking
 @Suite("Middleware.hedging")
 struct HedgingTests {
     private let url = URL(string: "https://api.example.test/search")!
+    private let clock = ManualClock()
 
     private func body(_ result: (Data, HTTPURLResponse)) -> String {
         String(decoding: result.0, as: UTF8.self)
@@ -28,19 +29,43 @@ struct HedgingTests {
         }
     }
 
+    /// A transport that counts each call in `arrived`, answers the first call with `first` and the others with
+    /// `later`.
+    private func attempts(
+        counting arrived: Arrivals,
+        first: @escaping @Sendable () async throws -> MockResponse,
+        later: @escaping @Sendable () async throws -> MockResponse
+    ) -> MockTransport {
+        MockTransport { _ in
+            arrived.arrive()
+            return try await arrived.count == 1 ? first() : later()
+        }
+    }
+
+    /// Starts a GET through `.hedging(after: delay)` on the suite's clock, with `inner` between it and
+    /// `transport`, and lets the delay pass once the hedging layer waits on it, so that the first hedge goes out.
+    private func sendAndHedge(
+        over transport: any Transport,
+        after delay: Duration = .seconds(1),
+        maxExtraAttempts: Int = 1,
+        inner: [Middleware] = []
+    ) async -> Task<(Data, HTTPURLResponse), any Error> {
+        let hedging = Middleware.hedging(after: delay, maxExtraAttempts: maxExtraAttempts, clock: clock)
+        let client = Client(transport: transport, middleware: [hedging] + inner)
+        let call = Task { [url] in try await client.send(URLRequest(url: url)) }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: delay)
+        return call
+    }
+
     @Test(
         "with no response after the delay, a second attempt is sent; it wins and the first is cancelled",
         .timeLimit(.minutes(1))
     )
     func hedgeWinsLoserCancelled() async throws {
         let transport = MockTransport(.hang, then: .status(200, body: "second"))
-        let clock = ManualClock()
-        let client = Client(transport: transport, middleware: [.hedging(after: .milliseconds(100), clock: clock)])
 
-        let call = Task { try await client.send(URLRequest(url: url)) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .milliseconds(100))
-        let result = try await call.value
+        let result = try await sendAndHedge(over: transport, after: .milliseconds(100)).value
 
         #expect(body(result) == "second")
         #expect(transport.callCount == 2)
@@ -55,21 +80,15 @@ struct HedgingTests {
     func primaryWinsHedgeCancelled() async throws {
         let release = Gate()
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            if arrived.count == 1 {
-                await release.wait()
-                return .status(200, body: "first")
-            }
+        let transport = attempts(counting: arrived) {
+            await release.wait()
+            return .status(200, body: "first")
+        } later: {
             try await waitForCancellation()
             return .ok
         }
-        let clock = ManualClock()
-        let client = Client(transport: transport, middleware: [.hedging(after: .seconds(1), clock: clock)])
 
-        let call = Task { try await client.send(URLRequest(url: url)) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(1))
+        let call = await sendAndHedge(over: transport)
         await arrived.wait(for: 2)
         release.open()
         let result = try await call.value
@@ -82,7 +101,6 @@ struct HedgingTests {
     @Test("a fast response sends no hedge and leaves no timer behind")
     func fastResponseNoHedge() async throws {
         let transport = MockTransport.ok
-        let clock = ManualClock()
         let client = Client(transport: transport, middleware: [.hedging(after: .seconds(1), clock: clock)])
 
         _ = try await client.send(URLRequest(url: url))
@@ -95,12 +113,7 @@ struct HedgingTests {
     func notIdempotentPassesThrough(method: String) async throws {
         let arrived = Arrivals()
         let release = Gate()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            await release.wait()
-            return .ok
-        }
-        let clock = ManualClock()
+        let transport = MockTransport.held(by: release, counting: arrived)
         let client = Client(transport: transport, middleware: [.hedging(after: .zero, clock: clock)])
         var request = URLRequest(url: url)
         request.httpMethod = method
@@ -123,15 +136,8 @@ struct HedgingTests {
             try await waitForCancellation()
             return .ok
         }
-        let clock = ManualClock()
-        let client = Client(
-            transport: transport,
-            middleware: [.hedging(after: .seconds(1), maxExtraAttempts: 2, clock: clock)]
-        )
 
-        let call = Task { try await client.send(URLRequest(url: url)) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(1))
+        let call = await sendAndHedge(over: transport, maxExtraAttempts: 2)
         await arrived.wait(for: 2)
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(1))
@@ -148,24 +154,15 @@ struct HedgingTests {
         let arrived = Arrivals()
         let failed = Arrivals()
         let releaseSecond = Gate()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            if arrived.count == 1 {
-                await arrived.wait(for: 2)
-                throw URLError(.networkConnectionLost)
-            }
+        let transport = attempts(counting: arrived) {
+            await arrived.wait(for: 2)
+            throw URLError(.networkConnectionLost)
+        } later: {
             await releaseSecond.wait()
             return .status(200, body: "second")
         }
-        let clock = ManualClock()
-        let client = Client(
-            transport: transport,
-            middleware: [.hedging(after: .seconds(1), clock: clock), countingFailures(failed)]
-        )
 
-        let call = Task { try await client.send(URLRequest(url: url)) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(1))
+        let call = await sendAndHedge(over: transport, inner: [countingFailures(failed)])
         await failed.wait(for: 1)
         releaseSecond.open()
         let result = try await call.value
@@ -176,26 +173,16 @@ struct HedgingTests {
 
     @Test("when every attempt fails, the original request's error is thrown", .timeLimit(.minutes(1)))
     func allAttemptsFail() async throws {
-        let arrived = Arrivals()
         let failed = Arrivals()
         let releaseFirst = Gate()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            if arrived.count == 1 {
-                await releaseFirst.wait()
-                throw URLError(.timedOut)
-            }
+        let transport = attempts(counting: Arrivals()) {
+            await releaseFirst.wait()
+            throw URLError(.timedOut)
+        } later: {
             throw URLError(.networkConnectionLost)
         }
-        let clock = ManualClock()
-        let client = Client(
-            transport: transport,
-            middleware: [.hedging(after: .seconds(1), clock: clock), countingFailures(failed)]
-        )
 
-        let call = Task { try await client.send(URLRequest(url: url)) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(1))
+        let call = await sendAndHedge(over: transport, inner: [countingFailures(failed)])
         // The hedge fails first; the call goes on waiting for the original request.
         await failed.wait(for: 1)
         releaseFirst.open()
@@ -209,12 +196,8 @@ struct HedgingTests {
     func callerCancelled() async throws {
         let arrived = Arrivals()
         let transport = MockTransport.hanging(counting: arrived)
-        let clock = ManualClock()
-        let client = Client(transport: transport, middleware: [.hedging(after: .seconds(1), clock: clock)])
 
-        let call = Task { try await client.send(URLRequest(url: url)) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(1))
+        let call = await sendAndHedge(over: transport)
         await arrived.wait(for: 2)
         call.cancel()
 

@@ -12,7 +12,7 @@ import FoundationNetworking
 
 @Suite("Metrics (trait Metrics)")
 struct MetricsTests {
-    private let base = URL(string: "https://api.example.test")!
+    private let factory = TestMetrics()
 
     private func request(_ path: String, method: String = "GET", host: String = "api.example.test") -> URLRequest {
         var request = URLRequest(url: URL(string: "https://\(host)\(path)")!)
@@ -32,12 +32,8 @@ struct MetricsTests {
 
     @Test("a response counts one request by method, status class and host, and records its duration")
     func response() async throws {
-        let factory = TestMetrics()
         let clock = ManualClock()
-        let transport = MockTransport { _ in
-            clock.advance(by: .milliseconds(150))
-            return .ok
-        }
+        let transport = MockTransport.taking(.milliseconds(150), on: clock)
         let client = Client(transport: transport, middleware: [.metrics(factory: factory, clock: clock)])
 
         _ = try await client.send(request("/users/42"))
@@ -53,7 +49,6 @@ struct MetricsTests {
         arguments: [(201, "2xx"), (302, "3xx"), (404, "4xx"), (503, "5xx"), (101, "1xx")]
     )
     func statusClass(status: Int, statusClass: String) async throws {
-        let factory = TestMetrics()
         let client = Client(
             transport: MockTransport(.status(status)),
             middleware: [.metrics(factory: factory)]
@@ -68,14 +63,9 @@ struct MetricsTests {
 
     @Test("a request in flight is in the active-requests meter, and leaves it when it ends")
     func activeRequests() async throws {
-        let factory = TestMetrics()
         let arrived = Arrivals()
         let gate = Gate()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            await gate.wait()
-            return .ok
-        }
+        let transport = MockTransport.held(by: gate, counting: arrived)
         let client = Client(transport: transport, middleware: [.metrics(factory: factory)])
         let meterDimensions = [("http.request.method", "GET"), ("server.address", "api.example.test")]
 
@@ -91,7 +81,6 @@ struct MetricsTests {
 
     @Test("a transport failure counts as an error of type `transport` with the status class `error`")
     func transportFailure() async throws {
-        let factory = TestMetrics()
         let clock = ManualClock()
         let transport = MockTransport { _ in
             clock.advance(by: .milliseconds(20))
@@ -112,7 +101,6 @@ struct MetricsTests {
 
     @Test("an unacceptable-status error counts under its status class and its error code")
     func unacceptableStatus() async throws {
-        let factory = TestMetrics()
         let client = Client(
             transport: MockTransport(.status(404)),
             middleware: [.metrics(factory: factory), .validatingStatus()]
@@ -132,37 +120,29 @@ struct MetricsTests {
 
     @Test("an error that is not a CourierError is reported by its type name, never by its text")
     func otherError() async throws {
-        struct SigningFailed: Error, CustomStringConvertible {
-            var description: String { "key sk_live_123 rejected" }
-        }
-        let factory = TestMetrics()
-        let failing = Middleware { _, _ in throw SigningFailed() }
-        let client = Client(transport: MockTransport.ok, middleware: [.metrics(factory: factory), failing])
+        let client = Client(
+            transport: MockTransport.ok,
+            middleware: [.metrics(factory: factory), failing(quoting: "key sk_live_123 rejected")]
+        )
 
-        await #expect(throws: SigningFailed.self) { try await client.send(request("/x")) }
+        await #expect(throws: QuotingError.self) { try await client.send(request("/x")) }
 
         let errors = factory.counters(label: "http.client.request.errors")
         #expect(errors.count == 1)
         let errorType = try #require(errors.first?.dimensions.first { $0.0 == "error.type" }?.1)
-        #expect(errorType.hasSuffix("SigningFailed"))
+        #expect(errorType.hasSuffix("QuotingError"))
         #expect(!errorType.contains("sk_live"))
     }
 
     @Test("a cancelled request counts under `cancelled` and not as an error", .timeLimit(.minutes(1)))
     func cancellation() async throws {
-        let factory = TestMetrics()
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
-        let client = Client(transport: transport, middleware: [.metrics(factory: factory)])
+        let client = Client(
+            transport: MockTransport.hanging(counting: arrived),
+            middleware: [.metrics(factory: factory)]
+        )
 
-        let task = Task { try await client.send(request("/slow")) }
-        await arrived.wait(for: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await expectCancellation(sending: request("/slow"), through: client, arrived: arrived)
 
         #expect(
             try factory.expectCounter("http.client.requests", dimensions("http.response.status_class", "cancelled"))
@@ -173,7 +153,6 @@ struct MetricsTests {
 
     @Test("a method HTTP does not define is reported as _OTHER")
     func unknownMethod() async throws {
-        let factory = TestMetrics()
         let client = Client(transport: MockTransport.ok, middleware: [.metrics(factory: factory)])
 
         _ = try await client.send(request("/x", method: "FROBNICATE"))
@@ -184,7 +163,6 @@ struct MetricsTests {
 
     @Test("hosts past the limit share the server address _OTHER")
     func hostLimit() async throws {
-        let factory = TestMetrics()
         let metrics = ClientMetrics(factory: factory, options: .init(maximumServerAddresses: 2))
         let client = Client(transport: MockTransport.ok, middleware: [.metrics(metrics)])
 
@@ -202,7 +180,6 @@ struct MetricsTests {
 
     @Test("without the server address, metrics carry only the method and the outcome")
     func withoutServerAddress() async throws {
-        let factory = TestMetrics()
         let client = Client(
             transport: MockTransport.ok,
             middleware: [.metrics(factory: factory, options: .init(includesServerAddress: false))]
@@ -225,11 +202,7 @@ struct MetricsTests {
         let counter = RequestCounter()
         let arrived = Arrivals()
         let gate = Gate()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            await gate.wait()
-            return .ok
-        }
+        let transport = MockTransport.held(by: gate, counting: arrived)
         let client = Client(transport: transport, middleware: [.counting(counter)])
         let reporting = Task { await metrics.reportInFlight(of: counter, dimensions: [("client", "tests")]) }
         var values = recorded.stream.makeAsyncIterator()
@@ -252,7 +225,6 @@ struct MetricsTests {
 
     @Test("recordRetry counts retries by method and host")
     func retries() throws {
-        let factory = TestMetrics()
         let metrics = ClientMetrics(factory: factory)
 
         metrics.recordRetry(for: request("/x", method: "PUT"))
@@ -268,7 +240,6 @@ struct MetricsTests {
     @Test("countingRefreshes counts successful and failed refreshes, and passes results and errors through")
     func refreshes() async throws {
         struct RefreshRejected: Error {}
-        let factory = TestMetrics()
         let metrics = ClientMetrics(factory: factory)
         let succeeding = metrics.countingRefreshes { (old: String) in old + "-new" }
         let failing = metrics.countingRefreshes { (_: String) -> String in throw RefreshRejected() }

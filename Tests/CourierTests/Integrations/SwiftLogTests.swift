@@ -12,6 +12,8 @@ import FoundationNetworking
 
 @Suite("Logging through swift-log (trait Logging)")
 struct SwiftLogTests {
+    private let handler = InMemoryLogHandler()
+
     /// A logger that keeps its entries in memory, at `level`.
     private func logger(_ handler: InMemoryLogHandler, level: Logger.Level = .trace) -> Logger {
         var logger = Logger(label: "courier-tests") { _ in handler }
@@ -19,23 +21,13 @@ struct SwiftLogTests {
         return logger
     }
 
-    private func request(_ url: String, method: String = "GET") -> URLRequest {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        return request
-    }
-
     @Test("a response is one info entry with the method, the redacted URL, the status and the duration")
     func response() async throws {
-        let handler = InMemoryLogHandler()
         let clock = ManualClock()
-        let transport = MockTransport { _ in
-            clock.advance(by: .microseconds(12_345))
-            return .ok
-        }
-        let client = Client(transport: transport, middleware: [.logging(logger: logger(handler), clock: clock)])
+        let transport = MockTransport.taking(.microseconds(12_345), on: clock)
+        let client = Client(transport: transport, middleware: [.logging(to: .swiftLog(logger(handler)), clock: clock)])
 
-        _ = try await client.send(request("https://api.example.test/users/42?access_token=s3cr3t&page=2"))
+        _ = try await client.send(urlRequest("https://api.example.test/users/42?access_token=s3cr3t&page=2"))
 
         let entry = try #require(handler.entries.only)
         #expect(entry.level == .info)
@@ -51,27 +43,26 @@ struct SwiftLogTests {
 
     @Test("the logger's own metadata is kept")
     func loggerMetadata() async throws {
-        let handler = InMemoryLogHandler()
         var logger = logger(handler)
         logger[metadataKey: "request.id"] = "abc-1"
         let client = Client(transport: MockTransport.ok, middleware: [.logging(logger: logger)])
 
-        _ = try await client.send(request("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
 
         #expect(handler.entries.only?.metadata["request.id"] == "abc-1")
     }
 
-    @Test("the levels come from the logging options")
+    @Test("the levels come from the parameters of .logging")
     func levels() async throws {
-        let handler = InMemoryLogHandler()
-        let options = LoggingOptions(level: .debug, errorStatusLevel: .notice, startLevel: .trace)
         let client = Client(
             transport: MockTransport(.ok, then: .status(404)),
-            middleware: [.logging(logger: logger(handler), options: options)]
+            middleware: [
+                .logging(to: .swiftLog(logger(handler)), level: .debug, errorStatusLevel: .notice, startLevel: .trace)
+            ]
         )
 
-        _ = try await client.send(request("https://api.example.test/found"))
-        _ = try await client.send(request("https://api.example.test/missing"))
+        _ = try await client.send(urlRequest("https://api.example.test/found"))
+        _ = try await client.send(urlRequest("https://api.example.test/missing"))
 
         #expect(handler.entries.map(\.level) == [.trace, .debug, .trace, .notice])
         #expect(
@@ -84,16 +75,15 @@ struct SwiftLogTests {
 
     @Test("a failure names its error code and the middleware it came from, at the failure level")
     func failure() async throws {
-        let handler = InMemoryLogHandler()
         let client = Client(
             transport: MockTransport(.status(503)),
             middleware: [
-                .logging(logger: logger(handler), options: LoggingOptions(failureLevel: .critical)),
+                .logging(to: .swiftLog(logger(handler)), failureLevel: .critical),
                 .validatingStatus(),
             ]
         )
 
-        await #expect(throws: CourierError.self) { try await client.send(request("https://api.example.test/x")) }
+        await #expect(throws: CourierError.self) { try await client.send(urlRequest("https://api.example.test/x")) }
 
         let entry = try #require(handler.entries.only)
         #expect(entry.level == .critical)
@@ -105,19 +95,15 @@ struct SwiftLogTests {
 
     @Test("secrets never reach the log handler: not in the URL, the headers or the error")
     func secretsAreRedacted() async throws {
-        struct SigningFailed: Error, CustomStringConvertible {
-            var description: String { "could not sign with Authorization: Bearer abcdef123456" }
-        }
-        let handler = InMemoryLogHandler()
-        let failing = Middleware { _, _ in throw SigningFailed() }
+        let failing = failing(quoting: "could not sign with Authorization: Bearer abcdef123456")
         let client = Client(
             transport: MockTransport.ok,
-            middleware: [.logging(logger: logger(handler), options: LoggingOptions(includesHeaders: true)), failing]
+            middleware: [.logging(to: .swiftLog(logger(handler)), includesHeaders: true), failing]
         )
-        var request = request("https://alice:hunter2@api.example.test/x?token=s3cr3t")
+        var request = urlRequest("https://alice:hunter2@api.example.test/x?token=s3cr3t")
         request.setValue("Bearer tok_987654321", forHTTPHeaderField: "Authorization")
 
-        await #expect(throws: SigningFailed.self) { try await client.send(request) }
+        await #expect(throws: QuotingError.self) { try await client.send(request) }
 
         let entry = try #require(handler.entries.only)
         let printed = entry.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
@@ -129,19 +115,17 @@ struct SwiftLogTests {
 
     @Test("a cancelled request is logged as cancelled", .timeLimit(.minutes(1)))
     func cancellation() async throws {
-        let handler = InMemoryLogHandler()
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
-        let client = Client(transport: transport, middleware: [.logging(logger: logger(handler))])
+        let client = Client(
+            transport: MockTransport.hanging(counting: arrived),
+            middleware: [.logging(logger: logger(handler))]
+        )
 
-        let task = Task { try await client.send(request("https://api.example.test/slow")) }
-        await arrived.wait(for: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await expectCancellation(
+            sending: urlRequest("https://api.example.test/slow"),
+            through: client,
+            arrived: arrived
+        )
 
         let entry = try #require(handler.entries.only)
         #expect(entry.level == .info)
@@ -151,7 +135,6 @@ struct SwiftLogTests {
 
     @Test("inside a retry layer, each entry names its attempt")
     func attempt() async throws {
-        let handler = InMemoryLogHandler()
         let twoAttempts = Middleware(name: "two-attempts") { request, next in
             for attempt in 1...2 {
                 let context = RetryContext(attempt: attempt, maximumAttempts: 2)
@@ -164,32 +147,29 @@ struct SwiftLogTests {
             middleware: [twoAttempts, .logging(logger: logger(handler))]
         )
 
-        _ = try await client.send(request("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
 
         #expect(handler.entries.map { $0.metadata["attempt"] } == ["1", "2", nil])
     }
 
     @Test("nothing reaches the handler below the logger's level")
     func belowLevel() async throws {
-        let handler = InMemoryLogHandler()
-        let sink = SwiftLogSink(logger(handler, level: .error))
+        let sink = LogSink.swiftLog(logger(handler, level: .error))
         let client = Client(
             transport: MockTransport(.ok, then: .status(500)),
             middleware: [.logging(to: sink)]
         )
 
-        _ = try await client.send(request("https://api.example.test/a"))
-        _ = try await client.send(request("https://api.example.test/b"))
+        _ = try await client.send(urlRequest("https://api.example.test/a"))
+        _ = try await client.send(urlRequest("https://api.example.test/b"))
 
         #expect(handler.entries.isEmpty)
-        #expect(!sink.accepts(.warning))
-        #expect(sink.accepts(.error))
+        #expect(sink.minimumLevel == .error)
     }
 
     @Test("every record level maps to the swift-log level of the same name", arguments: LogRecord.Level.allCases)
     func levelMapping(level: LogRecord.Level) throws {
-        let handler = InMemoryLogHandler()
-        SwiftLogSink(logger(handler)).log(LogRecord(level: level, event: .completed, method: "GET", url: "/"))
+        LogSink.swiftLog(logger(handler)).log(LogRecord(level: level, event: .completed, method: "GET", url: "/"))
 
         let entry = try #require(handler.entries.only)
         #expect(entry.level.rawValue == level.description)

@@ -12,11 +12,7 @@ import FoundationNetworking
 
 @Suite("Tracing (trait Tracing)")
 struct TracingTests {
-    private func request(_ url: String, method: String = "GET") -> URLRequest {
-        var request = URLRequest(url: URL(string: url)!)
-        request.httpMethod = method
-        return request
-    }
+    private let tracer = InMemoryTracer()
 
     private func attribute(_ span: FinishedInMemorySpan, _ name: String) -> SpanAttribute? {
         span.attributes.get(name)
@@ -24,10 +20,9 @@ struct TracingTests {
 
     @Test("a request gets one client span named after its method, with HTTP attributes and a redacted URL")
     func clientSpan() async throws {
-        let tracer = InMemoryTracer()
         let client = Client(transport: MockTransport.ok, middleware: [.tracing(tracer: tracer)])
 
-        _ = try await client.send(request("https://user:pw@api.example.test:8443/users/42?token=s3cr3t&page=2"))
+        _ = try await client.send(urlRequest("https://user:pw@api.example.test:8443/users/42?token=s3cr3t&page=2"))
 
         let span = try #require(tracer.finishedSpans.only)
         #expect(span.operationName == "GET")
@@ -51,22 +46,20 @@ struct TracingTests {
 
     @Test("the port defaults from the scheme")
     func defaultPort() async throws {
-        let tracer = InMemoryTracer()
         let client = Client(transport: MockTransport.ok, middleware: [.tracing(tracer: tracer)])
 
-        _ = try await client.send(request("https://api.example.test/x"))
-        _ = try await client.send(request("http://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("http://api.example.test/x"))
 
         #expect(tracer.finishedSpans.map { attribute($0, "server.port") } == [.int64(443), .int64(80)])
     }
 
     @Test("the span's context is injected into the outgoing request's headers")
     func injection() async throws {
-        let tracer = InMemoryTracer()
         let transport = MockTransport.ok
         let client = Client(transport: transport, middleware: [.tracing(tracer: tracer)])
 
-        _ = try await client.send(request("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
 
         let span = try #require(tracer.finishedSpans.only)
         let sent = try #require(transport.requests.only)
@@ -80,7 +73,7 @@ struct TracingTests {
         let transport = MockTransport.ok
         let client = Client(transport: transport, middleware: [.tracing(tracer: tracer)])
 
-        _ = try await client.send(request("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
 
         let span = try #require(tracer.spans.finishedSpans.only)
         let sent = try #require(transport.requests.only)
@@ -89,11 +82,10 @@ struct TracingTests {
 
     @Test("the span is a child of the caller's current span")
     func parentFromTask() async throws {
-        let tracer = InMemoryTracer()
         let client = Client(transport: MockTransport.ok, middleware: [.tracing(tracer: tracer)])
 
         try await tracer.withSpan("handle request", ofKind: .server) { _ in
-            _ = try await client.send(request("https://api.example.test/x"))
+            _ = try await client.send(urlRequest("https://api.example.test/x"))
         }
 
         let spans = tracer.finishedSpans
@@ -105,7 +97,6 @@ struct TracingTests {
 
     @Test("an outer internal span covers the call, and each attempt below it gets a client span of its own")
     func spanPerAttempt() async throws {
-        let tracer = InMemoryTracer()
         let transport = MockTransport(.serverError, then: .ok)
         let retryOnce = Middleware(name: "retry-once") { request, next in
             let (data, response) = try await next(request)
@@ -117,7 +108,7 @@ struct TracingTests {
             middleware: [.tracing(tracer: tracer, kind: .internal), retryOnce, .tracing(tracer: tracer)]
         )
 
-        _ = try await client.send(request("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
 
         let spans = tracer.finishedSpans
         let call = try #require(spans.first { $0.kind == .internal })
@@ -134,7 +125,6 @@ struct TracingTests {
 
     @Test("inside a retry layer, a retried attempt's span carries http.request.resend_count")
     func resendCount() async throws {
-        let tracer = InMemoryTracer()
         let threeAttempts = Middleware(name: "three-attempts") { request, next in
             var last: (Data, HTTPURLResponse)?
             for attempt in 1...3 {
@@ -145,7 +135,7 @@ struct TracingTests {
         }
         let client = Client(transport: MockTransport.ok, middleware: [threeAttempts, .tracing(tracer: tracer)])
 
-        _ = try await client.send(request("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
 
         #expect(
             tracer.finishedSpans.map { attribute($0, "http.request.resend_count") } == [nil, .int64(1), .int64(2)]
@@ -154,10 +144,9 @@ struct TracingTests {
 
     @Test("a response of 400 or more sets the error status and error.type to the status code")
     func errorStatus() async throws {
-        let tracer = InMemoryTracer()
         let client = Client(transport: MockTransport(.status(503)), middleware: [.tracing(tracer: tracer)])
 
-        _ = try await client.send(request("https://api.example.test/x"))
+        _ = try await client.send(urlRequest("https://api.example.test/x"))
 
         let span = try #require(tracer.finishedSpans.only)
         #expect(span.status?.code == .error)
@@ -167,11 +156,10 @@ struct TracingTests {
 
     @Test("a CourierError is recorded, sets the error status, and names its code in error.type")
     func courierError() async throws {
-        let tracer = InMemoryTracer()
         let transport = MockTransport { _ in throw URLError(.timedOut) }
         let client = Client(transport: transport, middleware: [.tracing(tracer: tracer)])
 
-        await #expect(throws: CourierError.self) { try await client.send(request("https://api.example.test/x")) }
+        await #expect(throws: CourierError.self) { try await client.send(urlRequest("https://api.example.test/x")) }
 
         let span = try #require(tracer.finishedSpans.only)
         #expect(span.status?.code == .error)
@@ -182,43 +170,34 @@ struct TracingTests {
 
     @Test("another error is recorded as a redacted copy, by its type name")
     func otherErrorIsRedacted() async throws {
-        struct UpstreamRejected: Error, CustomStringConvertible {
-            var description: String { "rejected Authorization: Bearer abcdef123456" }
-        }
-        let tracer = InMemoryTracer()
-        let failing = Middleware { _, _ in throw UpstreamRejected() }
+        let failing = failing(quoting: "rejected Authorization: Bearer abcdef123456")
         let client = Client(transport: MockTransport.ok, middleware: [.tracing(tracer: tracer), failing])
 
-        await #expect(throws: UpstreamRejected.self) { try await client.send(request("https://api.example.test/x")) }
+        await #expect(throws: QuotingError.self) { try await client.send(urlRequest("https://api.example.test/x")) }
 
         let span = try #require(tracer.finishedSpans.only)
         let recorded = try #require(span.errors.only)
         let text = String(describing: recorded.error)
-        #expect(text.contains("UpstreamRejected"))
+        #expect(text.contains("QuotingError"))
         #expect(!text.contains("abcdef123456"))
         #expect(span.status?.message?.contains("abcdef123456") == false)
         guard case .string(let errorType) = attribute(span, "error.type") else {
             Issue.record("error.type is missing")
             return
         }
-        #expect(errorType.hasSuffix("UpstreamRejected"))
+        #expect(errorType.hasSuffix("QuotingError"))
     }
 
     @Test("cancellation ends the span with a cancelled event and no error", .timeLimit(.minutes(1)))
     func cancellation() async throws {
-        let tracer = InMemoryTracer()
         let arrived = Arrivals()
-        let transport = MockTransport { _ in
-            arrived.arrive()
-            try await waitForCancellation()
-            return .ok
-        }
-        let client = Client(transport: transport, middleware: [.tracing(tracer: tracer)])
+        let client = Client(transport: MockTransport.hanging(counting: arrived), middleware: [.tracing(tracer: tracer)])
 
-        let task = Task { try await client.send(request("https://api.example.test/slow")) }
-        await arrived.wait(for: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await expectCancellation(
+            sending: urlRequest("https://api.example.test/slow"),
+            through: client,
+            arrived: arrived
+        )
 
         let span = try #require(tracer.finishedSpans.only)
         #expect(span.events.map(\.name) == ["cancelled"])
@@ -229,10 +208,9 @@ struct TracingTests {
 
     @Test("a method HTTP does not define names the span HTTP and keeps the original method")
     func unknownMethod() async throws {
-        let tracer = InMemoryTracer()
         let client = Client(transport: MockTransport.ok, middleware: [.tracing(tracer: tracer)])
 
-        _ = try await client.send(request("https://api.example.test/x", method: "FROBNICATE"))
+        _ = try await client.send(urlRequest("https://api.example.test/x", method: "FROBNICATE"))
 
         let span = try #require(tracer.finishedSpans.only)
         #expect(span.operationName == "HTTP")
@@ -242,11 +220,10 @@ struct TracingTests {
 
     @Test("a method that is not an HTTP token is not copied into the span")
     func invalidMethod() async throws {
-        let tracer = InMemoryTracer()
         let client = Client(transport: MockTransport.ok, middleware: [.tracing(tracer: tracer)])
 
         await #expect(throws: CourierError.self) {
-            try await client.send(self.request("https://api.example.test/x", method: "GET\r\nX-Injected: 1"))
+            try await client.send(urlRequest("https://api.example.test/x", method: "GET\r\nX-Injected: 1"))
         }
 
         let span = try #require(tracer.finishedSpans.only)
@@ -260,8 +237,8 @@ struct TracingTests {
         let second = InMemoryTracer()
         let client = Client(transport: MockTransport.ok, middleware: [.tracing()])
 
-        try await withTracer(first) { _ = try await client.send(request("https://api.example.test/a")) }
-        try await withTracer(second) { _ = try await client.send(request("https://api.example.test/b")) }
+        try await withTracer(first) { _ = try await client.send(urlRequest("https://api.example.test/a")) }
+        try await withTracer(second) { _ = try await client.send(urlRequest("https://api.example.test/b")) }
 
         #expect(first.finishedSpans.count == 1)
         #expect(second.finishedSpans.count == 1)

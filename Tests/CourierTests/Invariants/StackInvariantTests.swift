@@ -102,7 +102,8 @@ struct StackInvariantTests {
             switch layer {
             case .counting: middleware.append(.counting(counter))
             case .logging:
-                middleware.append(.logging(clock: clock) { record in logLines.withLock { $0.append("\(record)") } })
+                let sink = LogSink { record in logLines.withLock { $0.append("\(record)") } }
+                middleware.append(.logging(to: sink, clock: clock))
             case .timeout(let duration): middleware.append(.timeout(duration, clock: clock))
             case .retry(let attempts, let immediate):
                 var random = SplitMix64.derived(seed: model.seed, 2)

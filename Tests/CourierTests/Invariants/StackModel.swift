@@ -174,7 +174,7 @@ final class StackModelServer: Sendable {
     }
 
     private func answer(_ request: URLRequest) -> MockResponse {
-        let body = Self.readBody(request)
+        let body = request.readBody()
         let headers = request.allHTTPHeaderFields ?? [:]
         let index = receptions.withLock { $0.count }
         var random = SplitMix64.derived(seed: seed, 1, UInt64(index))
@@ -245,18 +245,5 @@ final class StackModelServer: Sendable {
             )
         }
         return reply
-    }
-
-    static func readBody(_ request: URLRequest) -> Data {
-        if let body = request.httpBody { return body }
-        guard let stream = request.httpBodyStream else { return Data() }
-        stream.open()
-        defer { stream.close() }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 256)
-        while case let count = stream.read(&buffer, maxLength: buffer.count), count > 0 {
-            data.append(contentsOf: buffer[..<count])
-        }
-        return data
     }
 }

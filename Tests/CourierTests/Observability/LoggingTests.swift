@@ -7,18 +7,17 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// A sink that keeps every record, for assertions.
-private struct CollectingSink: LogSink {
-    let records = Locked<[LogRecord]>([])
-    var minimumLevel: LogRecord.Level = .trace
-
-    func accepts(_ level: LogRecord.Level) -> Bool { level >= minimumLevel }
-
-    func log(_ record: LogRecord) { records.withLock { $0.append(record) } }
-}
-
 @Suite("logging")
 struct LoggingTests {
+    /// The records ``sink`` keeps.
+    private let records = Locked<[LogRecord]>([])
+    /// A sink that keeps every record, for assertions.
+    private let sink: LogSink
+
+    init() {
+        sink = LogSink { [records] record in records.withLock { $0.append(record) } }
+    }
+
     private struct Boom: Error, CustomStringConvertible {
         var description: String { "boom with Bearer s3cr3t-bearer-token" }
     }
@@ -26,17 +25,13 @@ struct LoggingTests {
     @Test("a response is logged once with method, redacted URL, status and the virtual duration")
     func logsResponse() async throws {
         let clock = ManualClock()
-        let sink = CollectingSink()
-        let transport = MockTransport { _ in
-            clock.advance(by: .milliseconds(42))
-            return .status(201)
-        }
+        let transport = MockTransport.taking(.milliseconds(42), on: clock, .status(201))
         let client = makeClient(transport, [.logging(to: sink, clock: clock)])
         var request = URLRequest(url: testURL)
         request.httpMethod = "POST"
         _ = try await client.send(request)
 
-        let record = try #require(sink.records.value.only)
+        let record = try #require(records.value.only)
         #expect(record.event == .completed)
         #expect(record.level == .info)
         #expect(record.method == "POST")
@@ -50,10 +45,9 @@ struct LoggingTests {
 
     @Test("a response with an error status is logged at the error-status level")
     func errorStatusLevel() async throws {
-        let sink = CollectingSink()
         let client = makeClient(MockTransport(.status(404)), [.logging(to: sink)])
         _ = try await client.send(URLRequest(url: testURL))
-        let record = try #require(sink.records.value.only)
+        let record = try #require(records.value.only)
         #expect(record.level == .warning)
         #expect(record.statusCode == 404)
     }
@@ -61,17 +55,13 @@ struct LoggingTests {
     @Test("a failure is logged with its code, status and middleware, and passed on unchanged")
     func logsFailure() async throws {
         let clock = ManualClock()
-        let sink = CollectingSink()
-        let transport = MockTransport { _ in
-            clock.advance(by: .seconds(2))
-            return .status(503, body: "try later")
-        }
+        let transport = MockTransport.taking(.seconds(2), on: clock, .status(503, body: "try later"))
         let client = makeClient(transport, [.logging(to: sink, clock: clock), .validatingStatus()])
         let error = try await #require(throws: CourierError.self) { try await client.send(URLRequest(url: testURL)) }
         #expect(error.code == .unacceptableStatus)
         #expect(error.middleware == "validatingStatus")
 
-        let record = try #require(sink.records.value.only)
+        let record = try #require(records.value.only)
         #expect(record.event == .failed)
         #expect(record.level == .error)
         #expect(record.errorCode == .unacceptableStatus)
@@ -85,10 +75,9 @@ struct LoggingTests {
 
     @Test("an error that is not a CourierError is logged by type and redacted message")
     func logsForeignError() async throws {
-        let sink = CollectingSink()
         let client = makeClient(MockTransport.ok, [.logging(to: sink), Middleware { _, _ in throw Boom() }])
         await #expect(throws: Boom.self) { try await client.send(URLRequest(url: testURL)) }
-        let record = try #require(sink.records.value.only)
+        let record = try #require(records.value.only)
         #expect(record.event == .failed)
         #expect(record.errorCode == nil)
         #expect(record.error?.hasPrefix("Boom: boom with Bearer") == true)
@@ -97,15 +86,11 @@ struct LoggingTests {
 
     @Test("a cancelled request is logged as cancelled and stays a CancellationError", .timeLimit(.minutes(1)))
     func logsCancellation() async throws {
-        let sink = CollectingSink()
         let arrived = Arrivals()
         let transport = MockTransport.hanging(counting: arrived)
         let client = makeClient(transport, [.logging(to: sink)])
-        let task = Task { try await client.send(URLRequest(url: testURL)) }
-        await arrived.wait(for: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
-        let record = try #require(sink.records.value.only)
+        await expectCancellation(sending: URLRequest(url: testURL), through: client, arrived: arrived)
+        let record = try #require(records.value.only)
         #expect(record.event == .cancelled)
         #expect(record.level == .info)
         #expect(record.errorCode == nil)
@@ -113,29 +98,27 @@ struct LoggingTests {
 
     @Test("with a start level, a record is made before the request goes on")
     func logsStart() async throws {
-        let sink = CollectingSink()
         let transport = MockTransport { _ in
             // The start record must already be there when the transport runs.
-            #expect(sink.records.value.map(\.event) == [.started])
+            #expect(records.value.map(\.event) == [.started])
             return .ok
         }
-        let client = makeClient(transport, [.logging(to: sink, options: LoggingOptions(startLevel: .debug))])
+        let client = makeClient(transport, [.logging(to: sink, startLevel: .debug)])
         _ = try await client.send(URLRequest(url: testURL))
-        #expect(sink.records.value.map(\.event) == [.started, .completed])
-        #expect(sink.records.value.first?.level == .debug)
-        #expect(sink.records.value.first?.duration == nil)
+        #expect(records.value.map(\.event) == [.started, .completed])
+        #expect(records.value.first?.level == .debug)
+        #expect(records.value.first?.duration == nil)
     }
 
     @Test("a request with a method that is not a token is logged without it, so it cannot forge log lines")
     func invalidMethodNotLogged() async throws {
-        let sink = CollectingSink()
-        let client = makeClient(MockTransport.ok, [.logging(to: sink, options: LoggingOptions(startLevel: .debug))])
+        let client = makeClient(MockTransport.ok, [.logging(to: sink, startLevel: .debug)])
         var request = URLRequest(url: testURL)
         request.httpMethod = "GET\r\n[critical] forged line"
         await #expect(throws: CourierError.self) { try await client.send(request) }
-        let records = sink.records.value
-        #expect(records.map(\.event) == [.started, .failed])
-        for record in records {
+        let logged = records.value
+        #expect(logged.map(\.event) == [.started, .failed])
+        for record in logged {
             #expect(!record.method.contains("forged"))
             #expect(!record.description.contains("\n") && !record.description.contains("\r"))
         }
@@ -143,31 +126,28 @@ struct LoggingTests {
 
     @Test("records below the sink's level are not delivered")
     func respectsSinkLevel() async throws {
-        let sink = CollectingSink(minimumLevel: .warning)
+        var sink = sink
+        sink.minimumLevel = .warning
         let client = makeClient(
             MockTransport(.ok, then: .status(500)),
-            [.logging(to: sink, options: LoggingOptions(startLevel: .debug))]
+            [.logging(to: sink, startLevel: .debug)]
         )
         _ = try await client.send(URLRequest(url: testURL))
         _ = try await client.send(URLRequest(url: testURL))
-        #expect(sink.records.value.map(\.statusCode) == [500])
+        #expect(records.value.map(\.statusCode) == [500])
     }
 
-    @Test("the closure form receives records at or above its minimum level")
-    func closureForm() async throws {
-        let received = Locked<[LogRecord.Level]>([])
-        let client = makeClient(
-            MockTransport(.ok, then: .status(404)),
-            [.logging(minimumLevel: .warning) { record in received.withLock { $0.append(record.level) } }]
-        )
-        _ = try await client.send(URLRequest(url: testURL))
-        _ = try await client.send(URLRequest(url: testURL))
-        #expect(received.value == [.warning])
+    @Test("a sink passes on only the records at or above its minimum level")
+    func sinkLevel() {
+        let sink = LogSink(minimumLevel: .warning) { [records] record in records.withLock { $0.append(record) } }
+        for level in [LogRecord.Level.info, .warning, .critical] {
+            sink.log(LogRecord(level: level, event: .completed, method: "GET", url: "/"))
+        }
+        #expect(records.value.map(\.level) == [.warning, .critical])
     }
 
     @Test("with headers and body previews on, no secret appears in any record, though the header names do")
     func noSecretsInRecords() async throws {
-        let sink = CollectingSink()
         let response = MockResponse(
             status: 200,
             headers: secretLadenResponseHeaders,
@@ -178,15 +158,17 @@ struct LoggingTests {
             headers: secretLadenResponseHeaders,
             body: Data(secretLadenResponseBody.utf8)
         )
-        let options = LoggingOptions(startLevel: .debug, includesHeaders: true, includesBodyPreview: true)
         let client = makeClient(
             MockTransport(response, then: failing),
-            [.logging(to: sink, options: options), .validatingStatus()]
+            [
+                .logging(to: sink, startLevel: .debug, includesHeaders: true, includesBodyPreview: true),
+                .validatingStatus(),
+            ]
         )
         _ = try await client.send(secretLadenRequest())
         await #expect(throws: CourierError.self) { try await client.send(secretLadenRequest()) }
 
-        let records = sink.records.value
+        let records = records.value
         #expect(records.map(\.event) == [.started, .completed, .started, .failed])
         for record in records {
             expectNoSecrets(record.description)
@@ -270,18 +252,15 @@ struct LoggingTests {
         )
     }
 
-    @Test("the standard-error sink writes only records at or above its minimum level")
+    @Test("the standard-error sink writes from info up unless told otherwise")
     func standardErrorSinkLevel() {
-        let sink = StandardErrorLogSink(minimumLevel: .notice)
-        #expect(!sink.accepts(.info))
-        #expect(sink.accepts(.notice))
-        #expect(sink.accepts(.critical))
-        #expect(StandardErrorLogSink.standardError.minimumLevel == .info)
+        #expect(LogSink.standardError.minimumLevel == .info)
+        #expect(LogSink.standardError(minimumLevel: .notice).minimumLevel == .notice)
     }
 
     @Test("the logging middleware is named logging")
     func name() {
-        #expect(Middleware.logging(to: CollectingSink()).name == "logging")
+        #expect(Middleware.logging().name == "logging")
     }
 }
 

@@ -9,6 +9,9 @@ import FoundationNetworking
 
 @Suite("timing")
 struct TimingTests {
+    private let clock = ManualClock()
+    private let reports = Locked<[Report]>([])
+
     private struct Report: Sendable {
         var url: URL?
         var outcome: RequestOutcome
@@ -25,12 +28,7 @@ struct TimingTests {
 
     @Test("a response is reported as a success with its status and the virtual duration")
     func success() async throws {
-        let clock = ManualClock()
-        let reports = Locked<[Report]>([])
-        let transport = MockTransport { _ in
-            clock.advance(by: .milliseconds(250))
-            return .status(200)
-        }
+        let transport = MockTransport.taking(.milliseconds(250), on: clock, .status(200))
         let client = makeClient(transport, [timing(clock, into: reports)])
         _ = try await client.send(URLRequest(url: testURL))
         let report = try #require(reports.value.first)
@@ -46,8 +44,6 @@ struct TimingTests {
 
     @Test("a server error that nothing validated is still a success with that status")
     func serverErrorIsSuccess() async throws {
-        let clock = ManualClock()
-        let reports = Locked<[Report]>([])
         let client = makeClient(MockTransport(.serverError), [timing(clock, into: reports)])
         _ = try await client.send(URLRequest(url: testURL))
         guard case .success(let status) = try #require(reports.value.first).outcome else {
@@ -59,8 +55,6 @@ struct TimingTests {
 
     @Test("a failure is reported with its error and duration, then passed on unchanged")
     func failure() async throws {
-        let clock = ManualClock()
-        let reports = Locked<[Report]>([])
         let transport = MockTransport { _ in
             clock.advance(by: .seconds(3))
             throw Unreachable()
@@ -80,18 +74,13 @@ struct TimingTests {
 
     @Test("time spent inside, such as in inner middleware, is included")
     func includesInnerTime() async throws {
-        let clock = ManualClock()
-        let reports = Locked<[Report]>([])
         let slowInner = Middleware { request, next in
             clock.advance(by: .milliseconds(5))
             let result = try await next(request)
             clock.advance(by: .milliseconds(7))
             return result
         }
-        let transport = MockTransport { _ in
-            clock.advance(by: .milliseconds(11))
-            return .ok
-        }
+        let transport = MockTransport.taking(.milliseconds(11), on: clock, .ok)
         let client = makeClient(transport, [timing(clock, into: reports), slowInner])
         _ = try await client.send(URLRequest(url: testURL))
         #expect(reports.value.map(\.duration) == [.milliseconds(23)])
@@ -99,8 +88,6 @@ struct TimingTests {
 
     @Test("a cancelled request is reported as cancelled and stays a CancellationError", .timeLimit(.minutes(1)))
     func cancelled() async throws {
-        let clock = ManualClock()
-        let reports = Locked<[Report]>([])
         let arrived = Arrivals()
         let transport = MockTransport.hanging(counting: arrived)
         let client = makeClient(transport, [timing(clock, into: reports)])

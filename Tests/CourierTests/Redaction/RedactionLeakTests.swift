@@ -47,16 +47,6 @@ func leaks(of secret: String, in error: CourierError) -> [String] {
     renderings(of: error).filter { $0.value.contains(secret) }.map(\.key).sorted()
 }
 
-private struct QuotingError: Error, CustomStringConvertible {
-    let description: String
-}
-
-/// A sink that keeps every record.
-private struct KeepingSink: LogSink {
-    let records = Locked<[LogRecord]>([])
-    func log(_ record: LogRecord) { records.withLock { $0.append(record) } }
-}
-
 /// Regression tests for issue 13, items 4 and 5: secrets that got through redaction, and a fact that did not.
 @Suite("Redaction leaks (issue 13)")
 struct RedactionLeakTests {
@@ -101,18 +91,18 @@ struct RedactionLeakTests {
             URL(string: "https://api.example.test/login?url=%2Fcb%3Faccess_token%3DNESTED-5ECRET-c")
         )
         let failure = URLError(.cannotConnectToHost, userInfo: [NSURLErrorFailingURLErrorKey: url])
-        let sink = KeepingSink()
-        var options = LoggingOptions()
-        options.includesHeaders = true
+        let records = Locked<[LogRecord]>([])
         let client = Client(
             transport: MockTransport(.failure(failure)),
-            middleware: [.logging(to: sink, options: options)]
+            middleware: [
+                .logging(to: LogSink { record in records.withLock { $0.append(record) } }, includesHeaders: true)
+            ]
         )
         let error = try #require(
             await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: url)) }
         )
         #expect(leaks(of: "NESTED-5ECRET-c", in: error) == [])
-        let record = try #require(sink.records.value.first)
+        let record = try #require(records.value.first)
         #expect(!record.description.contains("NESTED-5ECRET-c"), "\(record.description)")
         #expect(!record.metadata.values.contains { $0.contains("NESTED-5ECRET-c") })
     }
@@ -154,10 +144,7 @@ struct RedactionLeakTests {
     func refreshedTokenIsScrubbed() async throws {
         let calls = Locked(0)
         let refresher = TokenRefresher(token: .init("initial-token-value")) { replaced in
-            let call = calls.withLock { count in
-                count += 1
-                return count
-            }
+            let call = calls.increment()
             if call == 1 { return .init("refreshed-token-9Zq") }
             throw QuotingError(description: "cannot replace \(replaced.value)")
         }
@@ -166,19 +153,27 @@ struct RedactionLeakTests {
         #expect(leaks(of: "refreshed-token-9Zq", in: error) == [])
     }
 
+    /// Sends a request through `middleware` to a transport that fails with an error quoting the value of the
+    /// `header` it received, as `quote` words it; returns the error that reaches the caller.
+    private func error(
+        quotingHeader header: String,
+        through middleware: Middleware,
+        _ quote: @escaping @Sendable (String) -> String
+    ) async throws -> CourierError {
+        let transport = MockTransport { request in
+            throw QuotingError(description: quote(request.header(header) ?? ""))
+        }
+        let client = Client(transport: transport, middleware: [middleware])
+        return try #require(
+            await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: exampleBaseURL)) }
+        )
+    }
+
     @Test("the token of .authenticating(token:) is scrubbed from an underlying error that quotes it")
     func staticTokenIsScrubbed() async throws {
         let token = "static-api-key-Hq83nd"
-        let client = Client(
-            transport: MockTransport { request in
-                let sent = request.header("X-Key") ?? ""
-                throw QuotingError(description: "proxy refused key \(sent)")
-            },
-            middleware: [.authenticating(token: token, scheme: .header("X-Key"))]
-        )
-        let error = try #require(
-            await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: exampleBaseURL)) }
-        )
+        let middleware = Middleware.authenticating(token: token, scheme: .header("X-Key"))
+        let error = try await error(quotingHeader: "X-Key", through: middleware) { "proxy refused key \($0)" }
         #expect(leaks(of: token, in: error) == [])
         #expect(error.description.contains("proxy refused key"))
     }
@@ -186,16 +181,9 @@ struct RedactionLeakTests {
     @Test("a token from .authenticating(tokenProvider:) is scrubbed from an underlying error that quotes it")
     func providedTokenIsScrubbed() async throws {
         let token = "provided-token-Vn27xk"
-        let client = Client(
-            transport: MockTransport { request in
-                let sent = request.header("Authorization") ?? ""
-                throw QuotingError(description: "upstream said: bad credential <\(sent.dropFirst(7))>")
-            },
-            middleware: [.authenticating { token }]
-        )
-        let error = try #require(
-            await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: exampleBaseURL)) }
-        )
+        let error = try await error(quotingHeader: "Authorization", through: .authenticating { token }) {
+            "upstream said: bad credential <\($0.dropFirst(7))>"
+        }
         #expect(leaks(of: token, in: error) == [])
     }
 

@@ -216,9 +216,7 @@ private struct RedactionCase: CustomStringConvertible, Sendable {
     /// validation layer turns into an error), with headers and the body preview on.
     func leaksInLogRecord() async -> [String] {
         let records = Locked<[LogRecord]>([])
-        var options = LoggingOptions()
-        options.includesHeaders = true
-        options.includesBodyPreview = true
+        let sink = LogSink { record in records.withLock { $0.append(record) } }
         let transport: MockTransport
         if let status {
             transport = MockTransport(.status(status, body: body ?? "", headers: responseHeaders))
@@ -228,7 +226,7 @@ private struct RedactionCase: CustomStringConvertible, Sendable {
         }
         let client = Client(
             transport: transport,
-            middleware: [.logging(options: options) { record in records.withLock { $0.append(record) } }]
+            middleware: [.logging(to: sink, includesHeaders: true, includesBodyPreview: true)]
                 + (status == nil ? [] : [.validatingStatus()])
         )
         _ = try? await client.send(request)

@@ -77,6 +77,25 @@ struct FollowingRedirectsTests {
         }
     }
 
+    /// Sends `request` through `.followingRedirects()` to a transport that answers it `status` to `/landing`, and
+    /// returns the transport.
+    private func follow(_ status: Int, sending request: URLRequest) async throws -> MockTransport {
+        let transport = redirecting(status, to: "/landing")
+        _ = try await Client(transport: transport, middleware: [.followingRedirects()]).send(request)
+        return transport
+    }
+
+    /// A request to ``start`` with `method`, and a JSON body if given one.
+    private func start(_ method: String, json body: String? = nil) -> URLRequest {
+        var request = URLRequest(url: Self.start)
+        request.httpMethod = method
+        if let body {
+            request.httpBody = Data(body.utf8)
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
+        return request
+    }
+
     @Test(
         "sensitive headers survive a same-origin hop and are removed on a change of scheme, host or port",
         arguments: Case.all,
@@ -108,16 +127,11 @@ struct FollowingRedirectsTests {
 
     @Test("301, 302 and 303 turn a POST into a GET without body or body headers", arguments: [301, 302, 303])
     func seeOtherDropsBody(status: Int) async throws {
-        let transport = redirecting(status, to: "/landing")
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
-        var request = URLRequest(url: Self.start)
-        request.httpMethod = "POST"
-        request.httpBody = Data(#"{"a":1}"#.utf8)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        var request = start("POST", json: #"{"a":1}"#)
         request.setValue("7", forHTTPHeaderField: "Content-Length")
         request.setValue("application/json", forHTTPHeaderField: "Accept")
 
-        _ = try await client.send(request)
+        let transport = try await follow(status, sending: request)
 
         let hop = try #require(transport.requests.last)
         #expect(transport.callCount == 2)
@@ -130,14 +144,7 @@ struct FollowingRedirectsTests {
 
     @Test("307 and 308 send the same method, body and Content-Type again", arguments: [307, 308])
     func temporaryKeepsBody(status: Int) async throws {
-        let transport = redirecting(status, to: "/landing")
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
-        var request = URLRequest(url: Self.start)
-        request.httpMethod = "PUT"
-        request.httpBody = Data(#"{"a":1}"#.utf8)
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-
-        _ = try await client.send(request)
+        let transport = try await follow(status, sending: start("PUT", json: #"{"a":1}"#))
 
         let hop = try #require(transport.requests.last)
         #expect(hop.httpMethod == "PUT")
@@ -147,11 +154,7 @@ struct FollowingRedirectsTests {
 
     @Test("HEAD stays HEAD through a 301 or 303", arguments: [301, 303])
     func headStaysHead(status: Int) async throws {
-        let transport = redirecting(status, to: "/landing")
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
-        var request = URLRequest(url: Self.start)
-        request.httpMethod = "HEAD"
-        _ = try await client.send(request)
+        let transport = try await follow(status, sending: start("HEAD"))
         #expect(transport.requests.map(\.httpMethod) == ["HEAD", "HEAD"])
     }
 
@@ -400,10 +403,7 @@ struct FollowingRedirectsTests {
             return .ok
         }
         let client = Client(transport: transport, middleware: [.followingRedirects()])
-        let call = Task { try await client.send(URLRequest(url: Self.start)) }
-        await arrived.wait(for: 1)
-        call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        await expectCancellation(sending: URLRequest(url: Self.start), through: client, arrived: arrived)
     }
 
     @Test(

@@ -50,25 +50,10 @@ struct BodyReplayTests {
             let replies = Locked([first])
             transport = MockTransport(
                 .handler { request in
-                    bodies.withLock { $0.append(BodyRecorder.body(of: request.urlRequest)) }
+                    bodies.withLock { $0.append(request.urlRequest.readBody()) }
                     return replies.withLock { $0.isEmpty ? .ok : $0.removeFirst() }
                 }
             )
-        }
-
-        static func body(of request: URLRequest) -> Data {
-            if let body = request.httpBody { return body }
-            guard let stream = request.httpBodyStream else { return Data() }
-            stream.open()
-            defer { stream.close() }
-            var data = Data()
-            var buffer = [UInt8](repeating: 0, count: 1024)
-            while true {
-                let read = stream.read(&buffer, maxLength: buffer.count)
-                if read <= 0 { break }
-                data.append(contentsOf: buffer[..<read])
-            }
-            return data
         }
     }
 

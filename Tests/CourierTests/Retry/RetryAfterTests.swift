@@ -84,21 +84,35 @@ struct RetryAfterParsingTests {
 
 @Suite("Retry-After in the retry", .timeLimit(.minutes(1)))
 struct RetryAfterTests {
+    private let clock = ManualClock()
+
+    /// Sends a request answered first with `status` and `Retry-After: retryAfter`, then with 200, through
+    /// `.retry(policy)`; expects the retry to sleep exactly `wait` before the second attempt, which succeeds.
+    @discardableResult
+    private func expectRetryWaits(
+        _ wait: Duration,
+        after status: Int,
+        retryAfter: String,
+        policy: RetryPolicy = RetryFixtures.policy(backoff: .constant(.milliseconds(100))),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> MockTransport {
+        let transport = MockTransport(.status(status, headers: ["Retry-After": retryAfter]), then: .ok)
+        let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: wait)], sourceLocation: sourceLocation)
+        clock.advance(by: wait)
+        #expect(try await task.value.1.statusCode == 200, sourceLocation: sourceLocation)
+        return transport
+    }
+
     @Test("Retry-After: 2 on a 429 or a 503 makes the retry wait 2 seconds", arguments: [429, 503])
     func secondsHonoured(status: Int) async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.status(status, headers: ["Retry-After": "2"]), then: .ok)
         let events = Locked<[RetryEvent]>([])
         let policy = RetryFixtures.policy(backoff: .constant(.milliseconds(100))) { event in
             events.withLock { $0.append(event) }
         }
-        let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(2))])
-        clock.advance(by: .seconds(2))
-        let (_, response) = try await task.value
-        #expect(response.statusCode == 200)
+        let transport = try await expectRetryWaits(.seconds(2), after: status, retryAfter: "2", policy: policy)
         #expect(transport.callCount == 2)
         #expect(events.value.map(\.retryAfter) == [.seconds(2)])
         #expect(events.value.map(\.delay) == [.seconds(2)])
@@ -106,25 +120,13 @@ struct RetryAfterTests {
 
     @Test("an HTTP-date Retry-After is measured from the injected wall clock")
     func dateHonoured() async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(
-            .status(503, headers: ["Retry-After": "Sun, 06 Nov 1994 08:49:37 GMT"]),
-            then: .ok
-        )
         var policy = RetryFixtures.policy(backoff: .constant(.milliseconds(100)))
         policy.currentDate = { Date(timeIntervalSince1970: rfcExample - 3) }
-        let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(3))])
-        clock.advance(by: .seconds(3))
-        let (_, response) = try await task.value
-        #expect(response.statusCode == 200)
+        try await expectRetryWaits(.seconds(3), after: 503, retryAfter: "Sun, 06 Nov 1994 08:49:37 GMT", policy: policy)
     }
 
     @Test("a Retry-After above the cap returns the response at once instead of waiting")
     func aboveCap() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.status(503, headers: ["Retry-After": "120"]), then: .ok)
         let events = Locked<[RetryEvent]>([])
         let policy = RetryFixtures.policy { event in events.withLock { $0.append(event) } }
@@ -140,20 +142,13 @@ struct RetryAfterTests {
 
     @Test("a Retry-After at the cap is honoured, and the cap is configurable")
     func atCap() async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.status(429, headers: ["Retry-After": "5"]), then: .ok)
         var policy = RetryFixtures.policy()
         policy.maximumRetryAfter = .seconds(5)
-        let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        clock.advance(by: .seconds(5))
-        #expect(try await task.value.1.statusCode == 200)
+        try await expectRetryWaits(.seconds(5), after: 429, retryAfter: "5", policy: policy)
     }
 
     @Test("Retry-After carried by a validation layer's error is honoured, and above the cap rethrown")
     func fromValidationError() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(
             .status(503, headers: ["retry-after": "4"]),
             then: .status(503, headers: ["Retry-After": "600"]),
@@ -174,31 +169,11 @@ struct RetryAfterTests {
 
     @Test("Retry-After on other statuses is ignored: the backoff applies")
     func otherStatuses() async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.status(500, headers: ["Retry-After": "30"]), then: .ok)
-        let client = Client(
-            transport: transport,
-            middleware: [.retry(RetryFixtures.policy(backoff: .constant(.milliseconds(100))), clock: clock)]
-        )
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(100))])
-        clock.advance(by: .milliseconds(100))
-        #expect(try await task.value.1.statusCode == 200)
+        try await expectRetryWaits(.milliseconds(100), after: 500, retryAfter: "30")
     }
 
     @Test("an unreadable Retry-After falls back to the backoff")
     func unreadable() async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.status(503, headers: ["Retry-After": "later"]), then: .ok)
-        let client = Client(
-            transport: transport,
-            middleware: [.retry(RetryFixtures.policy(backoff: .constant(.milliseconds(100))), clock: clock)]
-        )
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(100))])
-        clock.advance(by: .milliseconds(100))
-        #expect(try await task.value.1.statusCode == 200)
+        try await expectRetryWaits(.milliseconds(100), after: 503, retryAfter: "later")
     }
 }

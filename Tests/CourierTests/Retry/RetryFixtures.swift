@@ -1,6 +1,7 @@
 import Courier
 import CourierTesting
 import Foundation
+import Testing
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -8,11 +9,9 @@ import FoundationNetworking
 
 /// Helpers shared by the retry and timeout suites.
 enum RetryFixtures {
-    static let baseURL = URL(string: "https://api.example.test")!
-
     /// A request for `/items` with `method`.
     static func request(_ method: String = "GET", headers: [String: String] = [:]) -> URLRequest {
-        var request = URLRequest(url: baseURL.appendingPathComponent("items"))
+        var request = URLRequest(url: exampleBaseURL.appendingPathComponent("items"))
         request.httpMethod = method
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         return request
@@ -27,11 +26,38 @@ enum RetryFixtures {
         RetryPolicy(maximumAttempts: attempts, backoff: backoff, budget: nil, onRetry: onRetry)
     }
 
+    /// Expects `call` to fail with the timeout middleware's `timedOut` for `duration`, raised when `clock` showed
+    /// `duration`.
+    @discardableResult
+    static func expectTimedOut(
+        _ call: Task<(Data, HTTPURLResponse), any Error>,
+        after duration: Duration,
+        on clock: ManualClock,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async -> CourierError? {
+        let error = await #expect(throws: CourierError.self, sourceLocation: sourceLocation) { try await call.value }
+        #expect(error?.code == .timedOut, sourceLocation: sourceLocation)
+        #expect(error?.middleware == "timeout", sourceLocation: sourceLocation)
+        #expect(error?.timeout == duration, sourceLocation: sourceLocation)
+        #expect(clock.now.offset == duration, sourceLocation: sourceLocation)
+        return error
+    }
+
     /// Records `RetryContext.attempt` for every request that passes.
     static func recordingAttempts(into log: Locked<[Int]>) -> Middleware {
         Middleware { request, next in
             log.withLock { $0.append(RetryContext.attempt) }
             return try await next(request)
+        }
+    }
+}
+
+extension ManualClock {
+    /// `count` times over: waits until `sleepers` tasks sleep on the clock, then moves it to the earliest deadline.
+    func advanceThroughDeadlines(_ count: Int, sleepers: Int) async {
+        for _ in 0..<count {
+            await waitForSleepers(count: sleepers)
+            advanceToNextDeadline()
         }
     }
 }

@@ -7,9 +7,6 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// A URL for requests that only ever reach in-memory transports.
-let testURL = URL(string: "https://api.example.test/v1/items?page=2")!
-
 /// A client in front of `transport` with `middleware`, outermost first.
 func makeClient(_ transport: any Transport, _ middleware: [Middleware]) -> Client {
     Client(transport: transport, middleware: middleware)

@@ -9,9 +9,10 @@ import FoundationNetworking
 
 @Suite("Retry within a deadline", .timeLimit(.minutes(1)))
 struct DeadlinePropagationTests {
+    private let clock = ManualClock()
+
     @Test("a whole-call timeout of 250 ms over five per-attempt timeouts of 100 ms fails at 250 ms, not 500")
     func wholeCallOverPerAttemptTimeouts() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.hang)
         let attempts = Locked<[Int]>([])
         let client = Client(
@@ -25,14 +26,8 @@ struct DeadlinePropagationTests {
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         // The whole-call timer and the attempt's timer are armed; each step ends one attempt.
-        for _ in 0..<3 {
-            await clock.waitForSleepers(count: 2)
-            clock.advanceToNextDeadline()
-        }
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(250))
-        #expect(clock.now.offset == .milliseconds(250))
+        await clock.advanceThroughDeadlines(3, sleepers: 2)
+        await RetryFixtures.expectTimedOut(task, after: .milliseconds(250), on: clock)
         #expect(attempts.value == [1, 2, 3])
         #expect(transport.callCount == 3)
         #expect(transport.cancellationCount == 3)
@@ -41,7 +36,6 @@ struct DeadlinePropagationTests {
 
     @Test("a whole-call timeout of 250 ms over attempts that each take 100 ms fails at 250 ms")
     func wholeCallOverSlowAttempts() async throws {
-        let clock = ManualClock()
         let transport = MockTransport { _ in
             try await clock.sleep(for: .milliseconds(100))
             return .status(503)
@@ -54,21 +48,14 @@ struct DeadlinePropagationTests {
             ]
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
-        for _ in 0..<3 {
-            await clock.waitForSleepers(count: 2)
-            clock.advanceToNextDeadline()
-        }
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(250))
-        #expect(clock.now.offset == .milliseconds(250))
+        await clock.advanceThroughDeadlines(3, sleepers: 2)
+        await RetryFixtures.expectTimedOut(task, after: .milliseconds(250), on: clock)
         #expect(transport.callCount == 3)
         #expect(transport.cancellationCount == 1)
     }
 
     @Test("the retry does not sleep past the deadline: it returns the last response at once")
     func noSleepPastDeadline() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.status(503))
         let client = Client(
             transport: transport,
@@ -86,7 +73,6 @@ struct DeadlinePropagationTests {
 
     @Test("the retry does not sleep past the deadline: it rethrows the last error at once")
     func noSleepPastDeadlineError() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.failure(URLError(.networkConnectionLost)))
         let client = Client(
             transport: transport,
@@ -107,7 +93,6 @@ struct DeadlinePropagationTests {
 
     @Test("a Retry-After that would end after the deadline is not waited for")
     func retryAfterPastDeadline() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.status(429, headers: ["Retry-After": "5"]))
         let client = Client(
             transport: transport,
@@ -120,7 +105,6 @@ struct DeadlinePropagationTests {
 
     @Test("backoff that ends before the deadline is slept as usual")
     func backoffWithinDeadline() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.status(503), then: .status(503), .ok)
         let client = Client(
             transport: transport,
@@ -130,10 +114,7 @@ struct DeadlinePropagationTests {
             ]
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
-        for _ in 0..<2 {
-            await clock.waitForSleepers(count: 2)  // the whole-call timer and the backoff
-            clock.advanceToNextDeadline()
-        }
+        await clock.advanceThroughDeadlines(2, sleepers: 2)  // the whole-call timer and the backoff
         let (_, response) = try await task.value
         #expect(response.statusCode == 200)
         #expect(clock.now.offset == .milliseconds(600))

@@ -13,24 +13,31 @@ import FoundationNetworking
 /// kinds of timer share over each of them.
 @Suite("Timeout with a shared timer", .timeLimit(.minutes(1)))
 struct DeadlineTimerTests {
+    private let clock = ManualClock()
+    private let timer: DeadlineTimer<ManualClock>
+    private let hanging = MockTransport(.hang)
+
+    init() {
+        timer = DeadlineTimer(clock: clock)
+    }
+
+    /// A client with `.timeout(duration)` on the suite's shared timer, over a transport that hangs until cancelled.
+    private func clientTimingOut(after duration: Duration) -> Client {
+        Client(transport: hanging, middleware: [.timeout(duration, timer: timer)])
+    }
+
     @Test("at the deadline the transport is cancelled and the caller gets timedOut; the queue empties")
     func firesAndCancels() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(.hang)
-        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), timer: timer)])
+        let client = clientTimingOut(after: .milliseconds(100))
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
         #expect(timer.pendingCount == 1)
         clock.advance(by: .milliseconds(99))
-        #expect(transport.cancellationCount == 0)
+        #expect(hanging.cancellationCount == 0)
         clock.advance(by: .milliseconds(1))
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(100))
-        #expect(error?.middleware == "timeout")
-        #expect(transport.cancellationCount == 1)
+        await RetryFixtures.expectTimedOut(task, after: .milliseconds(100), on: clock)
         #expect(timer.pendingCount == 0)
+        #expect(hanging.cancellationCount == 1)
         try await waitUntil { !timer.driverIsRunning }
         #expect(clock.sleeperCount == 0)
     }
@@ -38,10 +45,7 @@ struct DeadlineTimerTests {
     @Test("1,000 requests in flight share one sleeping task, and all of them time out at their deadline")
     func oneSleeperForMany() async throws {
         let total = 1_000
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(.hang)
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
+        let client = clientTimingOut(after: .seconds(1))
         try await withThrowingTaskGroup(of: CourierError.Code?.self) { group in
             for _ in 0..<total {
                 group.addTask {
@@ -56,7 +60,7 @@ struct DeadlineTimerTests {
             try await waitUntil { timer.pendingCount == total }
             await clock.waitForSleepers(count: 1)
             #expect(clock.sleeperCount == 1)
-            #expect(transport.cancellationCount == 0)
+            #expect(hanging.cancellationCount == 0)
             clock.advance(by: .seconds(1))
             var codes: [CourierError.Code?] = []
             for try await code in group {
@@ -65,16 +69,13 @@ struct DeadlineTimerTests {
             #expect(codes.count == total)
             #expect(codes.allSatisfy { $0 == .timedOut })
         }
-        #expect(transport.cancellationCount == total)
+        #expect(hanging.cancellationCount == total)
         #expect(timer.pendingCount == 0)
     }
 
     @Test("requests started at different times each time out at their own deadline")
     func staggered() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(.hang)
-        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(100), timer: timer)])
+        let client = clientTimingOut(after: .milliseconds(100))
         let first = Task { try await client.send(RetryFixtures.request()) }
         try await waitUntil { timer.pendingCount == 1 }
         clock.advance(by: .milliseconds(40))
@@ -84,28 +85,23 @@ struct DeadlineTimerTests {
         clock.advance(by: .milliseconds(60))  // t = 100 ms: the first deadline
         let firstError = await #expect(throws: CourierError.self) { try await first.value }
         #expect(firstError?.code == .timedOut)
-        #expect(transport.cancellationCount == 1)
+        #expect(hanging.cancellationCount == 1)
         #expect(timer.pendingCount == 1)
 
         // The driver went back to sleep until the second deadline, t = 140 ms.
         try await waitUntil { clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(140))] }
         clock.advance(by: .milliseconds(39))
-        #expect(transport.cancellationCount == 1)
+        #expect(hanging.cancellationCount == 1)
         clock.advance(by: .milliseconds(1))
         let secondError = await #expect(throws: CourierError.self) { try await second.value }
         #expect(secondError?.code == .timedOut)
-        #expect(transport.cancellationCount == 2)
+        #expect(hanging.cancellationCount == 2)
     }
 
     @Test("a response in time leaves the queue at once; the idle driver ends at the old deadline")
     func responseInTime() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
         let gate = Gate()
-        let transport = MockTransport { _ in
-            await gate.wait()
-            return .status(201)
-        }
+        let transport = MockTransport(.status(201).held(until: gate))
         let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
@@ -122,10 +118,7 @@ struct DeadlineTimerTests {
 
     @Test("a nearer enclosing deadline is waited for the per-request way, and reported as the outer timeout")
     func nearerOuterDeadline() async throws {
-        let clock = ManualClock()
-        let timer = DeadlineTimer(clock: clock)
-        let transport = MockTransport(.hang)
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(1), timer: timer)])
+        let client = clientTimingOut(after: .seconds(1))
         let task = Task {
             try await Deadline.$current.withValue(Deadline(after: .milliseconds(50), clock: clock)) {
                 try await client.send(RetryFixtures.request())

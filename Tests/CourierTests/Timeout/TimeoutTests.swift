@@ -38,32 +38,38 @@ enum TimerKind: CaseIterable, CustomTestStringConvertible {
 
 @Suite("Timeout", .timeLimit(.minutes(1)))
 struct TimeoutTests {
+    private let clock = ManualClock()
+    private let hanging = MockTransport(.hang)
+
+    /// Starts a request through `kind`'s timeouts of `durations`, outermost first, over a transport that hangs
+    /// until cancelled, and returns once every timer sleeps.
+    private func sendHanging(
+        _ kind: TimerKind,
+        timeouts durations: Duration...
+    ) async -> Task<(Data, HTTPURLResponse), any Error> {
+        let client = Client(transport: hanging, middleware: durations.map { kind.timeout($0, clock: clock) })
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: durations.count)
+        return task
+    }
+
     @Test(
         "at the deadline the transport call is cancelled and the caller gets timedOut with the duration",
         arguments: TimerKind.allCases
     )
     func cancelsTransport(kind: TimerKind) async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.hang)
-        let client = Client(transport: transport, middleware: [kind.timeout(.milliseconds(100), clock: clock)])
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        #expect(transport.callCount == 1)
+        let task = await sendHanging(kind, timeouts: .milliseconds(100))
+        #expect(hanging.callCount == 1)
         clock.advance(by: .milliseconds(99))
-        #expect(transport.cancellationCount == 0)
+        #expect(hanging.cancellationCount == 0)
         clock.advance(by: .milliseconds(1))
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(100))
-        #expect(error?.middleware == "timeout")
+        let error = await RetryFixtures.expectTimedOut(task, after: .milliseconds(100), on: clock)
         #expect(error?.method == "GET")
-        #expect(transport.cancellationCount == 1)
-        #expect(clock.now.offset == .milliseconds(100))
+        #expect(hanging.cancellationCount == 1)
     }
 
     @Test("a response before the deadline is returned and the timer is disarmed")
     func responseInTime() async throws {
-        let clock = ManualClock()
         let gate = Gate()
         let transport = MockTransport { _ in
             await gate.wait()
@@ -81,7 +87,6 @@ struct TimeoutTests {
 
     @Test("a call that completes without suspending arms no timer", arguments: TimerKind.allCases)
     func fastPath(kind: TimerKind) async throws {
-        let clock = ManualClock()
         let client = Client(transport: MockTransport.ok, middleware: [kind.timeout(.seconds(1), clock: clock)])
         for _ in 0..<10 {
             let (_, response) = try await client.send(RetryFixtures.request())
@@ -95,20 +100,15 @@ struct TimeoutTests {
         arguments: TimerKind.allCases
     )
     func callerCancellation(kind: TimerKind) async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.hang)
-        let client = Client(transport: transport, middleware: [kind.timeout(.seconds(1), clock: clock)])
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
+        let task = await sendHanging(kind, timeouts: .seconds(1))
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }
-        #expect(transport.cancellationCount == 1)
+        #expect(hanging.cancellationCount == 1)
         #expect(clock.sleeperCount == kind.sleepersLeft(timeouts: 1))
     }
 
     @Test("errors from the rest of the chain pass through unchanged", arguments: TimerKind.allCases)
     func errorsPassThrough(kind: TimerKind) async throws {
-        let clock = ManualClock()
         let client = Client(
             transport: MockTransport(.failure(URLError(.cannotConnectToHost))),
             middleware: [kind.timeout(.seconds(1), clock: clock)]
@@ -120,7 +120,6 @@ struct TimeoutTests {
 
     @Test("layers inside see the deadline and the time left; outside there is none", arguments: TimerKind.allCases)
     func deadlineVisible(kind: TimerKind) async throws {
-        let clock = ManualClock()
         let seen = Locked<[Duration]>([])
         let outside = Locked<Bool?>(nil)
         let client = Client(
@@ -149,33 +148,16 @@ struct TimeoutTests {
         arguments: TimerKind.allCases
     )
     func innerUsesTimeLeft(kind: TimerKind) async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.hang)
-        let client = Client(
-            transport: transport,
-            middleware: [kind.timeout(.milliseconds(150), clock: clock), kind.timeout(.seconds(1), clock: clock)]
-        )
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 2)
+        let task = await sendHanging(kind, timeouts: .milliseconds(150), .seconds(1))
         #expect(clock.pendingDeadlines == Array(repeating: ManualClock.Instant(offset: .milliseconds(150)), count: 2))
         clock.advanceToNextDeadline()
-        let error = await #expect(throws: CourierError.self) { try await task.value }
-        #expect(error?.code == .timedOut)
-        #expect(error?.timeout == .milliseconds(150))
-        #expect(clock.now.offset == .milliseconds(150))
-        #expect(transport.cancellationCount == 1)
+        await RetryFixtures.expectTimedOut(task, after: .milliseconds(150), on: clock)
+        #expect(hanging.cancellationCount == 1)
     }
 
     @Test("an inner timeout shorter than the time left fires on its own", arguments: TimerKind.allCases)
     func innerShorter(kind: TimerKind) async throws {
-        let clock = ManualClock()
-        let transport = MockTransport(.hang)
-        let client = Client(
-            transport: transport,
-            middleware: [kind.timeout(.seconds(1), clock: clock), kind.timeout(.milliseconds(100), clock: clock)]
-        )
-        let task = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 2)
+        let task = await sendHanging(kind, timeouts: .seconds(1), .milliseconds(100))
         clock.advanceToNextDeadline()
         let error = await #expect(throws: CourierError.self) { try await task.value }
         #expect(error?.timeout == .milliseconds(100))
@@ -185,7 +167,6 @@ struct TimeoutTests {
 
     @Test("a deadline set by the caller bounds the timeouts inside", arguments: TimerKind.allCases)
     func callerDeadline(kind: TimerKind) async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.hang)
         let client = Client(transport: transport, middleware: [kind.timeout(.seconds(10), clock: clock)])
         let task = Task {
@@ -205,7 +186,6 @@ struct TimeoutTests {
         arguments: TimerKind.allCases
     )
     func passedDeadline(kind: TimerKind) async throws {
-        let clock = ManualClock()
         let transport = MockTransport.ok
         let client = Client(transport: transport, middleware: [kind.timeout(.seconds(10), clock: clock)])
         let deadline = Deadline(after: .seconds(1), clock: clock)
@@ -220,7 +200,6 @@ struct TimeoutTests {
 
     @Test("work run outside the deadline with withValue(nil) is not bounded by it", arguments: TimerKind.allCases)
     func clearingTheDeadline(kind: TimerKind) async throws {
-        let clock = ManualClock()
         let seen = Locked<[Bool]>([])
         let client = Client(
             transport: MockTransport.ok,

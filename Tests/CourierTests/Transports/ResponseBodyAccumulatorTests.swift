@@ -5,13 +5,15 @@ import Testing
 
 @Suite("Response body limit")
 struct ResponseBodyAccumulatorTests {
+    /// Appends each of `chunks` to `body`; returns whether each was accepted.
+    private func append(_ chunks: [String], to body: inout ResponseBodyAccumulator) -> [Bool] {
+        chunks.map { body.append(Data($0.utf8)) }
+    }
+
     @Test("chunks up to the limit are kept whole")
     func keepsUpToLimit() {
         var body = ResponseBodyAccumulator(limit: 10)
-        let accepted1 = body.append(Data("hello".utf8))
-        #expect(accepted1)
-        let accepted2 = body.append(Data("world".utf8))
-        #expect(accepted2)
+        #expect(append(["hello", "world"], to: &body) == [true, true])
         #expect(body.data == Data("helloworld".utf8))
         #expect(!body.isOverLimit)
     }
@@ -19,14 +21,10 @@ struct ResponseBodyAccumulatorTests {
     @Test("the chunk that passes the limit drops everything held, and later chunks are ignored")
     func dropsPastLimit() {
         var body = ResponseBodyAccumulator(limit: 10)
-        let accepted3 = body.append(Data("hello".utf8))
-        #expect(accepted3)
-        let accepted4 = body.append(Data("world!".utf8))
-        #expect(!accepted4)
+        #expect(append(["hello", "world!"], to: &body) == [true, false])
         #expect(body.isOverLimit)
         #expect(body.data.isEmpty)
-        let accepted5 = body.append(Data("more".utf8))
-        #expect(!accepted5)
+        #expect(append(["more"], to: &body) == [false])
         #expect(body.data.isEmpty)
         #expect(body.receivedCount == 11)
     }
@@ -34,10 +32,7 @@ struct ResponseBodyAccumulatorTests {
     @Test("a zero limit accepts only an empty body")
     func zeroLimit() {
         var body = ResponseBodyAccumulator(limit: 0)
-        let accepted6 = body.append(Data())
-        #expect(accepted6)
-        let accepted7 = body.append(Data([1]))
-        #expect(!accepted7)
+        #expect(append(["", "x"], to: &body) == [true, false])
     }
 
     @Test(

@@ -85,9 +85,3 @@ extension TestRouter {
         return try Response.json(echo)
     }
 }
-
-/// The user `/json` and `/users/:id` answer.
-private struct User: Encodable {
-    var id: Int
-    var name: String
-}

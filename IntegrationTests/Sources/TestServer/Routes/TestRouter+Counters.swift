@@ -9,7 +9,7 @@ extension TestRouter {
         }
 
         router.get("wait/:key") { request, context in
-            try await Self.wait(request, context: context, state: state)
+            try await Self.wait(key: context.parameters.require("key"), QueryItems(request.uri.query), state: state)
         }
 
         for method in Self.allMethods {
@@ -36,13 +36,7 @@ extension TestRouter {
     /// The header that says why a long poll ended.
     static var waitEndedHeader: HTTPField.Name { HTTPField.Name("X-Wait-Ended")! }
 
-    private static func wait(
-        _ request: Request,
-        context: BasicRequestContext,
-        state: ServerState
-    ) async throws -> Response {
-        let key = try context.parameters.require("key")
-        let query = QueryItems(request.uri.query)
+    private static func wait(key: String, _ query: QueryItems, state: ServerState) async throws -> Response {
         typealias Counter = @Sendable (CounterSnapshot) -> Int
         var minimums: [(counter: Counter, value: Int)] = []
         let counters: [(String, Counter)] = [

@@ -30,7 +30,8 @@ extension TestRouter {
 
         for method in Self.allMethods {
             router.on("flaky/:key", method: method) { request, context in
-                try await Self.flaky(request, context: context, state: state)
+                let key = try context.parameters.require("key")
+                return try await Self.flaky(key: key, QueryItems(request.uri.query), state: state)
             }
         }
     }
@@ -100,13 +101,7 @@ extension TestRouter {
         return Response(status: .ok, headers: headers, body: body)
     }
 
-    private static func flaky(
-        _ request: Request,
-        context: BasicRequestContext,
-        state: ServerState
-    ) async throws -> Response {
-        let key = try context.parameters.require("key")
-        let query = QueryItems(request.uri.query)
+    private static func flaky(key: String, _ query: QueryItems, state: ServerState) async throws -> Response {
         guard let failures = Int(query["failures"] ?? "1"), failures >= 0 else {
             return Response.badRequest("failures must be a whole number")
         }

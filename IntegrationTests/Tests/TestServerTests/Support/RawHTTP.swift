@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import TestServer
 
 /// A raw TCP exchange with a test server, for what `URLSession` hides: repeated header lines on
 /// the way out, and exactly which bytes arrive before the server closes the connection.
@@ -27,6 +28,21 @@ enum RawHTTP {
             }
             return nil
         }
+    }
+
+    /// Sends `GET target` to `server` with `headers` (each line ending in CRLF) and, unless `keepAlive`,
+    /// `Connection: close`, and reads until the server closes the connection.
+    static func get(
+        _ target: String,
+        headers: String = "",
+        keepAlive: Bool = false,
+        from server: RunningServer
+    ) async throws -> Reply {
+        let connection = keepAlive ? "" : "Connection: close\r\n"
+        return try await exchange(
+            port: server.port,
+            request: "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1\r\n\(headers)\(connection)\r\n"
+        )
     }
 
     /// Sends `request` (a complete HTTP/1.1 message) to `127.0.0.1:port` and reads until the

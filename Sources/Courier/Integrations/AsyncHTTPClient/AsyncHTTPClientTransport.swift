@@ -148,7 +148,6 @@ public final class AsyncHTTPClientTransport: Transport {
 
     /// Sends the request with the client and collects the response body.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
     /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
     ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,

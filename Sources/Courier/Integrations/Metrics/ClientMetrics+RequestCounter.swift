@@ -20,10 +20,8 @@ extension ClientMetrics {
     /// tells the same story per series; this gauge is the counter's own total, the number that
     /// ``RequestCounter/waitUntilIdle()`` waits on.
     ///
-    /// - Parameters:
-    ///   - counter: The counter to report.
-    ///   - dimensions: Dimensions for the gauge, for example `[("client", "billing")]` when several
-    ///     counters report; none by default.
+    /// - Parameter dimensions: Dimensions for the gauge, for example `[("client", "billing")]` when several
+    ///   counters report; none by default.
     public func reportInFlight(of counter: RequestCounter, dimensions: [(String, String)] = []) async {
         let gauge = Gauge(label: Label.inFlight, dimensions: dimensions, factory: factory ?? MetricsSystem.factory)
         for await change in counter.changes(bufferingPolicy: .bufferingNewest(1)) {

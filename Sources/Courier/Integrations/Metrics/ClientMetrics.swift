@@ -138,7 +138,6 @@ public final class ClientMetrics: Sendable {
     ///
     /// A refresh that ends in `CancellationError` is not counted.
     ///
-    /// - Parameter refresh: The refresh operation.
     /// - Returns: An operation that does the same and counts it.
     public func countingRefreshes<Input, Output>(
         _ refresh: @escaping @Sendable (Input) async throws -> Output

@@ -26,9 +26,7 @@ extension Middleware {
     /// statuses to count as errors. Inside `.retry`, it measures each attempt instead. Errors and
     /// cancellation pass through unchanged.
     ///
-    /// - Parameters:
-    ///   - metrics: Where to record.
-    ///   - clock: The clock that measures durations; `ContinuousClock` by default.
+    /// - Parameter clock: The clock that measures durations; `ContinuousClock` by default.
     /// - Returns: A middleware named `"metrics"`.
     public static func metrics(
         _ metrics: ClientMetrics,

@@ -31,7 +31,6 @@ public struct URLRequestHeaderInjector: Injector {
     /// - Parameters:
     ///   - value: The header value, as the instrument formatted it.
     ///   - key: The header name, for example `traceparent`.
-    ///   - request: The request to change.
     public func inject(_ value: String, forKey key: String, into request: inout URLRequest) {
         request.setValue(value, forHTTPHeaderField: key)
     }
