@@ -72,6 +72,9 @@ public final class HTTPCache: Sendable {
         self.onEvent = onEvent
     }
 
+    /// How many callers wait for a shared request now (for tests).
+    var waitingCallers: Int { coalescer.waitingCallers }
+
     static let misplacedMessage =
         "an authenticating middleware inside the caching middleware attached a credential the cache cannot see; "
         + "list .caching after .authenticating"
