@@ -55,8 +55,7 @@ public final class HTTPCache: Sendable {
     ///   - clock: Measures how long responses have been stored; tests pass a manual clock.
     ///   - startDate: The wall-clock time when `clock` reads its current instant: the cache's time is this
     ///     plus the clock's elapsed time, so HTTP dates (`Date`, `Expires`) are compared on the same clock.
-    ///   - onEvent: Told what the cache does (see ``CacheEvent``), synchronously on the request's task: keep
-    ///     it short.
+    ///   - onEvent: Told what the cache does (see ``CacheEvent``), synchronously: keep it short.
     public init(
         store: any HTTPCacheStore = InMemoryHTTPCacheStore(),
         clock: some Clock<Duration> = ContinuousClock(),

@@ -156,6 +156,8 @@ struct HTTPCachePolicyTests {
         #expect(!HTTPCachePolicy.mayServeOnError(stored(["Cache-Control": "max-age=10"]), now: Self.received))
         let strict = stored(["Cache-Control": "max-age=10, stale-if-error=60, must-revalidate"])
         #expect(!HTTPCachePolicy.mayServeOnError(strict, now: Self.received.addingTimeInterval(20)))
+        let noCache = stored(["Cache-Control": "no-cache, stale-if-error=60"])
+        #expect(!HTTPCachePolicy.mayServeOnError(noCache, now: Self.received.addingTimeInterval(20)))
     }
 
     @Test("revalidation asks with the ETag and Last-Modified; a 304 replaces headers but not the ones of its own")
@@ -196,6 +198,7 @@ struct HTTPCachePolicyTests {
         )
         #expect(HTTPCachePolicy.invalidatedResources(method: "DELETE", url: Self.url, statusCode: 404, headers: [:]) == [])
         #expect(HTTPCachePolicy.invalidatedResources(method: "GET", url: Self.url, statusCode: 200, headers: [:]) == [])
+        #expect(HTTPCachePolicy.invalidatedResources(method: "OPTIONS", url: Self.url, statusCode: 200, headers: [:]) == [])
         #expect(HTTPCachePolicy.invalidatedResources(method: "PATCH", url: Self.url, statusCode: 204, headers: [:]).count == 1)
         #expect(HTTPCachePolicy.resource(URL(string: "https://a.test/x?q=1#frag")!) == "https://a.test/x?q=1")
     }

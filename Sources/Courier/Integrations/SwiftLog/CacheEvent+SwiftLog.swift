@@ -9,12 +9,11 @@ extension CacheEvent {
     /// let cache = HTTPCache(onEvent: CacheEvent.logging(to: logger))
     /// ```
     ///
-    /// - Parameter level: The level of every entry except ``Kind/storeFailed``, which is logged as a warning;
-    ///   `.debug` by default.
+    /// - Parameter level: The level of the entries; `.debug` by default.
     public static func logging(to logger: Logger, level: Logger.Level = .debug) -> @Sendable (CacheEvent) -> Void {
         { event in
             logger.log(
-                level: event.kind == .storeFailed ? .warning : level,
+                level: level,
                 "HTTP cache \(event.kind.rawValue)",
                 metadata: [
                     "cache.event": .string(event.kind.rawValue),
