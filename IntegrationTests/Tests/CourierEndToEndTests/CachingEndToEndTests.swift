@@ -10,7 +10,10 @@ import FoundationNetworking
 
 @Suite("HTTP cache over real sockets", .timeLimit(.minutes(2)))
 struct CachingEndToEndTests {
-    @Test("100 GETs of an ETag resource that must be revalidated: 1 full response and 99 304s", arguments: TransportKind.allCases)
+    @Test(
+        "100 GETs of an ETag resource that must be revalidated: 1 full response and 99 304s",
+        arguments: TransportKind.allCases
+    )
     func etagRevalidation(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
@@ -23,7 +26,10 @@ struct CachingEndToEndTests {
         }
     }
 
-    @Test("max-age: answered from memory on a manual clock until it passes, then revalidated; a POST invalidates", arguments: TransportKind.allCases)
+    @Test(
+        "max-age: answered from memory on a manual clock until it passes, then revalidated; a POST invalidates",
+        arguments: TransportKind.allCases
+    )
     func maxAgeOnManualClock(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()

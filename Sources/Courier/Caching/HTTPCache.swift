@@ -132,7 +132,8 @@ public final class HTTPCache: Sendable {
         let response: HTTPURLResponse
         do {
             (data, response) = try await CredentialWitness.$current.withValue(witness) { try await next(outgoing) }
-        } catch let error as CourierError where !conditions.isEmpty && error.statusCode == 304 && error.response != nil {
+        } catch let error as CourierError where !conditions.isEmpty && error.statusCode == 304 && error.response != nil
+        {
             // A status validation layer inside threw the 304 this cache asked for.
             (data, response) = (Data(), error.response!)
         } catch {

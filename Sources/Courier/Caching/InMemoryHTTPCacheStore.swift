@@ -26,14 +26,17 @@ public final class InMemoryHTTPCacheStore: HTTPCacheStore {
     /// The total size of the stored responses now.
     public var bytes: Int { entries.withLock { $0.size } }
 
+    /// The responses stored for `key`, each marked as just used.
     public func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] {
         entries.withLock { $0.responses(for: key) }
     }
 
+    /// Stores `response`, then evicts the least recently used entries until both limits hold.
     public func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws {
         entries.withLock { _ = $0.store(response, for: key) }
     }
 
+    /// Removes every response stored for `resource`.
     public func removeResponses(forResource resource: String) async throws {
         entries.withLock { $0.removeAll(forResource: resource) }
     }

@@ -24,7 +24,10 @@ struct CachingObservabilityTests {
     /// A miss that is stored, then a hit, through a cache reporting to `onEvent`.
     private func missThenHit(_ onEvent: @escaping @Sendable (CacheEvent) -> Void) async throws {
         let transport = MockTransport(.status(200, body: "x", headers: ["Cache-Control": "max-age=60"]))
-        let client = Client(transport: transport, middleware: [.caching(HTTPCache(clock: ManualClock(), onEvent: onEvent))])
+        let client = Client(
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: ManualClock(), onEvent: onEvent))]
+        )
         for _ in 0..<2 { _ = try await client.send(URLRequest(url: url)) }
     }
 
@@ -52,7 +55,9 @@ struct CachingObservabilityTests {
         var logger = Logger(label: "cache-tests") { _ in handler }
         logger.logLevel = .trace
         try await missThenHit(CacheEvent.logging(to: logger))
-        #expect(handler.entries.map(\.message.description) == ["HTTP cache miss", "HTTP cache stored", "HTTP cache hit"])
+        #expect(
+            handler.entries.map(\.message.description) == ["HTTP cache miss", "HTTP cache stored", "HTTP cache hit"]
+        )
         #expect(handler.entries.allSatisfy { $0.level == .debug })
         let entry = try #require(handler.entries.last)
         #expect(entry.metadata["cache.event"] == "hit")

@@ -67,7 +67,10 @@ struct CachingTests {
         #expect(server.full == 1 && server.notModified == 1)
     }
 
-    @Test("100 GETs of a no-cache resource with an ETag: one full response and 99 revalidations", .timeLimit(.minutes(1)))
+    @Test(
+        "100 GETs of a no-cache resource with an ETag: one full response and 99 revalidations",
+        .timeLimit(.minutes(1))
+    )
     func hundredRevalidations() async throws {
         let server = CacheTestServer()
         server.set(cacheControl: "no-cache")
@@ -112,10 +115,18 @@ struct CachingTests {
     func attachedHeaderPartitions() async throws {
         let server = CacheTestServer()
         server.set(cacheControl: "public, max-age=600")
-        let transport = MockTransport { request in .status(200, body: request.header("X-API-Key") ?? "none", headers: ["Cache-Control": "public, max-age=600"]) }
+        let transport = MockTransport { request in
+            .status(200, body: request.header("X-API-Key") ?? "none", headers: ["Cache-Control": "public, max-age=600"])
+        }
         let shared = cache(ManualClock())
-        let first = Client(transport: transport, middleware: [.authenticating(token: "key-one", scheme: .header("X-API-Key")), .caching(shared)])
-        let second = Client(transport: transport, middleware: [.authenticating(token: "key-two", scheme: .header("X-API-Key")), .caching(shared)])
+        let first = Client(
+            transport: transport,
+            middleware: [.authenticating(token: "key-one", scheme: .header("X-API-Key")), .caching(shared)]
+        )
+        let second = Client(
+            transport: transport,
+            middleware: [.authenticating(token: "key-two", scheme: .header("X-API-Key")), .caching(shared)]
+        )
         #expect(text(try await first.send(get("/me"))) == "key-one")
         #expect(text(try await second.send(get("/me"))) == "key-two")
         #expect(text(try await first.send(get("/me"))) == "key-one")
@@ -260,7 +271,10 @@ struct CachingTests {
         #expect(holding.requests.count == 1)
     }
 
-    @Test("a cancelled caller of a shared miss gets CancellationError; the other caller gets the response", .timeLimit(.minutes(1)))
+    @Test(
+        "a cancelled caller of a shared miss gets CancellationError; the other caller gets the response",
+        .timeLimit(.minutes(1))
+    )
     func cancellation() async throws {
         let server = CacheTestServer()
         let holding = HoldingTransport(wrapping: server.transport)
@@ -294,7 +308,11 @@ struct CachingTests {
     @Test("HEAD responses are stored apart from GET, with no body")
     func head() async throws {
         let transport = MockTransport { request in
-            .status(200, body: request.urlRequest.httpMethod == "HEAD" ? "" : "body", headers: ["Cache-Control": "max-age=600"])
+            .status(
+                200,
+                body: request.urlRequest.httpMethod == "HEAD" ? "" : "body",
+                headers: ["Cache-Control": "max-age=600"]
+            )
         }
         let client = Client(transport: transport, middleware: [.caching(cache(ManualClock()))])
         _ = try await client.send(get("/a", method: "HEAD"))
@@ -345,7 +363,10 @@ struct CachingTests {
     @Test("a CancellationError from the store is passed on, and nothing is sent")
     func storeCancellation() async throws {
         let transport = MockTransport.ok
-        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock(), store: CancellingStore()))])
+        let client = Client(
+            transport: transport,
+            middleware: [.caching(cache(ManualClock(), store: CancellingStore()))]
+        )
         await #expect(throws: CancellationError.self) { try await client.send(get("/a")) }
         #expect(transport.callCount == 0)
     }

@@ -46,14 +46,17 @@ struct HTTPCachePolicyTests {
         #expect(directives.staleIfError == 30)
         #expect(!directives.noStore && !directives.isPrivate && !directives.mustRevalidate)
         #expect(CacheControl("max-age=abc").maxAge == 0)
-        #expect(CacheControl("private, must-revalidate, no-store, s-maxage=9") == {
-            var expected = CacheControl()
-            expected.isPrivate = true
-            expected.mustRevalidate = true
-            expected.noStore = true
-            expected.sharedMaxAge = 9
-            return expected
-        }())
+        #expect(
+            CacheControl("private, must-revalidate, no-store, s-maxage=9")
+                == {
+                    var expected = CacheControl()
+                    expected.isPrivate = true
+                    expected.mustRevalidate = true
+                    expected.noStore = true
+                    expected.sharedMaxAge = 9
+                    return expected
+                }()
+        )
     }
 
     @Test("freshness lifetime: max-age wins over Expires; s-maxage is ignored; Expires minus Date; none without either")
@@ -196,10 +199,17 @@ struct HTTPCachePolicyTests {
             HTTPCachePolicy.invalidatedResources(method: "POST", url: Self.url, statusCode: 201, headers: headers)
                 == ["https://api.example.test/items/1", "https://api.example.test/items/2"]
         )
-        #expect(HTTPCachePolicy.invalidatedResources(method: "DELETE", url: Self.url, statusCode: 404, headers: [:]) == [])
+        #expect(
+            HTTPCachePolicy.invalidatedResources(method: "DELETE", url: Self.url, statusCode: 404, headers: [:]) == []
+        )
         #expect(HTTPCachePolicy.invalidatedResources(method: "GET", url: Self.url, statusCode: 200, headers: [:]) == [])
-        #expect(HTTPCachePolicy.invalidatedResources(method: "OPTIONS", url: Self.url, statusCode: 200, headers: [:]) == [])
-        #expect(HTTPCachePolicy.invalidatedResources(method: "PATCH", url: Self.url, statusCode: 204, headers: [:]).count == 1)
+        #expect(
+            HTTPCachePolicy.invalidatedResources(method: "OPTIONS", url: Self.url, statusCode: 200, headers: [:]) == []
+        )
+        #expect(
+            HTTPCachePolicy.invalidatedResources(method: "PATCH", url: Self.url, statusCode: 204, headers: [:]).count
+                == 1
+        )
         #expect(HTTPCachePolicy.resource(URL(string: "https://a.test/x?q=1#frag")!) == "https://a.test/x?q=1")
     }
 }

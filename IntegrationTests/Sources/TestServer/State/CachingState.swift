@@ -32,6 +32,7 @@ public struct CacheStats: Codable, Sendable, Equatable {
     /// `304 Not Modified` answers.
     public var notModified = 0
 
+    /// Creates counts.
     public init(full: Int = 0, notModified: Int = 0) {
         self.full = full
         self.notModified = notModified
