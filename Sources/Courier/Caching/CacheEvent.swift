@@ -36,13 +36,6 @@ public struct CacheEvent: Sendable, CustomStringConvertible {
     /// The URL concerned: the request's, or for ``Kind/invalidated`` the resource removed.
     public let url: URL
 
-    /// Creates an event.
-    public init(kind: Kind, method: String, url: URL) {
-        self.kind = kind
-        self.method = method
-        self.url = url
-    }
-
     /// The kind, the method and the redacted URL, for example `hit GET https://api.example.com/users/42`.
     public var description: String {
         "\(kind.rawValue) \(method) \(Redaction.redactedURL(url))"

@@ -22,23 +22,6 @@ public struct CachedResponse: Sendable, Hashable, Codable {
     /// store keeps one response per variant: storing another with the same key and variant replaces it.
     public var variant: String
 
-    /// Creates a stored response.
-    public init(
-        statusCode: Int,
-        headers: [String: String],
-        body: Data,
-        requestDate: Date,
-        responseDate: Date,
-        variant: String
-    ) {
-        self.statusCode = statusCode
-        self.headers = headers
-        self.body = body
-        self.requestDate = requestDate
-        self.responseDate = responseDate
-        self.variant = variant
-    }
-
     /// What the entry costs in an in-memory store: the body, the header names and values, and the variant.
     public var size: Int {
         headers.reduce(body.count + variant.utf8.count) { $0 + $1.key.utf8.count + $1.value.utf8.count }

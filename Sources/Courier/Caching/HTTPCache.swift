@@ -96,7 +96,7 @@ public final class HTTPCache: Sendable {
             resource: HTTPCachePolicy.resource(url),
             partition: credential.map { method + " " + $0 } ?? method
         )
-        let lookup = Lookup(request: request, method: method, url: url, key: key, hasCredential: credential != nil)
+        let lookup = Lookup(request: request, url: url, key: key, hasCredential: credential != nil)
         if let stored = try await self.stored(lookup), HTTPCachePolicy.isFresh(stored, for: request, now: now()) {
             emit(.hit, lookup)
             return served(stored, lookup)
@@ -107,10 +107,12 @@ public final class HTTPCache: Sendable {
     /// One `GET` or `HEAD` request, as the cache files it.
     private struct Lookup: Sendable {
         let request: URLRequest
-        let method: String
         let url: URL
         let key: HTTPCacheKey
         let hasCredential: Bool
+
+        /// `GET` or `HEAD`, as the partition starts.
+        var method: Substring { key.partition.prefix { $0 != " " } }
     }
 
     /// Sends a request that nothing fresh answered (once for concurrent callers): conditionally when a stored
@@ -251,7 +253,7 @@ public final class HTTPCache: Sendable {
     }
 
     private func emit(_ kind: CacheEvent.Kind, _ lookup: Lookup) {
-        onEvent?(CacheEvent(kind: kind, method: lookup.method, url: lookup.url))
+        onEvent?(CacheEvent(kind: kind, method: String(lookup.method), url: lookup.url))
     }
 
     private func emit(_ event: CacheEvent) {

@@ -40,6 +40,20 @@ struct CachingTests {
         return HTTPCache(store: store, clock: clock, startDate: start, onEvent: { event in events.record(event) })
     }
 
+    /// A server answering with `cacheControl`, and a client caching on a manual clock that nothing advances.
+    private func serverAndClient(_ cacheControl: String = "max-age=60") -> (CacheTestServer, Client) {
+        let server = CacheTestServer()
+        server.set(cacheControl: cacheControl)
+        return (server, Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))]))
+    }
+
+    /// A client whose requests the returned transport holds until the test opens it.
+    private func heldClient() -> (HoldingTransport, HTTPCache, Client) {
+        let holding = HoldingTransport(wrapping: CacheTestServer().transport)
+        let shared = cache(ManualClock())
+        return (holding, shared, Client(transport: holding, middleware: [.caching(shared)]))
+    }
+
     @Test("a fresh response answers from memory until max-age passes; then a 304 answers with the stored body as 200")
     func freshThenRevalidated() async throws {
         let server = CacheTestServer()
@@ -72,9 +86,7 @@ struct CachingTests {
         .timeLimit(.minutes(1))
     )
     func hundredRevalidations() async throws {
-        let server = CacheTestServer()
-        server.set(cacheControl: "no-cache")
-        let client = Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))])
+        let (server, client) = serverAndClient("no-cache")
         for _ in 0..<100 {
             let result = try await client.send(get("/items"))
             #expect(result.1.statusCode == 200 && text(result) == "\"v1\" anonymous")
@@ -85,9 +97,7 @@ struct CachingTests {
 
     @Test("a revalidation that gets a 200 (the resource changed) replaces the stored response")
     func changedResourceReplaces() async throws {
-        let server = CacheTestServer()
-        server.set(cacheControl: "no-cache")
-        let client = Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))])
+        let (server, client) = serverAndClient("no-cache")
         _ = try await client.send(get("/items"))
         server.change("/items")
         #expect(text(try await client.send(get("/items"))) == "\"v2\" anonymous")
@@ -97,9 +107,7 @@ struct CachingTests {
 
     @Test("responses are filed per credential: one credential's never answers another's or an anonymous request")
     func credentialsNeverShare() async throws {
-        let server = CacheTestServer()
-        server.set(cacheControl: "public, max-age=600")
-        let client = Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))])
+        let (server, client) = serverAndClient("public, max-age=600")
         let alice = try await client.send(get("/me", ["Authorization": "Bearer alice"]))
         let bob = try await client.send(get("/me", ["Authorization": "Bearer bob"]))
         let anonymous = try await client.send(get("/me"))
@@ -135,9 +143,7 @@ struct CachingTests {
 
     @Test("a response to a request with Authorization is stored only with public, must-revalidate or s-maxage")
     func authorizationNeedsPermission() async throws {
-        let server = CacheTestServer()
-        server.set(cacheControl: "private, max-age=600")
-        let client = Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))])
+        let (server, client) = serverAndClient("private, max-age=600")
         for _ in 0..<2 { _ = try await client.send(get("/me", ["Authorization": "Bearer alice"])) }
         #expect(server.full == 2)
         server.set(cacheControl: "private, max-age=600, s-maxage=600")
@@ -172,8 +178,7 @@ struct CachingTests {
 
     @Test("no-store in the response or the request keeps it out of the cache")
     func noStore() async throws {
-        let server = CacheTestServer()
-        let client = Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))])
+        let (server, client) = serverAndClient()
         server.set(cacheControl: "no-store, max-age=600")
         for _ in 0..<2 { _ = try await client.send(get("/a")) }
         server.set(cacheControl: "max-age=600")
@@ -258,10 +263,7 @@ struct CachingTests {
 
     @Test("concurrent misses for the same request go to the server once", .timeLimit(.minutes(1)))
     func concurrentMissesOnce() async throws {
-        let server = CacheTestServer()
-        let holding = HoldingTransport(wrapping: server.transport)
-        let shared = cache(ManualClock())
-        let client = Client(transport: holding, middleware: [.caching(shared)])
+        let (holding, shared, client) = heldClient()
         let batch = Task { await client.sendAll(Array(repeating: get("/a"), count: 50), maxConcurrency: 50) }
         await holding.waitUntilHolding(1)
         try await waitUntil { shared.waitingCallers == 50 }
@@ -276,10 +278,7 @@ struct CachingTests {
         .timeLimit(.minutes(1))
     )
     func cancellation() async throws {
-        let server = CacheTestServer()
-        let holding = HoldingTransport(wrapping: server.transport)
-        let shared = cache(ManualClock())
-        let client = Client(transport: holding, middleware: [.caching(shared)])
+        let (holding, shared, client) = heldClient()
         let first = Task { try await client.send(get("/a")) }
         await holding.waitUntilHolding(1)
         let second = Task { try await client.send(get("/a")) }
@@ -324,8 +323,7 @@ struct CachingTests {
 
     @Test("requests with their own conditional or Range header, or a body, pass through unstored")
     func ownConditionalsBypass() async throws {
-        let server = CacheTestServer()
-        let client = Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))])
+        let (server, client) = serverAndClient()
         _ = try await client.send(get("/a", ["If-None-Match": "\"v0\""]))
         _ = try await client.send(get("/a", ["Range": "bytes=0-1"]))
         var withBody = get("/a")
