@@ -10,10 +10,7 @@ import FoundationNetworking
 
 @Suite("HTTP cache over real sockets", .timeLimit(.minutes(2)))
 struct CachingEndToEndTests {
-    @Test(
-        "100 GETs of an ETag resource that must be revalidated: 1 full response and 99 304s",
-        arguments: TransportKind.allCases
-    )
+    @Test("100 GETs of a no-cache ETag resource: 1 full response, 99 × 304", arguments: TransportKind.allCases)
     func etagRevalidation(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
@@ -26,10 +23,8 @@ struct CachingEndToEndTests {
         }
     }
 
-    @Test(
-        "max-age: answered from memory on a manual clock until it passes, then revalidated; a POST invalidates",
-        arguments: TransportKind.allCases
-    )
+    /// Answered from memory on a manual clock until max-age passes, then revalidated; a POST invalidates.
+    @Test("max-age on a manual clock: memory, then a 304, then a POST", arguments: TransportKind.allCases)
     func maxAgeOnManualClock(kind: TransportKind) async throws {
         try await TestServers.withServer { server in
             let key = uniqueKey()
