@@ -1,5 +1,5 @@
 #if Metrics
-public import Metrics
+import Metrics
 
 extension ClientMetrics.Label {
     /// `http.client.cache.events`: a counter of an ``HTTPCache``'s events, by `cache.event` (the
