@@ -1,7 +1,8 @@
 public import Foundation
 
-/// What an ``HTTPCache`` did with a request or a response, delivered to its `onEvent` callback (and recorded
-/// by ``ClientMetrics`` and logged by ``LogSink`` when those traits are on).
+/// What an ``HTTPCache`` did with a request or a response, delivered to its `onEvent` callback. With the
+/// Metrics trait, pass `ClientMetrics.recordCacheEvent(_:)` to count them; with the Logging trait,
+/// `CacheEvent.logging(to:level:)` to log them.
 ///
 /// ```swift
 /// let cache = HTTPCache(onEvent: { event in print(event) })   // "hit GET https://api.example.com/users/42"

@@ -6,7 +6,7 @@ public import Foundation
 /// It is `Codable`, so a store shared by several replicas (in a database or a key-value store they already
 /// run) can serialize it. It holds no credential: requests that carried one are told apart by
 /// ``HTTPCacheKey/partition``, an opaque value from which the credential cannot be recovered.
-public struct CachedResponse: Sendable, Hashable, Codable {
+public struct CachedResponse: Sendable, Hashable, Codable, CustomStringConvertible {
     /// The response's status code.
     public var statusCode: Int
     /// The response's header fields, as received (and as updated by later `304` responses).
@@ -25,6 +25,12 @@ public struct CachedResponse: Sendable, Hashable, Codable {
     /// What the entry costs in an in-memory store: the body, the header names and values, and the variant.
     public var size: Int {
         headers.reduce(body.count + variant.utf8.count) { $0 + $1.key.utf8.count + $1.value.utf8.count }
+    }
+
+    /// The status, the number of header fields and the body's size; never a header value or the body, which
+    /// may hold anything the server sent.
+    public var description: String {
+        "CachedResponse(status \(statusCode), \(headers.count) header fields, \(body.count) bytes)"
     }
 
     /// The value of a header field, its name compared case-insensitively.

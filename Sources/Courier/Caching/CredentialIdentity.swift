@@ -26,13 +26,7 @@ struct CredentialIdentity: Sendable {
     /// The identity of the credential `request` carries, as 32 hexadecimal digits, or `nil` when it carries
     /// none.
     func identity(of request: URLRequest) -> String? {
-        var names = Self.standardHeaders
-        if let attached = AttachedCredential.current {
-            for credential in attached.all {
-                let name = credential.headerName.lowercased()
-                if !names.contains(name) { names.append(name) }
-            }
-        }
+        let names = Self.headerNames()
         var first = Hasher()
         var second = Hasher()
         first.combine(salts.0)
@@ -49,6 +43,19 @@ struct CredentialIdentity: Sendable {
         guard found else { return nil }
         return Self.hex(UInt64(bitPattern: Int64(first.finalize())))
             + Self.hex(UInt64(bitPattern: Int64(second.finalize())))
+    }
+
+    /// The credential header names, lowercased: the standard ones and those the authenticating layers
+    /// around the current task attached.
+    static func headerNames() -> [String] {
+        var names = standardHeaders
+        if let attached = AttachedCredential.current {
+            for credential in attached.all {
+                let name = credential.headerName.lowercased()
+                if !names.contains(name) { names.append(name) }
+            }
+        }
+        return names
     }
 
     private static func hex(_ value: UInt64) -> String {

@@ -65,6 +65,9 @@ enum HTTPCachePolicy {
     /// The values of the request headers `vary` names (lowercased name, a colon and the trimmed value, or the
     /// bare name when the request lacks it; one per line, sorted), or `nil` for `Vary: *`, which no later
     /// request can match.
+    ///
+    /// A credential header (`Vary: Authorization`, see ``CredentialIdentity``) is recorded as present, never
+    /// with its value: the key's partition already tells credentials apart, and no credential is stored.
     static func variant(of request: URLRequest, vary: String?) -> String? {
         guard let vary else { return "" }
         var names = Set<String>()
@@ -73,8 +76,10 @@ enum HTTPCachePolicy {
             if name == "*" { return nil }
             if !name.isEmpty { names.insert(name) }
         }
+        let credentials = names.isEmpty ? [] : CredentialIdentity.headerNames()
         return names.sorted().map { name in
             guard let value = request.value(forHTTPHeaderField: name) else { return name }
+            if credentials.contains(name) { return name + ":(credential)" }
             return name + ":" + value.trimmingCharacters(in: .whitespaces)
         }.joined(separator: "\n")
     }

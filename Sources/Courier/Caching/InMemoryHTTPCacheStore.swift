@@ -26,6 +26,9 @@ public final class InMemoryHTTPCacheStore: HTTPCacheStore {
     /// The total size of the stored responses now.
     public var bytes: Int { entries.withLock { $0.size } }
 
+    /// Every stored response (for tests).
+    var allResponses: [CachedResponse] { entries.withLock { $0.all } }
+
     /// The responses stored for `key`, each marked as just used.
     public func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] {
         entries.withLock { $0.responses(for: key) }

@@ -77,6 +77,9 @@ struct LRUEntries {
         }
     }
 
+    /// Every stored response, in no particular order.
+    var all: [CachedResponse] { nodes.values.map(\.response) }
+
     /// The IDs from the most to the least recently used.
     var order: [ID] {
         Array(sequence(first: newest) { $0.flatMap { nodes[$0]?.older } }.compactMap { $0 })

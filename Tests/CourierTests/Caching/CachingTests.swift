@@ -168,6 +168,26 @@ struct CachingTests {
         #expect(transport.callCount == 3)
     }
 
+    @Test("Vary: Authorization: the stored response keeps no credential, and credentials still do not share")
+    func varyAuthorization() async throws {
+        let store = InMemoryHTTPCacheStore()
+        let transport = MockTransport { request in
+            .status(
+                200,
+                body: request.header("Authorization") ?? "none",
+                headers: ["Cache-Control": "public, max-age=600", "Vary": "Authorization"]
+            )
+        }
+        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock(), store: store))])
+        for token in ["Bearer vary-alice", "Bearer vary-bob", "Bearer vary-alice"] {
+            #expect(text(try await client.send(get("/v", ["Authorization": token]))) == token)
+        }
+        #expect(transport.callCount == 2)
+        let stored = store.allResponses
+        #expect(stored.count == 2)
+        #expect(stored.allSatisfy { !$0.variant.contains("vary-") && !String(describing: $0).contains("vary-") })
+    }
+
     @Test("Vary: * is never stored")
     func varyStar() async throws {
         let transport = MockTransport(.status(200, body: "x", headers: ["Cache-Control": "max-age=600", "Vary": "*"]))

@@ -148,6 +148,9 @@ struct HTTPCachePolicyTests {
         #expect(!HTTPCachePolicy.matches(entry, request(["Accept-Language": "fr", "Accept": "application/json"])))
         #expect(!HTTPCachePolicy.matches(entry, request(["Accept": "application/json"])))
         #expect(HTTPCachePolicy.variant(of: english, vary: nil) == "")
+        // A credential named by Vary is recorded as present, never with its value.
+        let authorized = request(["Authorization": "Bearer vary-secret"])
+        #expect(HTTPCachePolicy.variant(of: authorized, vary: "Authorization") == "authorization:(credential)")
         #expect(HTTPCachePolicy.variant(of: english, vary: "*") == nil)
     }
 
