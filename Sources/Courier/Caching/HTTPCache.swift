@@ -86,8 +86,7 @@ public final class HTTPCache: Sendable {
         }
         guard request.httpBody == nil, request.httpBodyStream == nil,
             !HTTPCachePolicy.bypassingRequestHeaders.contains(where: { request.value(forHTTPHeaderField: $0) != nil }),
-            !HTTPCachePolicy.requestDirectives(request).noStore,
-            let coalescingKey = coalescer.key(for: request)
+            !HTTPCachePolicy.requestDirectives(request).noStore
         else {
             return try await next(request)
         }
@@ -101,6 +100,8 @@ public final class HTTPCache: Sendable {
             emit(.hit, lookup)
             return served(stored, lookup)
         }
+        // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
+        guard let coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
         return try await coalescer.share(coalescingKey) { try await self.fetch(lookup, next: next) }
     }
 
