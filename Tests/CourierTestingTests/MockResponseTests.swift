@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("MockResponse")
+@Suite("MockResponse", .timeLimit(.minutes(1)))
 struct MockResponseTests {
     @Test(
         "Retry-After is sent in whole seconds, rounded up",
@@ -107,7 +107,7 @@ struct MockResponseTests {
         await #expect(throws: Refused.self) { try await api.send(request(.get, "/")) }
     }
 
-    @Test("a delayed response waits on the manual clock and a cancelled wait is counted", .timeLimit(.minutes(1)))
+    @Test("a delayed response waits on the manual clock and a cancelled wait is counted")
     func delayed() async throws {
         let clock = ManualClock()
         let api = MockTransport(.json(["ok": true]).delayed(by: .seconds(30), on: clock))
@@ -123,7 +123,7 @@ struct MockResponseTests {
         #expect(api.cancellationCount == 1)
     }
 
-    @Test("a hanging response ends only with cancellation", .timeLimit(.minutes(1)))
+    @Test("a hanging response ends only with cancellation")
     func hang() async throws {
         let arrived = Arrivals()
         let api = MockTransport { _ in

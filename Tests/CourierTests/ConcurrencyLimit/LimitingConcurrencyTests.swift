@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Middleware.limitingConcurrency")
+@Suite("Middleware.limitingConcurrency", .timeLimit(.minutes(1)))
 struct LimitingConcurrencyTests {
     private let holding = HoldingTransport()
 
@@ -15,7 +15,7 @@ struct LimitingConcurrencyTests {
         URLRequest(url: URL(string: url)!)
     }
 
-    @Test("no more than maxInFlight requests reach the transport at once", .timeLimit(.minutes(1)))
+    @Test("no more than maxInFlight requests reach the transport at once")
     func overallLimit() async throws {
         let limiter = ConcurrencyLimiter(maxInFlight: 4)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
@@ -36,7 +36,7 @@ struct LimitingConcurrencyTests {
         #expect(limiter.waiting == 0)
     }
 
-    @Test("waiting requests get their permits in the order they arrived", .timeLimit(.minutes(1)))
+    @Test("waiting requests get their permits in the order they arrived")
     func firstInFirstOut() async throws {
         let limiter = ConcurrencyLimiter(maxInFlight: 1)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
@@ -57,7 +57,7 @@ struct LimitingConcurrencyTests {
         #expect(holding.requests.map { $0.url!.lastPathComponent } == ["first"] + (0..<8).map(String.init))
     }
 
-    @Test("a per-host limit holds for each host, and a busy host does not hold up another", .timeLimit(.minutes(1)))
+    @Test("a per-host limit holds for each host, and a busy host does not hold up another")
     func perHostLimit() async throws {
         let limiter = ConcurrencyLimiter(maxInFlight: 10, perHost: 2)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
@@ -79,7 +79,7 @@ struct LimitingConcurrencyTests {
         #expect(limiter.inFlight == 0)
     }
 
-    @Test("a cancelled waiter leaves the queue with CancellationError and takes no permit", .timeLimit(.minutes(1)))
+    @Test("a cancelled waiter leaves the queue with CancellationError and takes no permit")
     func cancelledWaiter() async throws {
         let limiter = ConcurrencyLimiter(maxInFlight: 1)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
@@ -100,7 +100,7 @@ struct LimitingConcurrencyTests {
         #expect(limiter.inFlight == 0)
     }
 
-    @Test("with maxQueued, a request beyond the queue fails at once with concurrencyLimited", .timeLimit(.minutes(1)))
+    @Test("with maxQueued, a request beyond the queue fails at once with concurrencyLimited")
     func loadShedding() async throws {
         let limiter = ConcurrencyLimiter(maxInFlight: 1, maxQueued: 1)
         let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
@@ -121,7 +121,7 @@ struct LimitingConcurrencyTests {
         #expect(holding.requests.count == 2)
     }
 
-    @Test("one limiter shared by two clients bounds them together", .timeLimit(.minutes(1)))
+    @Test("one limiter shared by two clients bounds them together")
     func sharedLimiter() async throws {
         let limiter = ConcurrencyLimiter(maxInFlight: 3)
         let first = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
