@@ -12,28 +12,21 @@ private let sharedClient = Client(baseURL: testBase, transport: TestTransport())
 
 @Suite("TestTransport and the .mockTransport trait")
 struct TestTransportTraitTests {
-    @Test(
-        "a test with a trait talks to its own mock through a shared client",
-        .mockTransport {
-            MockRoute.get("/who").replies(.text("A"))
-        }
-    )
-    func ownMockA() async throws {
+    /// Asks the shared client who answers, and checks that the mock of the test's own trait did, once.
+    private func expectAnswer(from name: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let who: String = try await sharedClient.send(.get("/who"))
-        #expect(who == "A")
-        #expect(MockTransport.current?.requests.count == 1)
+        #expect(who == name, sourceLocation: sourceLocation)
+        #expect(MockTransport.current?.requests.count == 1, sourceLocation: sourceLocation)
     }
 
-    @Test(
-        "a test running next to it with another trait talks to another mock",
-        .mockTransport {
-            MockRoute.get("/who").replies(.text("B"))
-        }
-    )
+    @Test("a test with a trait talks to its own mock through a shared client", .mockAnswering(as: "A"))
+    func ownMockA() async throws {
+        try await expectAnswer(from: "A")
+    }
+
+    @Test("a test running next to it with another trait talks to another mock", .mockAnswering(as: "B"))
     func ownMockB() async throws {
-        let who: String = try await sharedClient.send(.get("/who"))
-        #expect(who == "B")
-        #expect(MockTransport.current?.requests.count == 1)
+        try await expectAnswer(from: "B")
     }
 
     @Test(
@@ -272,5 +265,12 @@ struct SuiteLevelMockTransportTests {
     func overridden() async throws {
         let text: String = try await sharedClient.send(.get("/suite"))
         #expect(text == "test")
+    }
+}
+
+extension Trait where Self == MockTransportTrait {
+    /// A `.mockTransport` trait whose mock answers `GET /who` with `name`.
+    fileprivate static func mockAnswering(as name: String) -> Self {
+        .mockTransport { MockRoute.get("/who").replies(.text(name)) }
     }
 }
