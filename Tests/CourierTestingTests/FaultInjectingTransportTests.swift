@@ -126,10 +126,7 @@ struct FaultInjectingTransportTests {
         #expect(base.callCount == 1)
         #expect(chaos.injected == [.init(requestIndex: 0, kind: .latency(.seconds(2)))])
 
-        let cancelled = Task { try await chaos.send(request(.get, "/")) }
-        await clock.waitForSleepers(count: 1)
-        cancelled.cancel()
-        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        await expectCancelledWhileAsleep(Task { try await chaos.send(request(.get, "/")) }, on: clock)
         #expect(base.callCount == 1)
     }
 

@@ -31,10 +31,7 @@ struct ManualClockTests {
 
     @Test("cancelling a sleeper throws CancellationError at once")
     func cancellation() async throws {
-        let task = Task { try await clock.sleep(for: .seconds(60)) }
-        await clock.waitForSleepers(count: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await expectCancelledWhileAsleep(Task { try await clock.sleep(for: .seconds(60)) }, on: clock)
         #expect(clock.sleeperCount == 0)
     }
 

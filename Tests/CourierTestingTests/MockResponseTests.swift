@@ -116,10 +116,7 @@ struct MockResponseTests {
         clock.advance(by: .seconds(30))
         #expect(try await answered.value.1.statusCode == 200)
 
-        let abandoned = Task { try await api.send(request(.get, "/b")) }
-        await clock.waitForSleepers(count: 1)
-        abandoned.cancel()
-        await #expect(throws: CancellationError.self) { try await abandoned.value }
+        await expectCancelledWhileAsleep(Task { try await api.send(request(.get, "/b")) }, on: clock)
         #expect(api.cancellationCount == 1)
     }
 
