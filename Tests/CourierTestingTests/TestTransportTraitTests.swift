@@ -176,9 +176,8 @@ struct TestTransportTraitTests {
         let test = try #require(Test.current)
         try await withKnownIssue {
             try await trait.provideScope(for: test, testCase: Test.Case.current) {}
-        } matching: { issue in
-            issue.comments.map(\.rawValue) == ["POST /token expected exactly 1 call, got 0 calls"]
-                && issue.sourceLocation?.line == expectationLine
+        } matching: {
+            $0.says("POST /token expected exactly 1 call, got 0 calls", at: expectationLine)
         }
     }
 
@@ -191,9 +190,8 @@ struct TestTransportTraitTests {
             try await trait.provideScope(for: test, testCase: Test.Case.current) {
                 _ = try? await sharedClient.send(request(.get, "/unknown"))
             }
-        } matching: { issue in
-            issue.comments.map(\.rawValue) == ["unexpected request GET /unknown: no route matches"]
-                && issue.sourceLocation?.line == traitLine
+        } matching: {
+            $0.says("unexpected request GET /unknown: no route matches", at: traitLine)
         }
     }
 
@@ -204,9 +202,8 @@ struct TestTransportTraitTests {
         _ = try await withTestTransport(api) { try await sharedClient.send(request(.get, "/me")) }
         withKnownIssue {
             api.verify()
-        } matching: { issue in
-            issue.comments.map(\.rawValue) == ["GET /me expected exactly 2 calls, got 1 call"]
-                && issue.sourceLocation?.line == expectationLine
+        } matching: {
+            $0.says("GET /me expected exactly 2 calls, got 1 call", at: expectationLine)
         }
     }
 
@@ -272,5 +269,12 @@ extension Trait where Self == MockTransportTrait {
     /// A `.mockTransport` trait whose mock answers `GET /who` with `name`.
     fileprivate static func mockAnswering(as name: String) -> Self {
         .mockTransport { MockRoute.get("/who").replies(.text(name)) }
+    }
+}
+
+extension Issue {
+    /// Whether this issue says exactly `comment` and was recorded at `line`.
+    fileprivate func says(_ comment: String, at line: Int) -> Bool {
+        comments.map(\.rawValue) == [comment] && sourceLocation?.line == line
     }
 }

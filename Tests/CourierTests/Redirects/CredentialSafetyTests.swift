@@ -119,15 +119,7 @@ struct CredentialSafetyTests {
             }
             client = Client(
                 transport: transport,
-                middleware: [
-                    .counting(RequestCounter()),
-                    .timeout(.seconds(10)),
-                    .retry(.default),
-                    .authenticating(with: refresher),
-                    .timeout(.seconds(2)),
-                    .validatingStatus(),
-                    .followingRedirects(),
-                ]
+                middleware: RecommendedStackTests.readmeStack(counter: RequestCounter(), auth: refresher)
             )
         }
 

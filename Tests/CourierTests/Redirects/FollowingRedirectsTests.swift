@@ -70,6 +70,15 @@ struct FollowingRedirectsTests {
 
     static let redirectCodes = [301, 302, 303, 307, 308]
 
+    /// A transport that answers each request whose host and path (`host/path`) `hops` lists with that status and
+    /// `Location`, and any other request with 200.
+    static func redirecting(_ hops: [String: (status: Int, location: String)]) -> MockTransport {
+        MockTransport { request in
+            guard let url = request.url, let hop = hops["\(url.host ?? "")\(url.path)"] else { return .ok }
+            return .status(hop.status, headers: ["Location": hop.location])
+        }
+    }
+
     private func redirecting(_ status: Int, to location: String) -> MockTransport {
         MockTransport {
             MockRoute.any("/start").replies(.status(status, headers: ["Location": location]))
@@ -293,14 +302,11 @@ struct FollowingRedirectsTests {
 
     @Test("each hop is announced in RedirectContext, and credentials stay off once the chain left its origin")
     func hopContext() async throws {
-        let transport = MockTransport { request in
-            switch (request.url?.host, request.url?.path) {
-            case ("api.example.test", "/start"): .status(302, headers: ["Location": "/same"])
-            case ("api.example.test", "/same"): .status(307, headers: ["Location": "http://other.example.test/x"])
-            case ("other.example.test", "/x"): .status(308, headers: ["Location": "http://api.example.test/back"])
-            default: .ok
-            }
-        }
+        let transport = Self.redirecting([
+            "api.example.test/start": (302, "/same"),
+            "api.example.test/same": (307, "http://other.example.test/x"),
+            "other.example.test/x": (308, "http://api.example.test/back"),
+        ])
         let seen = Locked<[RedirectHop?]>([])
         let mayAttach = Locked<[Bool]>([])
         let probe = Middleware { request, next in
@@ -367,14 +373,11 @@ struct FollowingRedirectsTests {
         Authenticator.allCases
     )
     func authenticationOrder(order: Order, authenticator: Authenticator) async throws {
-        let transport = MockTransport { request in
-            switch (request.url?.host, request.url?.path) {
-            case ("api.example.test", "/start"): .status(307, headers: ["Location": "/moved"])
-            case ("api.example.test", "/moved"): .status(302, headers: ["Location": "http://evil.example.test/x"])
-            case ("evil.example.test", "/x"): .status(307, headers: ["Location": "http://api.example.test/admin"])
-            default: .ok
-            }
-        }
+        let transport = Self.redirecting([
+            "api.example.test/start": (307, "/moved"),
+            "api.example.test/moved": (302, "http://evil.example.test/x"),
+            "evil.example.test/x": (307, "http://api.example.test/admin"),
+        ])
         let middleware: [Middleware] =
             switch order {
             case .redirectsInsideAuthentication: [authenticator.middleware, .followingRedirects()]
