@@ -9,6 +9,14 @@ import FoundationNetworking
 
 @Suite("HoldingTransport and gates", .timeLimit(.minutes(1)))
 struct HoldingTransportTests {
+    /// Where `holding` sends the requests it lets go.
+    private let base = MockTransport.ok
+    private let holding: HoldingTransport
+
+    init() {
+        holding = HoldingTransport(wrapping: base)
+    }
+
     @Test("requests are held until released, and the test knows how many are held")
     func holdsUntilReleased() async throws {
         let holding = HoldingTransport(wrapping: MockTransport(.status(204)))
@@ -28,7 +36,6 @@ struct HoldingTransportTests {
 
     @Test("release lets the longest-held requests go first")
     func releaseOrder() async throws {
-        let holding = HoldingTransport()
         let finished = Locked<[Int]>([])
         let done = Arrivals()
         var tasks: [Task<Void, any Error>] = []
@@ -53,7 +60,6 @@ struct HoldingTransportTests {
 
     @Test("after open() requests pass straight through; close() holds again")
     func openAndClose() async throws {
-        let holding = HoldingTransport()
         holding.open()
         #expect(holding.isOpen)
         #expect(try await holding.send(request(.get, "/free")).1.statusCode == 200)
@@ -67,8 +73,6 @@ struct HoldingTransportTests {
 
     @Test("a held request that is cancelled leaves with CancellationError and is never sent")
     func cancellation() async throws {
-        let base = MockTransport.ok
-        let holding = HoldingTransport(wrapping: base)
         let call = Task { try await holding.send(request(.get, "/cancel-me")) }
         await holding.waitUntilHolding(1)
         call.cancel()

@@ -31,6 +31,8 @@ struct TokenRefresherTests {
     private let refreshStarted = Gate()
     /// Lets `heldRefresher`'s refresh end.
     private let releaseRefresh = Gate()
+    /// Counts the requests a test's server rejected.
+    private let rejected = Arrivals()
 
     /// A refresher from `v1` to `v2` whose refresh, counted in `refreshCalls`, opens `refreshStarted` and then
     /// waits for `releaseRefresh`.
@@ -92,7 +94,6 @@ struct TokenRefresherTests {
     func tenThousandConcurrentRejections() async throws {
         let total = 10_000
         let valid = Locked<Set<String>>(["Bearer fresh"])
-        let rejected = Arrivals()
         let replacedTokens = Locked<[String]>([])
         let refresher = TokenRefresher(token: .init("expired")) { replaced in
             refreshCalls.withLock { $0 += 1 }
@@ -191,7 +192,6 @@ struct TokenRefresherTests {
     )
     func cancelledWaiter() async throws {
         let refresher = heldRefresher()
-        let rejected = Arrivals()
         let transport = Self.server(accepting: Locked(["Bearer v2"])) { rejected.arrive() }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
@@ -234,10 +234,8 @@ struct TokenRefresherTests {
     @Test("a failed refresh fails every waiter with the same error, and the next wave refreshes again")
     func refreshFailureThenSecondWave() async throws {
         let wave = 50
-        let rejected = Arrivals()
-        let attempts = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { replaced in
-            let attempt = attempts.increment()
+            let attempt = refreshCalls.increment()
             if attempt == 1 {
                 await rejected.wait(for: wave)  // every request of the first wave has been rejected
                 throw RefreshError(attempt: attempt)
@@ -254,14 +252,14 @@ struct TokenRefresherTests {
         #expect(codes.allSatisfy { $0 == .refreshFailed })
         let underlying = first.errors.map { ($0 as? CourierError)?.underlying as? RefreshError }
         #expect(underlying.allSatisfy { $0 == RefreshError(attempt: 1) })
-        #expect(attempts.value == 1)
+        #expect(refreshCalls.value == 1)
         #expect(transport.callCount == wave)  // nobody was replayed after the failed refresh
         #expect(refresher.version == 1)
 
         let second = await Self.sendAll(wave, through: client)
         #expect(second.errors.count == 0)
         #expect(second.ok == wave)
-        #expect(attempts.value == 2)
+        #expect(refreshCalls.value == 2)
         #expect(refresher.version == 2)
     }
 
@@ -272,9 +270,8 @@ struct TokenRefresherTests {
     func stragglerAfterFailedRefresh() async throws {
         let holdStraggler = Gate()
         let stragglerSent = Gate()
-        let attempts = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
-            let attempt = attempts.increment()
+            let attempt = refreshCalls.increment()
             if attempt == 1 { throw RefreshError(attempt: attempt) }
             return .init("v2")
         }
@@ -297,12 +294,12 @@ struct TokenRefresherTests {
         let late = await #expect(throws: CourierError.self) { try await straggler.value }
         #expect(late?.code == .refreshFailed)
         #expect(late?.underlying as? RefreshError == RefreshError(attempt: 1))
-        #expect(attempts.value == 1)
+        #expect(refreshCalls.value == 1)
         #expect(transport.callCount == 2)
 
         // A request sent after the failure may refresh again.
         #expect(try await client.send(authenticatedRequest()).1.statusCode == 200)
-        #expect(attempts.value == 2)
+        #expect(refreshCalls.value == 2)
     }
 
     @Test(

@@ -12,7 +12,7 @@ struct FollowingRedirectsTests {
     static let start = URL(string: "http://api.example.test/start")!
 
     /// Where a redirect from `http://api.example.test/start` points.
-    enum Destination: String, CaseIterable, CustomTestStringConvertible {
+    enum Destination: String, CaseIterable, NamedByRawValue {
         case relativePath
         case sameOriginAbsolute
         case sameOriginWithDefaultPortAndUpperCaseHost
@@ -37,8 +37,6 @@ struct FollowingRedirectsTests {
             case .otherPort, .otherHost, .otherScheme: true
             }
         }
-
-        var testDescription: String { rawValue }
     }
 
     /// A sensitive header and a value for it.
@@ -342,16 +340,14 @@ struct FollowingRedirectsTests {
         }
     }
 
-    enum Order: String, CaseIterable, CustomTestStringConvertible {
+    enum Order: String, CaseIterable, NamedByRawValue {
         case redirectsInsideAuthentication
         case redirectsOutsideAuthentication
-
-        var testDescription: String { rawValue }
     }
 
     /// The authenticating middleware under test: a hand-written one following ``RedirectContext``'s rule, and
     /// the built-in ones.
-    enum Authenticator: String, CaseIterable, CustomTestStringConvertible {
+    enum Authenticator: String, CaseIterable, NamedByRawValue {
         case handWritten
         case staticToken
         case tokenProvider
@@ -363,8 +359,6 @@ struct FollowingRedirectsTests {
             case .tokenProvider: .authenticating { "t0k3n" }
             }
         }
-
-        var testDescription: String { rawValue }
     }
 
     @Test(

@@ -18,15 +18,13 @@ struct AuthenticationChallengeTests {
     /// How long the transports under test let a request run: long enough that a hang cannot pass for a reply.
     static let sessionTimeout: TimeInterval = 30
 
-    enum Challenge: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    enum Challenge: String, CaseIterable, NamedByRawValue, Sendable {
         case basic
         case basicWithoutRealm
         case basicAmongOthers
         case digest
         case negotiate
         case proxy
-
-        var testDescription: String { rawValue }
 
         var status: Int { self == .proxy ? 407 : 401 }
 
@@ -50,13 +48,11 @@ struct AuthenticationChallengeTests {
 
     /// The transports whose sessions or clients Courier configures (a caller's own `URLSession` answers
     /// challenges through its own delegate).
-    enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    enum Kind: String, CaseIterable, NamedByRawValue, Sendable {
         case urlSession
         #if AsyncHTTPClient
         case asyncHTTPClient
         #endif
-
-        var testDescription: String { rawValue }
 
         /// Runs `body` with a new transport of this kind whose requests may take ``sessionTimeout``.
         func withTransport<T>(_ body: (any Transport) async throws -> T) async throws -> T {

@@ -96,11 +96,9 @@ struct TransportLoopbackTests {
         }
     }
 
-    enum Framing: String, CaseIterable, CustomTestStringConvertible {
+    enum Framing: String, CaseIterable, NamedByRawValue {
         case untilClose
         case chunked
-
-        var testDescription: String { rawValue }
     }
 
     @Test(

@@ -93,7 +93,7 @@ struct URLSessionTransportTests {
     }
 
     /// What a server that does not speak HTTP sends back.
-    enum BrokenReply: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    enum BrokenReply: String, CaseIterable, NamedByRawValue, Sendable {
         /// A reply that is not HTTP (an SSH banner).
         case notHTTP
         /// A connection closed without a reply.
@@ -105,8 +105,6 @@ struct URLSessionTransportTests {
             case .closedWithoutReply: Data()
             }
         }
-
-        var testDescription: String { rawValue }
     }
 
     @Test(
