@@ -7,14 +7,6 @@ import Testing
 import FoundationNetworking
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A seeded, model-based test of the promise "no secret in any text": random secrets in random carriers,
 /// every rendering of the resulting error (and of the logging middleware's record for some cases) checked
 /// for the secret, and the harmless facts checked to survive.
