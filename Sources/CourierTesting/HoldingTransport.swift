@@ -106,7 +106,6 @@ public final class HoldingTransport: Transport, RequestRecording {
 
     /// Holds `request` until it is released, then sends it through the wrapped transport.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The wrapped transport's response.
     /// - Throws: `CancellationError` when cancelled while held, the wrapped transport's error, or
     ///   `CourierError` (`.invalidRequest`) for a request that could not be sent safely.

@@ -114,7 +114,6 @@ public final class URLSessionTransport: Transport {
     ///   a session with credential storage sends a stored credential in answer.
     ///
     /// - Parameters:
-    ///   - session: The session.
     ///   - maximumResponseSize: The largest response body accepted, in bytes;
     ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
     public convenience init(
@@ -140,7 +139,6 @@ public final class URLSessionTransport: Transport {
 
     /// Sends the request with the session.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
     /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
     ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,
