@@ -94,16 +94,9 @@ public final class Gate: Sendable {
 /// await arrived.wait(for: 100)   // all 100 are inside the transport now
 /// ```
 public final class Arrivals: Sendable {
-    private struct Waiter {
-        let id: Int
-        let target: Int
-        let continuation: CheckedContinuation<Void, Never>
-    }
-
     private struct State {
         var count = 0
-        var waiters: [Waiter] = []
-        var nextWaiterID = 0
+        var waiters = CountWaiters()
     }
 
     private let state = LockedState(State())
@@ -116,14 +109,11 @@ public final class Arrivals: Sendable {
 
     /// Records one arrival and resumes the waiters whose target is reached.
     public func arrive() {
-        let ready = state.withLock { state in
+        let reached = state.withLock { state in
             state.count += 1
-            let count = state.count
-            let ready = state.waiters.filter { $0.target <= count }
-            state.waiters.removeAll { $0.target <= count }
-            return ready
+            return state.waiters.takeReached(state.count)
         }
-        for waiter in ready { waiter.continuation.resume() }
+        for continuation in reached { continuation.resume() }
     }
 
     /// Suspends until at least `target` arrivals have been recorded, or until the waiting task is cancelled.
@@ -133,24 +123,6 @@ public final class Arrivals: Sendable {
     ///
     /// - Parameter target: The number of arrivals to wait for.
     public func wait(for target: Int) async {
-        let id = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let resumeNow = state.withLock { state in
-                    if state.count >= target || Task.isCancelled { return true }
-                    state.waiters.append(Waiter(id: id, target: target, continuation: continuation))
-                    return false
-                }
-                if resumeNow { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state in
-                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
-            }
-            waiter?.continuation.resume()
-        }
+        await CountWaiters.wait(in: state, at: \.waiters, until: \.count, reaches: target)
     }
 }

@@ -26,20 +26,13 @@ public final class HoldingTransport: Transport, RequestRecording {
         let continuation: CheckedContinuation<Void, any Error>
     }
 
-    private struct Waiter {
-        let id: Int
-        let count: Int
-        let continuation: CheckedContinuation<Void, Never>
-    }
-
     private struct State {
         var isOpen = false
         var nextID = 0
         var held: [Held] = []
         var peak = 0
         var requests: [URLRequest] = []
-        var waiters: [Waiter] = []
-        var nextWaiterID = 0
+        var waiters = CountWaiters()
     }
 
     private let base: any Transport
@@ -74,25 +67,7 @@ public final class HoldingTransport: Transport, RequestRecording {
     ///
     /// - Parameter count: The number of held requests to wait for.
     public func waitUntilHolding(_ count: Int) async {
-        let id = state.withLock { state in
-            defer { state.nextWaiterID += 1 }
-            return state.nextWaiterID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let ready = state.withLock { state in
-                    if state.held.count >= count || Task.isCancelled { return true }
-                    state.waiters.append(Waiter(id: id, count: count, continuation: continuation))
-                    return false
-                }
-                if ready { continuation.resume() }
-            }
-        } onCancel: {
-            let waiter = state.withLock { state in
-                state.waiters.firstIndex { $0.id == id }.map { state.waiters.remove(at: $0) }
-            }
-            waiter?.continuation.resume()
-        }
+        await CountWaiters.wait(in: state, at: \.waiters, until: \.held.count, reaches: count)
     }
 
     /// Releases the `count` longest-held requests (fewer if fewer are held).
@@ -131,7 +106,6 @@ public final class HoldingTransport: Transport, RequestRecording {
 
     /// Holds `request` until it is released, then sends it through the wrapped transport.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The wrapped transport's response.
     /// - Throws: `CancellationError` when cancelled while held, the wrapped transport's error, or
     ///   `CourierError` (`.invalidRequest`) for a request that could not be sent safely.
@@ -146,20 +120,18 @@ public final class HoldingTransport: Transport, RequestRecording {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let (outcome, ready) = state.withLock { state -> (Result<Void, any Error>?, [Waiter]) in
+                let (outcome, reached) = state.withLock {
+                    state -> (Result<Void, any Error>?, [CheckedContinuation<Void, Never>]) in
                     if state.isOpen { return (.success(()), []) }
                     // Checked under the lock: `onCancel` takes the lock after the cancellation flag is set, so
                     // either it finds this request or this check sees the cancellation.
                     if Task.isCancelled { return (.failure(CancellationError()), []) }
                     state.held.append(Held(id: id, request: request, continuation: continuation))
                     state.peak = max(state.peak, state.held.count)
-                    let count = state.held.count
-                    let ready = state.waiters.filter { $0.count <= count }
-                    state.waiters.removeAll { $0.count <= count }
-                    return (nil, ready)
+                    return (nil, state.waiters.takeReached(state.held.count))
                 }
                 if let outcome { continuation.resume(with: outcome) }
-                for waiter in ready { waiter.continuation.resume() }
+                for waiter in reached { waiter.resume() }
             }
         } onCancel: {
             let held = state.withLock { state -> Held? in

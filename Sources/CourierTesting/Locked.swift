@@ -13,8 +13,6 @@ public final class Locked<Value: Sendable>: Sendable {
     private let mutex: LockedState<Value>
 
     /// Creates a box holding `value`.
-    ///
-    /// - Parameter value: The initial value.
     public init(_ value: Value) {
         mutex = LockedState(value)
     }

@@ -30,8 +30,6 @@ public final class ManualClock: Clock, Sendable {
         /// The time since the clock's start.
         public var offset: Duration
 
-        /// Creates an instant.
-        ///
         /// - Parameter offset: The time since the clock's start.
         public init(offset: Duration) {
             self.offset = offset
@@ -40,14 +38,12 @@ public final class ManualClock: Clock, Sendable {
         /// Returns the instant `duration` later.
         ///
         /// - Parameter duration: The time to add.
-        /// - Returns: The later instant.
         public func advanced(by duration: Duration) -> Instant {
             Instant(offset: offset + duration)
         }
 
         /// Returns the time from this instant to `other`.
         ///
-        /// - Parameter other: Another instant.
         /// - Returns: `other - self`.
         public func duration(to other: Instant) -> Duration {
             other.offset - offset
@@ -56,8 +52,6 @@ public final class ManualClock: Clock, Sendable {
         /// Whether `lhs` is earlier than `rhs`.
         ///
         /// - Parameters:
-        ///   - lhs: An instant.
-        ///   - rhs: Another instant.
         /// - Returns: `true` when `lhs` is earlier.
         public static func < (lhs: Instant, rhs: Instant) -> Bool {
             lhs.offset < rhs.offset

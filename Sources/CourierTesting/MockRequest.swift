@@ -32,7 +32,6 @@ public struct MockRequest: Sendable {
     /// Creates a request, for calling a handler yourself.
     ///
     /// - Parameters:
-    ///   - urlRequest: The request.
     ///   - parameters: Captured path parameters.
     ///   - callIndex: How many calls came before this one.
     public init(_ urlRequest: URLRequest, parameters: [String: String] = [:], callIndex: Int = 0) {
@@ -42,30 +41,19 @@ public struct MockRequest: Sendable {
     }
 
     /// Reads a property of the `URLRequest`, the kit's reads included.
-    ///
-    /// - Parameter keyPath: The property.
     public subscript<Value>(dynamicMember keyPath: KeyPath<URLRequest, Value>) -> Value {
         urlRequest[keyPath: keyPath]
     }
 
     /// The value of the header `name` (case-insensitive), or `nil`.
-    ///
-    /// - Parameter name: The header's name.
-    /// - Returns: Its value.
     public func header(_ name: String) -> String? { urlRequest.header(name) }
 
     /// The value of the first query item called `name`, or `nil`; `""` for an item without a value.
-    ///
-    /// - Parameter name: The item's name.
-    /// - Returns: Its value.
     public func queryValue(_ name: String) -> String? { urlRequest.queryValue(name) }
 
     /// Decodes the JSON body as `type`.
     ///
     /// - Parameters:
-    ///   - type: The type to decode.
-    ///   - decoder: The decoder.
-    /// - Returns: The decoded body.
     /// - Throws: ``MockTransportError`` when the request has no body, or the decoder's error.
     public func decodedBody<T: Decodable>(as type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
         try urlRequest.decodedBody(as: type, decoder: decoder)
@@ -100,9 +88,6 @@ extension URLRequest {
 
     /// The value of the first query item called `name` (case-sensitive), or `nil` when there is none; an
     /// item without a value, such as `?flag`, gives `""`.
-    ///
-    /// - Parameter name: The item's name.
-    /// - Returns: Its value.
     public func queryValue(_ name: String) -> String? {
         guard let item = queryItems.first(where: { $0.name == name }) else { return nil }
         return item.value ?? ""
@@ -110,9 +95,6 @@ extension URLRequest {
 
     /// The value of the header `name` (case-insensitive), or `nil`; repeated fields are joined with commas,
     /// as `URLRequest` stores them.
-    ///
-    /// - Parameter name: The header's name.
-    /// - Returns: Its value.
     public func header(_ name: String) -> String? {
         value(forHTTPHeaderField: name)
     }
@@ -135,9 +117,7 @@ extension URLRequest {
     /// Decodes the JSON body as `type`.
     ///
     /// - Parameters:
-    ///   - type: The type to decode.
     ///   - decoder: The decoder; a plain `JSONDecoder` by default.
-    /// - Returns: The decoded body.
     /// - Throws: ``MockTransportError`` when the request has no body, or the decoder's error.
     public func decodedBody<T: Decodable>(as type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {
         guard let httpBody else {

@@ -32,11 +32,6 @@ public struct MockResponse: Sendable {
     }
 
     /// A response with these parts; the factories below cover the common shapes.
-    ///
-    /// - Parameters:
-    ///   - status: The status code.
-    ///   - headers: The header fields.
-    ///   - body: The body.
     public init(status: Int = 200, headers: [String: String] = [:], body: Data = Data()) {
         self.init(.response(status: status, headers: headers, body: body))
     }
@@ -55,10 +50,7 @@ public struct MockResponse: Sendable {
     /// A response with the given status and an optional UTF-8 body.
     ///
     /// - Parameters:
-    ///   - status: The status code.
     ///   - body: The body's text.
-    ///   - headers: The header fields.
-    /// - Returns: The response.
     public static func status(_ status: Int, body: String = "", headers: [String: String] = [:]) -> MockResponse {
         MockResponse(status: status, headers: headers, body: Data(body.utf8))
     }
@@ -66,10 +58,7 @@ public struct MockResponse: Sendable {
     /// A JSON response encoded from `value`, keys sorted so that bodies compare stably.
     ///
     /// - Parameters:
-    ///   - value: The value to encode.
-    ///   - status: The status code.
     ///   - headers: Extra header fields; `Content-Type: application/json` is added unless given.
-    /// - Returns: The response.
     public static func json(
         _ value: some Encodable,
         status: Int = 200,
@@ -86,10 +75,7 @@ public struct MockResponse: Sendable {
     /// A JSON response from JSON text, sent as written.
     ///
     /// - Parameters:
-    ///   - json: The JSON text.
-    ///   - status: The status code.
     ///   - headers: Extra header fields; `Content-Type: application/json` is added unless given.
-    /// - Returns: The response.
     public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> MockResponse {
         typed(Data(json.utf8), "application/json", status: status, headers: headers)
     }
@@ -98,9 +84,7 @@ public struct MockResponse: Sendable {
     ///
     /// - Parameters:
     ///   - text: The body.
-    ///   - status: The status code.
     ///   - headers: Extra header fields; `Content-Type: text/plain; charset=utf-8` is added unless given.
-    /// - Returns: The response.
     public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> MockResponse {
         typed(Data(text.utf8), "text/plain; charset=utf-8", status: status, headers: headers)
     }
@@ -119,7 +103,6 @@ public struct MockResponse: Sendable {
     /// `401 Unauthorized` with a `WWW-Authenticate` challenge.
     ///
     /// - Parameter challenge: The `WWW-Authenticate` value.
-    /// - Returns: The response.
     public static func unauthorized(challenge: String = "Bearer") -> MockResponse {
         .status(401, headers: ["WWW-Authenticate": challenge])
     }
@@ -127,7 +110,6 @@ public struct MockResponse: Sendable {
     /// `503 Service Unavailable`, with a `Retry-After` header when `retryAfter` is given.
     ///
     /// - Parameter retryAfter: The delay to announce, sent in whole seconds (rounded up).
-    /// - Returns: The response.
     public static func serviceUnavailable(retryAfter: Duration? = nil) -> MockResponse {
         MockResponse(status: 503, headers: retryAfterHeader(retryAfter))
     }
@@ -135,7 +117,6 @@ public struct MockResponse: Sendable {
     /// `429 Too Many Requests`, with a `Retry-After` header when `retryAfter` is given.
     ///
     /// - Parameter retryAfter: The delay to announce, sent in whole seconds (rounded up).
-    /// - Returns: The response.
     public static func tooManyRequests(retryAfter: Duration? = nil) -> MockResponse {
         MockResponse(status: 429, headers: retryAfterHeader(retryAfter))
     }
@@ -153,7 +134,6 @@ public struct MockResponse: Sendable {
     /// Throws `error` instead of answering, as a transport does when the network fails.
     ///
     /// - Parameter error: The error the call throws.
-    /// - Returns: The failing answer.
     public static func failure(_ error: any Error) -> MockResponse {
         MockResponse(.failure(error))
     }
@@ -161,7 +141,6 @@ public struct MockResponse: Sendable {
     /// Throws `URLError(code)`, as URLSession does for a network failure.
     ///
     /// - Parameter code: The error code, for example `.timedOut` or `.cannotConnectToHost`.
-    /// - Returns: The failing answer.
     public static func urlError(_ code: URLError.Code) -> MockResponse {
         .failure(URLError(code))
     }
@@ -180,7 +159,6 @@ public struct MockResponse: Sendable {
     /// parameters a route captured and the call's index), may suspend on a ``Gate`` or a clock, and may throw.
     ///
     /// - Parameter handler: Decides the answer for one call.
-    /// - Returns: The deciding answer.
     public static func handler(_ handler: @escaping MockHandler) -> MockResponse {
         MockResponse(.handler(handler))
     }
@@ -199,7 +177,6 @@ public struct MockResponse: Sendable {
     /// - Parameters:
     ///   - duration: How long to wait before answering.
     ///   - clock: The clock to sleep on; `ContinuousClock` by default.
-    /// - Returns: The delayed answer.
     public func delayed(by duration: Duration, on clock: some Clock<Duration> = ContinuousClock()) -> MockResponse {
         .handler { _ in
             try await clock.sleep(for: duration)
@@ -221,7 +198,6 @@ public struct MockResponse: Sendable {
     /// - Parameters:
     ///   - gate: The gate to wait for. Cancelling the call ends the wait with `CancellationError`.
     ///   - arrivals: Counts each call as it starts to wait.
-    /// - Returns: The held answer.
     public func held(until gate: Gate, counting arrivals: Arrivals? = nil) -> MockResponse {
         .handler { _ in
             arrivals?.arrive()
@@ -232,11 +208,6 @@ public struct MockResponse: Sendable {
 
     /// Returns this answer with the header field `name` set to `value` (a handler's answers too); an error
     /// or a hang is left as it is.
-    ///
-    /// - Parameters:
-    ///   - name: The header's name.
-    ///   - value: Its value.
-    /// - Returns: The changed answer.
     public func header(_ name: String, _ value: String) -> MockResponse {
         switch kind {
         case .response(let status, var headers, let body):

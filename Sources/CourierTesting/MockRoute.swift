@@ -133,7 +133,6 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - first: The answer to the first call.
     ///   - rest: The answers to the next calls.
-    /// - Returns: The changed route.
     public func replies(_ first: MockResponse, then rest: MockResponse...) -> MockRoute {
         var copy = self
         copy.replies = [first] + rest
@@ -146,9 +145,7 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// with that value).
     ///
     /// - Parameters:
-    ///   - name: The item's name.
     ///   - value: The value it must have (percent-decoded), or `nil` for any.
-    /// - Returns: The changed route.
     public func matchingQuery(_ name: String, _ value: String? = nil) -> MockRoute {
         var copy = self
         copy.conditions.append(Self.queryCondition(name, value))
@@ -165,7 +162,6 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - name: The header's name (case-insensitive).
     ///   - value: The value it must have, or `nil` for any.
-    /// - Returns: The changed route.
     public func matchingHeader(_ name: String, _ value: String? = nil) -> MockRoute {
         var copy = self
         let shown = Redaction.isSensitiveHeader(name) ? Redaction.placeholder : (value ?? "*")
@@ -183,7 +179,6 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - expected: The body the request must carry.
     ///   - decoder: The decoder; a plain `JSONDecoder` by default.
-    /// - Returns: The changed route.
     public func matchingBody<Body: Decodable & Equatable & Sendable>(
         _ expected: Body,
         decoder: JSONDecoder = JSONDecoder()
@@ -202,7 +197,6 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - description: How the condition reads in messages.
     ///   - predicate: Decides whether a request matches.
-    /// - Returns: The changed route.
     public func matching(
         _ description: String = "custom condition",
         _ predicate: @escaping @Sendable (MockRequest) -> Bool
@@ -224,10 +218,6 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - count: The number of calls.
     ///   - fileID: Where the expectation is written.
-    ///   - filePath: The file's path.
-    ///   - line: The line.
-    ///   - column: The column.
-    /// - Returns: The changed route.
     public func expectCalls(
         _ count: Int,
         fileID: String = #fileID,
@@ -244,10 +234,6 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - range: The acceptable numbers of calls.
     ///   - fileID: Where the expectation is written.
-    ///   - filePath: The file's path.
-    ///   - line: The line.
-    ///   - column: The column.
-    /// - Returns: The changed route.
     public func expectCalls(
         _ range: some RangeExpression<Int>,
         fileID: String = #fileID,
@@ -304,13 +290,11 @@ public struct MockRoute: Sendable, CustomStringConvertible {
 public enum MockRouteBuilder {
     /// Takes one route.
     ///
-    /// - Parameter route: The route.
     /// - Returns: It, in a list.
     public static func buildExpression(_ route: MockRoute) -> [MockRoute] { [route] }
 
     /// Takes a list of routes made elsewhere.
     ///
-    /// - Parameter routes: The routes.
     /// - Returns: The same routes.
     public static func buildExpression(_ routes: [MockRoute]) -> [MockRoute] { routes }
 
@@ -346,7 +330,6 @@ public enum MockRouteBuilder {
 
     /// Takes the routes of an `if #available` block.
     ///
-    /// - Parameter component: The routes.
     /// - Returns: The same routes.
     public static func buildLimitedAvailability(_ component: [MockRoute]) -> [MockRoute] { component }
 }

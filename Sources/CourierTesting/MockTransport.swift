@@ -174,7 +174,6 @@ public final class MockTransport: Transport, RequestRecording {
 
     /// Answers `request` from the routes, the handler or the script.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The scripted response.
     /// - Throws: The scripted error, ``MockTransportError`` for a request no route matches,
     ///   `CancellationError`, or `CourierError` (`.invalidRequest`) for a request that could not be sent
@@ -256,8 +255,6 @@ public struct MockTransportError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public let message: String
 
-    /// Creates an error.
-    ///
     /// - Parameter message: What went wrong.
     public init(message: String) {
         self.message = message

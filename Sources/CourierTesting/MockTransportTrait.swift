@@ -82,7 +82,6 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
     /// ```
     ///
     /// - Parameter wrapper: Makes the transport the test talks to, around the fresh one.
-    /// - Returns: The changed trait.
     public func through(_ wrapper: @escaping @Sendable (any Transport) -> any Transport) -> MockTransportTrait {
         let makeTransport = self.makeTransport
         return MockTransportTrait(sourceLocation: sourceLocation) {
@@ -94,8 +93,6 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
     /// Installs a fresh transport around the test, then reports the mock's unmet expectations.
     ///
     /// - Parameters:
-    ///   - test: The test.
-    ///   - testCase: The test case.
     ///   - function: The test's body.
     /// - Throws: What the test throws.
     public func provideScope(
@@ -132,7 +129,6 @@ extension Trait where Self == MockTransportTrait {
     ///     the test.
     ///   - sourceLocation: Where unmatched requests are reported.
     ///   - routes: The routes, tried in order.
-    /// - Returns: The trait.
     public static func mockTransport(
         unmatched: MockResponse? = nil,
         sourceLocation: SourceLocation = #_sourceLocation,
@@ -152,7 +148,6 @@ extension Trait where Self == MockTransportTrait {
     /// - Parameters:
     ///   - mock: Makes the mock.
     ///   - sourceLocation: Where unmatched requests are reported.
-    /// - Returns: The trait.
     public static func mockTransport(
         _ mock: @autoclosure @escaping @Sendable () -> MockTransport,
         sourceLocation: SourceLocation = #_sourceLocation
@@ -172,7 +167,6 @@ extension Trait where Self == MockTransportTrait {
     /// - Parameters:
     ///   - transport: Makes the transport.
     ///   - sourceLocation: Where unmatched requests are reported.
-    /// - Returns: The trait.
     public static func testTransport(
         _ transport: @autoclosure @escaping @Sendable () -> any Transport,
         sourceLocation: SourceLocation = #_sourceLocation

@@ -36,7 +36,6 @@ extension RequestRecording {
     /// - Parameters:
     ///   - method: The method, or `nil` for any.
     ///   - pattern: A path pattern as in ``MockRoute`` (`/users/:id`, `*`, a final `**`, `?name=value`).
-    /// - Returns: The matching requests.
     public func requests(matching method: HTTPMethod?, _ pattern: String) -> [URLRequest] {
         let route = MockRoute(method, pattern)
         return requests.filter { route.match($0) != nil }
@@ -45,7 +44,6 @@ extension RequestRecording {
     /// The requests, of any method, whose path matches `pattern`, in order.
     ///
     /// - Parameter pattern: A path pattern as in ``MockRoute``.
-    /// - Returns: The matching requests.
     public func requests(to pattern: String) -> [URLRequest] {
         requests(matching: nil, pattern)
     }

@@ -53,7 +53,6 @@ public struct TestTransport: Transport {
 
     /// Sends `request` through the transport installed for the current task.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The installed transport's response.
     /// - Throws: The installed transport's error, ``MockTransportError`` when none is installed and
     ///   there is no fallback, or `CourierError` (`.invalidRequest`) for a request that could not be sent
@@ -87,7 +86,6 @@ public struct TestTransport: Transport {
 /// ```
 ///
 /// - Parameters:
-///   - transport: The transport to install.
 ///   - isolation: The caller's actor; inferred.
 ///   - operation: The code that runs with the transport installed.
 /// - Returns: What `operation` returns.

@@ -7,8 +7,19 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("FaultInjectingTransport")
+@Suite("FaultInjectingTransport", .timeLimit(.minutes(1)))
 struct FaultInjectingTransportTests {
+    /// The clock latency sleeps on and 401 waves are timed by; a new one for each test.
+    private let clock = ManualClock()
+
+    /// A transport with `faults` in front of `base`, timed by the suite's clock.
+    private func injecting(
+        _ faults: Fault...,
+        wrapping base: any Transport = MockTransport.ok
+    ) -> FaultInjectingTransport {
+        FaultInjectingTransport(wrapping: base, seed: 1, clock: clock, faults: faults)
+    }
+
     /// Sends `count` GETs one after another and returns each outcome as a short string.
     private func outcomes(of transport: any Transport, count: Int, path: String = "/items") async -> [String] {
         var outcomes: [String] = []
@@ -71,11 +82,7 @@ struct FaultInjectingTransportTests {
 
     @Test("forRequests limits a fault to some arrival indexes")
     func forRequests() async {
-        let chaos = FaultInjectingTransport(
-            wrapping: MockTransport.ok,
-            seed: 1,
-            faults: [.serviceUnavailable(retryAfter: .seconds(2)).forRequests(0..<3)]
-        )
+        let chaos = injecting(.serviceUnavailable(retryAfter: .seconds(2)).forRequests(0..<3))
         #expect(await outcomes(of: chaos, count: 5) == ["503", "503", "503", "200", "200"])
         #expect(chaos.injected.map(\.requestIndex) == [0, 1, 2])
         #expect(chaos.injected.allSatisfy { $0.kind == .status(503) })
@@ -83,11 +90,7 @@ struct FaultInjectingTransportTests {
 
     @Test("only(_:_:) limits a fault to matching requests")
     func onlyRoute() async {
-        let chaos = FaultInjectingTransport(
-            wrapping: MockTransport.ok,
-            seed: 1,
-            faults: [.status(502).only(.get, "/reports/**")]
-        )
+        let chaos = injecting(.status(502).only(.get, "/reports/**"))
         #expect(await outcomes(of: chaos, count: 2, path: "/reports/2024/q1") == ["502", "502"])
         #expect(await outcomes(of: chaos, count: 2, path: "/users") == ["200", "200"])
     }
@@ -95,17 +98,13 @@ struct FaultInjectingTransportTests {
     @Test("a connection dropped before sending never reaches the server; one dropped after sending does")
     func droppedConnections() async throws {
         let before = MockTransport.ok
-        let dropBefore = FaultInjectingTransport(wrapping: before, seed: 1, faults: [.droppedConnection()])
+        let dropBefore = injecting(.droppedConnection(), wrapping: before)
         let error = await #expect(throws: URLError.self) { try await dropBefore.send(request(.post, "/orders")) }
         #expect(error?.code == .networkConnectionLost)
         #expect(before.callCount == 0)
 
         let after = MockTransport.ok
-        let dropAfter = FaultInjectingTransport(
-            wrapping: after,
-            seed: 1,
-            faults: [.droppedConnection(afterSending: true)]
-        )
+        let dropAfter = injecting(.droppedConnection(afterSending: true), wrapping: after)
         let lost = await #expect(throws: URLError.self) { try await dropAfter.send(request(.post, "/orders")) }
         #expect(lost?.code == .networkConnectionLost)
         #expect(after.callCount == 1)
@@ -113,18 +112,11 @@ struct FaultInjectingTransportTests {
     }
 
     @Test(
-        "latency sleeps on the injected clock before the request is sent; a request cancelled meanwhile is never sent",
-        .timeLimit(.minutes(1))
+        "latency sleeps on the injected clock before the request is sent; a request cancelled meanwhile is never sent"
     )
     func latency() async throws {
-        let clock = ManualClock()
         let base = MockTransport.ok
-        let chaos = FaultInjectingTransport(
-            wrapping: base,
-            seed: 1,
-            clock: clock,
-            faults: [.latency(.fixed(.seconds(2)))]
-        )
+        let chaos = injecting(.latency(.fixed(.seconds(2))), wrapping: base)
         let call = Task { try await chaos.send(request(.get, "/")) }
         await clock.waitForSleepers(count: 1)
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(2))])
@@ -134,20 +126,13 @@ struct FaultInjectingTransportTests {
         #expect(base.callCount == 1)
         #expect(chaos.injected == [.init(requestIndex: 0, kind: .latency(.seconds(2)))])
 
-        let cancelled = Task { try await chaos.send(request(.get, "/")) }
-        await clock.waitForSleepers(count: 1)
-        cancelled.cancel()
-        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        await expectCancelledWhileAsleep(Task { try await chaos.send(request(.get, "/")) }, on: clock)
         #expect(base.callCount == 1)
     }
 
     @Test("401 waves every N requests revoke the credentials seen before the wave")
     func unauthorizedWavesByCount() async throws {
-        let chaos = FaultInjectingTransport(
-            wrapping: MockTransport.ok,
-            seed: 1,
-            faults: [.unauthorizedWaves(everyRequests: 3)]
-        )
+        let chaos = injecting(.unauthorizedWaves(everyRequests: 3))
         func send(_ token: String?) async throws -> Int {
             let headers = token.map { ["Authorization": "Bearer \($0)"] } ?? [:]
             return try await chaos.send(request(.get, "/me", headers: headers)).1.statusCode
@@ -169,13 +154,7 @@ struct FaultInjectingTransportTests {
 
     @Test("401 waves by time follow the injected clock, with an invalid_token challenge")
     func unauthorizedWavesByTime() async throws {
-        let clock = ManualClock()
-        let chaos = FaultInjectingTransport(
-            wrapping: MockTransport.ok,
-            seed: 1,
-            clock: clock,
-            faults: [.unauthorizedWaves(every: .seconds(60))]
-        )
+        let chaos = injecting(.unauthorizedWaves(every: .seconds(60)))
         let old = request(.get, "/me", headers: ["Authorization": "Bearer old"])
         #expect(try await chaos.send(old).1.statusCode == 200)
         clock.advance(by: .seconds(59))
@@ -189,14 +168,13 @@ struct FaultInjectingTransportTests {
         )
     }
 
-    @Test("the first answering fault listed wins, and latency still applies", .timeLimit(.minutes(1)))
+    @Test("the first answering fault listed wins, and latency still applies")
     func precedence() async throws {
-        let clock = ManualClock()
-        let chaos = FaultInjectingTransport(
-            wrapping: MockTransport.ok,
-            seed: 1,
-            clock: clock,
-            faults: [.status(418), .latency(.fixed(.seconds(1))), .status(500), .droppedConnection(afterSending: true)]
+        let chaos = injecting(
+            .status(418),
+            .latency(.fixed(.seconds(1))),
+            .status(500),
+            .droppedConnection(afterSending: true)
         )
         let status = try await clock.run { try await chaos.send(request(.get, "/")).1.statusCode }
         #expect(status == 418)

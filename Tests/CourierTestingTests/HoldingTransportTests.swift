@@ -7,9 +7,17 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("HoldingTransport and gates")
+@Suite("HoldingTransport and gates", .timeLimit(.minutes(1)))
 struct HoldingTransportTests {
-    @Test("requests are held until released, and the test knows how many are held", .timeLimit(.minutes(1)))
+    /// Where `holding` sends the requests it lets go.
+    private let base = MockTransport.ok
+    private let holding: HoldingTransport
+
+    init() {
+        holding = HoldingTransport(wrapping: base)
+    }
+
+    @Test("requests are held until released, and the test knows how many are held")
     func holdsUntilReleased() async throws {
         let holding = HoldingTransport(wrapping: MockTransport(.status(204)))
         let calls = (0..<10).map { index in
@@ -26,9 +34,8 @@ struct HoldingTransportTests {
         #expect(holding.peakHeldCount == 10)
     }
 
-    @Test("release lets the longest-held requests go first", .timeLimit(.minutes(1)))
+    @Test("release lets the longest-held requests go first")
     func releaseOrder() async throws {
-        let holding = HoldingTransport()
         let finished = Locked<[Int]>([])
         let done = Arrivals()
         var tasks: [Task<Void, any Error>] = []
@@ -51,9 +58,8 @@ struct HoldingTransportTests {
         for task in tasks { try await task.value }
     }
 
-    @Test("after open() requests pass straight through; close() holds again", .timeLimit(.minutes(1)))
+    @Test("after open() requests pass straight through; close() holds again")
     func openAndClose() async throws {
-        let holding = HoldingTransport()
         holding.open()
         #expect(holding.isOpen)
         #expect(try await holding.send(request(.get, "/free")).1.statusCode == 200)
@@ -65,10 +71,8 @@ struct HoldingTransportTests {
         _ = try await held.value
     }
 
-    @Test("a held request that is cancelled leaves with CancellationError and is never sent", .timeLimit(.minutes(1)))
+    @Test("a held request that is cancelled leaves with CancellationError and is never sent")
     func cancellation() async throws {
-        let base = MockTransport.ok
-        let holding = HoldingTransport(wrapping: base)
         let call = Task { try await holding.send(request(.get, "/cancel-me")) }
         await holding.waitUntilHolding(1)
         call.cancel()
@@ -77,7 +81,7 @@ struct HoldingTransportTests {
         #expect(base.callCount == 0)
     }
 
-    @Test("100 requests through a client are all in flight at once before any is answered", .timeLimit(.minutes(1)))
+    @Test("100 requests through a client are all in flight at once before any is answered")
     func storm() async throws {
         let api = MockTransport { MockRoute.get("/me").replies(.json(User(id: "1", name: "Ada"))).expectCalls(100) }
         let holding = HoldingTransport(wrapping: api)
@@ -93,7 +97,7 @@ struct HoldingTransportTests {
         #expect(api.unmetExpectations.isEmpty)
     }
 
-    @Test("Gate.waitUnlessCancelled returns when the gate opens and throws when cancelled", .timeLimit(.minutes(1)))
+    @Test("Gate.waitUnlessCancelled returns when the gate opens and throws when cancelled")
     func cancellableGate() async throws {
         let gate = Gate()
         let waiting = Arrivals()
@@ -114,7 +118,7 @@ struct HoldingTransportTests {
         try await gate.waitUnlessCancelled()
     }
 
-    @Test("a reply held until a gate opens counts its arrivals", .timeLimit(.minutes(1)))
+    @Test("a reply held until a gate opens counts its arrivals")
     func heldReply() async throws {
         let arrived = Arrivals()
         let release = Gate()

@@ -7,11 +7,13 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("ManualClock")
+@Suite("ManualClock", .timeLimit(.minutes(1)))
 struct ManualClockTests {
-    @Test("a sleeper wakes only when time reaches its deadline", .timeLimit(.minutes(1)))
+    /// A fresh clock for each test: Swift Testing makes a new suite instance per test.
+    private let clock = ManualClock()
+
+    @Test("a sleeper wakes only when time reaches its deadline")
     func wakesAtDeadline() async throws {
-        let clock = ManualClock()
         let woke = Locked(false)
         let task = Task {
             try await clock.sleep(for: .seconds(5))
@@ -27,19 +29,14 @@ struct ManualClockTests {
         #expect(clock.now.offset == .seconds(5))
     }
 
-    @Test("cancelling a sleeper throws CancellationError at once", .timeLimit(.minutes(1)))
+    @Test("cancelling a sleeper throws CancellationError at once")
     func cancellation() async throws {
-        let clock = ManualClock()
-        let task = Task { try await clock.sleep(for: .seconds(60)) }
-        await clock.waitForSleepers(count: 1)
-        task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await expectCancelledWhileAsleep(Task { try await clock.sleep(for: .seconds(60)) }, on: clock)
         #expect(clock.sleeperCount == 0)
     }
 
-    @Test("sleepers wake in deadline order", .timeLimit(.minutes(1)))
+    @Test("sleepers wake in deadline order")
     func order() async throws {
-        let clock = ManualClock()
         let order = Locked<[Int]>([])
         let woken = Arrivals()
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -61,9 +58,8 @@ struct ManualClockTests {
         #expect(order.value == [1, 2, 3])
     }
 
-    @Test("advance(to:) wakes everyone due by then and leaves later sleepers asleep", .timeLimit(.minutes(1)))
+    @Test("advance(to:) wakes everyone due by then and leaves later sleepers asleep")
     func advanceTo() async throws {
-        let clock = ManualClock()
         let early = Task { try await clock.sleep(for: .seconds(1)) }
         let onTime = Task { try await clock.sleep(for: .seconds(2)) }
         let late = Task { try await clock.sleep(for: .seconds(3)) }
@@ -79,7 +75,6 @@ struct ManualClockTests {
 
     @Test("advancing to an earlier instant does not move time back")
     func noTimeTravel() {
-        let clock = ManualClock()
         clock.advance(by: .seconds(5))
         clock.advance(to: ManualClock.Instant(offset: .seconds(2)))
         #expect(clock.now.offset == .seconds(5))
@@ -87,16 +82,14 @@ struct ManualClockTests {
 
     @Test("a sleep whose deadline has passed returns at once and is counted")
     func pastDeadline() async throws {
-        let clock = ManualClock()
         clock.advance(by: .seconds(10))
         try await clock.sleep(until: ManualClock.Instant(offset: .seconds(3)))
         #expect(clock.totalSleeps == 1)
         #expect(clock.sleeperCount == 0)
     }
 
-    @Test("a task cancelled before it sleeps throws at once and never registers", .timeLimit(.minutes(1)))
+    @Test("a task cancelled before it sleeps throws at once and never registers")
     func cancelledBeforeSleeping() async throws {
-        let clock = ManualClock()
         let gate = Gate()
         let task = Task {
             await gate.wait()
@@ -108,9 +101,8 @@ struct ManualClockTests {
         #expect(clock.sleeperCount == 0)
     }
 
-    @Test("waitForSleepers returns once enough tasks sleep, whatever order they come in", .timeLimit(.minutes(1)))
+    @Test("waitForSleepers returns once enough tasks sleep, whatever order they come in")
     func waitForSleepers() async throws {
-        let clock = ManualClock()
         let tasks = (1...4).map { seconds in Task { try await clock.sleep(for: .seconds(seconds)) } }
         await clock.waitForSleepers(count: 4)
         #expect(clock.sleeperCount == 4)
@@ -120,9 +112,8 @@ struct ManualClockTests {
         #expect(clock.totalSleeps == 4)
     }
 
-    @Test("run drives sequential sleeps to completion in virtual time", .timeLimit(.minutes(1)))
+    @Test("run drives sequential sleeps to completion in virtual time")
     func runSequential() async throws {
-        let clock = ManualClock()
         let value = try await clock.run {
             var waited: [Duration] = []
             for delay in [Duration.seconds(1), .seconds(2), .seconds(4)] {
@@ -137,10 +128,9 @@ struct ManualClockTests {
         #expect(clock.totalSleeps == 3)
     }
 
-    @Test("run returns the operation's error and stops driving the clock", .timeLimit(.minutes(1)))
+    @Test("run returns the operation's error and stops driving the clock")
     func runThrows() async throws {
         struct Boom: Error {}
-        let clock = ManualClock()
         await #expect(throws: Boom.self) {
             try await clock.run {
                 try await clock.sleep(for: .seconds(1))
@@ -150,9 +140,8 @@ struct ManualClockTests {
         #expect(clock.now.offset == .seconds(1))
     }
 
-    @Test("run with two sleepers per step waits for both before moving time", .timeLimit(.minutes(1)))
+    @Test("run with two sleepers per step waits for both before moving time")
     func runTwoSleepers() async throws {
-        let clock = ManualClock()
         let finished = try await clock.run(whenSleeping: 2) {
             try await withThrowingTaskGroup(of: Int.self) { group in
                 group.addTask {
@@ -172,10 +161,7 @@ struct ManualClockTests {
         #expect(clock.now.offset == .seconds(1))
     }
 
-    @Test(
-        "run needs no count under a whole-call and a per-attempt timeout: an attempt that hangs is cut at 2 s",
-        .timeLimit(.minutes(1))
-    )
+    @Test("run needs no count under a whole-call and a per-attempt timeout: an attempt that hangs is cut at 2 s")
     func runWithNestedTimeouts() async throws {
         // The stack the docs recommend: the whole call's timer sleeps beside the attempt's from the start, so
         // two tasks sleep at once. Time must move to the attempt's deadline (2 s), never to the call's (10 s).
@@ -203,10 +189,7 @@ struct ManualClockTests {
         }
     }
 
-    @Test(
-        "run waits for a child task's work, on an actor too, before moving time past the child's deadline",
-        .timeLimit(.minutes(1))
-    )
+    @Test("run waits for a child task's work, on an actor too, before moving time past the child's deadline")
     func runWaitsForChildWork() async throws {
         // One child sleeps 10 s at once; the other works on an actor for a while, then sleeps 1 s. Time must go
         // to 1 s first: while the work runs, the 10 s sleeper is the only one, but the run is not quiescent.
@@ -243,12 +226,8 @@ struct ManualClockTests {
         }
     }
 
-    @Test(
-        "cancelling the task that runs the clock ends the run, even while the operation never sleeps",
-        .timeLimit(.minutes(1))
-    )
+    @Test("cancelling the task that runs the clock ends the run, even while the operation never sleeps")
     func runEndsOnCancellation() async throws {
-        let clock = ManualClock()
         let spinning = Gate()
         let run = Task {
             try await clock.run {

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("MockResponse")
+@Suite("MockResponse", .timeLimit(.minutes(1)))
 struct MockResponseTests {
     @Test(
         "Retry-After is sent in whole seconds, rounded up",
@@ -107,7 +107,7 @@ struct MockResponseTests {
         await #expect(throws: Refused.self) { try await api.send(request(.get, "/")) }
     }
 
-    @Test("a delayed response waits on the manual clock and a cancelled wait is counted", .timeLimit(.minutes(1)))
+    @Test("a delayed response waits on the manual clock and a cancelled wait is counted")
     func delayed() async throws {
         let clock = ManualClock()
         let api = MockTransport(.json(["ok": true]).delayed(by: .seconds(30), on: clock))
@@ -116,14 +116,11 @@ struct MockResponseTests {
         clock.advance(by: .seconds(30))
         #expect(try await answered.value.1.statusCode == 200)
 
-        let abandoned = Task { try await api.send(request(.get, "/b")) }
-        await clock.waitForSleepers(count: 1)
-        abandoned.cancel()
-        await #expect(throws: CancellationError.self) { try await abandoned.value }
+        await expectCancelledWhileAsleep(Task { try await api.send(request(.get, "/b")) }, on: clock)
         #expect(api.cancellationCount == 1)
     }
 
-    @Test("a hanging response ends only with cancellation", .timeLimit(.minutes(1)))
+    @Test("a hanging response ends only with cancellation")
     func hang() async throws {
         let arrived = Arrivals()
         let api = MockTransport { _ in

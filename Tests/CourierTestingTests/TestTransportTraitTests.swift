@@ -12,28 +12,21 @@ private let sharedClient = Client(baseURL: testBase, transport: TestTransport())
 
 @Suite("TestTransport and the .mockTransport trait")
 struct TestTransportTraitTests {
-    @Test(
-        "a test with a trait talks to its own mock through a shared client",
-        .mockTransport {
-            MockRoute.get("/who").replies(.text("A"))
-        }
-    )
-    func ownMockA() async throws {
+    /// Asks the shared client who answers, and checks that the mock of the test's own trait did, once.
+    private func expectAnswer(from name: String, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         let who: String = try await sharedClient.send(.get("/who"))
-        #expect(who == "A")
-        #expect(MockTransport.current?.requests.count == 1)
+        #expect(who == name, sourceLocation: sourceLocation)
+        #expect(MockTransport.current?.requests.count == 1, sourceLocation: sourceLocation)
     }
 
-    @Test(
-        "a test running next to it with another trait talks to another mock",
-        .mockTransport {
-            MockRoute.get("/who").replies(.text("B"))
-        }
-    )
+    @Test("a test with a trait talks to its own mock through a shared client", .mockAnswering(as: "A"))
+    func ownMockA() async throws {
+        try await expectAnswer(from: "A")
+    }
+
+    @Test("a test running next to it with another trait talks to another mock", .mockAnswering(as: "B"))
     func ownMockB() async throws {
-        let who: String = try await sharedClient.send(.get("/who"))
-        #expect(who == "B")
-        #expect(MockTransport.current?.requests.count == 1)
+        try await expectAnswer(from: "B")
     }
 
     @Test(
@@ -183,9 +176,8 @@ struct TestTransportTraitTests {
         let test = try #require(Test.current)
         try await withKnownIssue {
             try await trait.provideScope(for: test, testCase: Test.Case.current) {}
-        } matching: { issue in
-            issue.comments.map(\.rawValue) == ["POST /token expected exactly 1 call, got 0 calls"]
-                && issue.sourceLocation?.line == expectationLine
+        } matching: {
+            $0.says("POST /token expected exactly 1 call, got 0 calls", at: expectationLine)
         }
     }
 
@@ -198,9 +190,8 @@ struct TestTransportTraitTests {
             try await trait.provideScope(for: test, testCase: Test.Case.current) {
                 _ = try? await sharedClient.send(request(.get, "/unknown"))
             }
-        } matching: { issue in
-            issue.comments.map(\.rawValue) == ["unexpected request GET /unknown: no route matches"]
-                && issue.sourceLocation?.line == traitLine
+        } matching: {
+            $0.says("unexpected request GET /unknown: no route matches", at: traitLine)
         }
     }
 
@@ -211,9 +202,8 @@ struct TestTransportTraitTests {
         _ = try await withTestTransport(api) { try await sharedClient.send(request(.get, "/me")) }
         withKnownIssue {
             api.verify()
-        } matching: { issue in
-            issue.comments.map(\.rawValue) == ["GET /me expected exactly 2 calls, got 1 call"]
-                && issue.sourceLocation?.line == expectationLine
+        } matching: {
+            $0.says("GET /me expected exactly 2 calls, got 1 call", at: expectationLine)
         }
     }
 
@@ -272,5 +262,19 @@ struct SuiteLevelMockTransportTests {
     func overridden() async throws {
         let text: String = try await sharedClient.send(.get("/suite"))
         #expect(text == "test")
+    }
+}
+
+extension Trait where Self == MockTransportTrait {
+    /// A `.mockTransport` trait whose mock answers `GET /who` with `name`.
+    fileprivate static func mockAnswering(as name: String) -> Self {
+        .mockTransport { MockRoute.get("/who").replies(.text(name)) }
+    }
+}
+
+extension Issue {
+    /// Whether this issue says exactly `comment` and was recorded at `line`.
+    fileprivate func says(_ comment: String, at line: Int) -> Bool {
+        comments.map(\.rawValue) == [comment] && sourceLocation?.line == line
     }
 }

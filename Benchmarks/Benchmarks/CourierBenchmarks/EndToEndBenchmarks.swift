@@ -26,17 +26,17 @@ func registerEndToEndBenchmarks() {
             calls: calls,
             width: concurrency,
             baseline: { fixture in
-                let (data, response) = try await fixture.bareSession.data(for: fixture.request)
+                let (data, response) = try await fixture.session.data(for: fixture.request)
                 blackHole((data, response))
             },
-            candidate: { fixture in blackHole(try await fixture.courierOverURLSession.send(fixture.request)) }
+            candidate: { fixture in blackHole(try await fixture.sessionStackCourier.send(fixture.request)) }
         )
         Loopback.register(
             "Loopback: Courier+default stack over AsyncHTTPClientTransport vs bare AsyncHTTPClient, \(suffix)",
             calls: calls * 2,
             width: concurrency,
-            baseline: { fixture in blackHole(try await fixture.bareAsyncHTTPClientGet()) },
-            candidate: { fixture in blackHole(try await fixture.courierOverAsyncHTTPClient.send(fixture.request)) }
+            baseline: { fixture in blackHole(try await fixture.asyncHTTPClientGet()) },
+            candidate: { fixture in blackHole(try await fixture.ahcStackCourier.send(fixture.request)) }
         )
     }
 }
@@ -45,8 +45,8 @@ func registerEndToEndBenchmarks() {
 /// stack minus its two timeouts, each against the bare client (serial).
 func registerEndToEndBreakdown() {
     for (label, client) in [
-        ("no middleware", \Loopback.bareCourierOverAsyncHTTPClient),
-        ("default stack without its timeouts", \Loopback.untimedCourierOverAsyncHTTPClient),
+        ("no middleware", \LoopbackClients.ahcCourier),
+        ("default stack without its timeouts", \LoopbackClients.ahcUntimedCourier),
     ] {
         Loopback.register(
             "Loopback breakdown: Courier, \(label), over AsyncHTTPClientTransport vs bare AsyncHTTPClient, serial",
@@ -54,7 +54,7 @@ func registerEndToEndBreakdown() {
             width: 1,
             maxDuration: .seconds(15),
             maxIterations: 30,
-            baseline: { fixture in blackHole(try await fixture.bareAsyncHTTPClientGet()) },
+            baseline: { fixture in blackHole(try await fixture.asyncHTTPClientGet()) },
             candidate: { fixture in blackHole(try await fixture[keyPath: client].send(fixture.request)) }
         )
     }
@@ -70,10 +70,10 @@ func registerURLSessionBreakdown() {
         maxDuration: .seconds(15),
         maxIterations: 30,
         baseline: { fixture in
-            let (data, response) = try await fixture.bareSession.data(for: fixture.request)
+            let (data, response) = try await fixture.session.data(for: fixture.request)
             blackHole((data, response))
         },
-        candidate: { fixture in blackHole(try await fixture.bareCourierOverURLSession.send(fixture.request)) }
+        candidate: { fixture in blackHole(try await fixture.sessionCourier.send(fixture.request)) }
     )
 }
 
@@ -95,8 +95,8 @@ extension Loopback {
         width: Int,
         maxDuration: Duration = .seconds(20),
         maxIterations: Int = 40,
-        baseline: @escaping @Sendable (Loopback) async throws -> Void,
-        candidate: @escaping @Sendable (Loopback) async throws -> Void
+        baseline: @escaping @Sendable (LoopbackClients) async throws -> Void,
+        candidate: @escaping @Sendable (LoopbackClients) async throws -> Void
     ) {
         Paired.register(
             name,
@@ -138,65 +138,11 @@ func concurrently(
     }
 }
 
-/// The loopback server and the clients measured against it, started in a benchmark's setup.
-final class Loopback: Sendable {
-    let server: LoopbackServer
-    /// The request both sides send: a GET with the headers the default stack would add, set up front for
-    /// the bare clients.
-    let request: URLRequest
-    let bareSession: URLSession
-    let courierOverURLSession: Client
-    /// Courier with no middleware over `URLSessionTransport`.
-    let bareCourierOverURLSession: Client
-    let asyncHTTPClient: HTTPClient
-    let asyncHTTPClientRequest: HTTPClientRequest
-    /// Courier over the same `HTTPClient` as the bare calls (borrowed, so both share one connection pool
-    /// configuration and event loop group).
-    let courierOverAsyncHTTPClient: Client
-    /// The same transport with no middleware, and with the stack minus its two timeouts: where the
-    /// end-to-end difference comes from.
-    let bareCourierOverAsyncHTTPClient: Client
-    let untimedCourierOverAsyncHTTPClient: Client
+/// The loopback server and clients of the benchmark that runs, started in its setup.
+enum Loopback {
+    private static let running = Mutex<LoopbackClients?>(nil)
 
-    private static let running = Mutex<Loopback?>(nil)
-
-    private init(server: LoopbackServer) {
-        self.server = server
-        var request = URLRequest(url: URL(string: server.url)!)
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue("Bearer \(DefaultStack.token)", forHTTPHeaderField: "Authorization")
-        self.request = request
-        bareSession = URLSession(configuration: .default)
-        courierOverURLSession = Client(transport: URLSessionTransport(), middleware: DefaultStack.middleware())
-        bareCourierOverURLSession = Client(transport: URLSessionTransport())
-        // The configuration Courier's transport uses (redirects are Courier's job), for both sides.
-        asyncHTTPClient = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: AsyncHTTPClientTransport.defaultConfiguration
-        )
-        courierOverAsyncHTTPClient = Client(
-            transport: AsyncHTTPClientTransport(client: asyncHTTPClient),
-            middleware: DefaultStack.middleware()
-        )
-        bareCourierOverAsyncHTTPClient = Client(transport: AsyncHTTPClientTransport(client: asyncHTTPClient))
-        untimedCourierOverAsyncHTTPClient = Client(
-            transport: AsyncHTTPClientTransport(client: asyncHTTPClient),
-            middleware: DefaultStack.middleware().filter { $0.name != "timeout" }
-        )
-        var ahcRequest = HTTPClientRequest(url: server.url)
-        ahcRequest.headers.add(name: "Accept", value: "application/json")
-        ahcRequest.headers.add(name: "Authorization", value: "Bearer \(DefaultStack.token)")
-        asyncHTTPClientRequest = ahcRequest
-    }
-
-    /// What a caller of AsyncHTTPClient writes to get a whole small response.
-    func bareAsyncHTTPClientGet() async throws -> (HTTPClientResponse, ByteBuffer) {
-        let response = try await asyncHTTPClient.execute(asyncHTTPClientRequest, timeout: .seconds(30))
-        let body = try await response.body.collect(upTo: 1 << 20)
-        return (response, body)
-    }
-
-    static var current: Loopback {
+    static var current: LoopbackClients {
         get throws {
             guard let fixture = running.withLock({ $0 }) else { throw LoopbackServerError.notStarted }
             return fixture
@@ -204,14 +150,12 @@ final class Loopback: Sendable {
     }
 
     static func start() async throws {
-        let server = try await LoopbackServer.start()
-        running.withLock { $0 = Loopback(server: server) }
+        let clients = try await LoopbackClients.start()
+        running.withLock { $0 = clients }
     }
 
     static func stop() async throws {
         guard let fixture = running.withLock({ $0.take() }) else { return }
-        try await fixture.asyncHTTPClient.shutdown()
-        fixture.bareSession.finishTasksAndInvalidate()
-        try await fixture.server.shutdown()
+        try await fixture.shutdown()
     }
 }

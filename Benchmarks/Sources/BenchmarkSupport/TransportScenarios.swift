@@ -18,14 +18,14 @@ public enum TransportScenarios {
     /// The scenarios, by name.
     public static func all() -> [(name: String, calls: Calls)] {
         let serial: [(name: String, calls: Calls)] = [
-            ("ahcBare", { count in try await LoopbackClients.shared().ahcBare(count) }),
-            ("ahcCourier0", { count in try await LoopbackClients.shared().ahcCourier(count, stack: false) }),
-            ("ahcTransport", { count in try await LoopbackClients.shared().ahcTransport(count) }),
-            ("ahcStack", { count in try await LoopbackClients.shared().ahcCourier(count, stack: true) }),
-            ("ahcStackUntimed", { count in try await LoopbackClients.shared().ahcUntimed(count) }),
-            ("ahcTimeout", { count in try await LoopbackClients.shared().ahcTimeout(count) }),
-            ("sessionBare", { count in try await LoopbackClients.shared().sessionBare(count) }),
-            ("sessionTransport", { count in try await LoopbackClients.shared().sessionTransport(count) }),
+            ("ahcBare", overLoopback { try await $0.bareAHCCalls($1) }),
+            ("ahcCourier0", overLoopback { try await $0.calls($1, through: $0.ahcCourier) }),
+            ("ahcTransport", overLoopback { try await $0.calls($1, through: $0.ahcTransport) }),
+            ("ahcStack", overLoopback { try await $0.calls($1, through: $0.ahcStackCourier) }),
+            ("ahcStackUntimed", overLoopback { try await $0.calls($1, through: $0.ahcUntimedCourier) }),
+            ("ahcTimeout", overLoopback { try await $0.calls($1, through: $0.ahcTimeoutCourier) }),
+            ("sessionBare", overLoopback { try await $0.bareSessionCalls($1) }),
+            ("sessionTransport", overLoopback { try await $0.calls($1, through: $0.sessionTransport) }),
         ]
         // The same, 16 at a time.
         let concurrent = serial.map { scenario in
@@ -45,6 +45,11 @@ public enum TransportScenarios {
                 ])
             ),
         ]
+    }
+
+    /// Calls made with the process's loopback clients.
+    static func overLoopback(_ calls: @escaping @Sendable (LoopbackClients, Int) async throws -> Void) -> Calls {
+        { count in try await calls(LoopbackClients.shared(), count) }
     }
 
     /// Makes `count` calls in `width` child tasks, each making its share one after the other.
@@ -113,96 +118,39 @@ public enum TransportScenarios {
     }
 }
 
-/// The loopback server and the clients of the transport scenarios, made once per process.
-final class LoopbackClients: Sendable {
-    let server: LoopbackServer
-    let request: URLRequest
-    let httpClient: HTTPClient
-    let ahcRequest: HTTPClientRequest
-    let ahcTransport: AsyncHTTPClientTransport
-    let ahcCourier: Client
-    let ahcStackCourier: Client
-    let ahcUntimedCourier: Client
-    let ahcTimeoutCourier: Client
-    let session: URLSession
-    let sessionTransport: URLSessionTransport
-
+/// The scenarios over loopback.
+extension LoopbackClients {
     private static let instance = LockedInstance()
 
+    /// The clients of the transport scenarios, made once per process.
     static func shared() async throws -> LoopbackClients {
         if let clients = instance.value { return clients }
-        let clients = LoopbackClients(server: try await LoopbackServer.start())
+        let clients = try await LoopbackClients.start()
         instance.value = clients
         return clients
     }
 
-    private init(server: LoopbackServer) {
-        self.server = server
-        var request = URLRequest(url: URL(string: server.url)!)
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        request.setValue("Bearer \(DefaultStack.token)", forHTTPHeaderField: "Authorization")
-        self.request = request
-        httpClient = HTTPClient(
-            eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: AsyncHTTPClientTransport.defaultConfiguration
-        )
-        var ahcRequest = HTTPClientRequest(url: server.url)
-        ahcRequest.headers.add(name: "Accept", value: "application/json")
-        ahcRequest.headers.add(name: "Authorization", value: "Bearer \(DefaultStack.token)")
-        self.ahcRequest = ahcRequest
-        ahcTransport = AsyncHTTPClientTransport(client: httpClient)
-        ahcCourier = Client(transport: ahcTransport)
-        ahcStackCourier = Client(transport: ahcTransport, middleware: DefaultStack.middleware())
-        ahcUntimedCourier = Client(
-            transport: ahcTransport,
-            middleware: DefaultStack.middleware().filter { $0.name != "timeout" }
-        )
-        ahcTimeoutCourier = Client(transport: ahcTransport, middleware: [.timeout(.seconds(10))])
-        session = URLSession(configuration: .default)
-        sessionTransport = URLSessionTransport()
-    }
-
-    func ahcBare(_ count: Int) async throws {
+    func bareAHCCalls(_ count: Int) async throws {
         for _ in 0..<count {
-            let response = try await httpClient.execute(ahcRequest, timeout: .seconds(30))
-            sink(try await response.body.collect(upTo: 1 << 20))
+            sink(try await asyncHTTPClientGet())
         }
     }
 
-    func ahcTransport(_ count: Int) async throws {
-        for _ in 0..<count {
-            sink(try await ahcTransport.send(request))
-        }
-    }
-
-    func ahcCourier(_ count: Int, stack: Bool) async throws {
-        let client = stack ? ahcStackCourier : ahcCourier
-        for _ in 0..<count {
-            sink(try await client.send(request))
-        }
-    }
-
-    func ahcUntimed(_ count: Int) async throws {
-        for _ in 0..<count {
-            sink(try await ahcUntimedCourier.send(request))
-        }
-    }
-
-    func ahcTimeout(_ count: Int) async throws {
-        for _ in 0..<count {
-            sink(try await ahcTimeoutCourier.send(request))
-        }
-    }
-
-    func sessionBare(_ count: Int) async throws {
+    func bareSessionCalls(_ count: Int) async throws {
         for _ in 0..<count {
             sink(try await session.data(for: request))
         }
     }
 
-    func sessionTransport(_ count: Int) async throws {
+    func calls(_ count: Int, through transport: some Transport) async throws {
         for _ in 0..<count {
-            sink(try await sessionTransport.send(request))
+            sink(try await transport.send(request))
+        }
+    }
+
+    func calls(_ count: Int, through client: Client) async throws {
+        for _ in 0..<count {
+            sink(try await client.send(request))
         }
     }
 }

@@ -10,15 +10,11 @@ import FoundationNetworking
 
 @Suite("Token refresh and request counting over real sockets", .timeLimit(.minutes(3)))
 struct AuthenticationEndToEndTests {
-    /// A refresher that gets its tokens from the server's realm, through a client without the refresher.
-    static func refresher(
-        realm: String,
-        server: RunningServer,
-        kind: TransportKind
-    ) async throws
-        -> TokenRefresher
-    {
-        let tokenClient = kind.client(of: server, middleware: [.validatingStatus()])
+    /// A refresher that gets its tokens from the server's realm named by the test's key, through a client
+    /// without the refresher.
+    static func refresher(_ e2e: EndToEnd) async throws -> TokenRefresher {
+        let realm = e2e.key
+        let tokenClient = e2e.client([.validatingStatus()])
         let first: TokenResponse = try await tokenClient.send(.post("/auth/\(realm)/token"))
         return TokenRefresher(token: .init(first.token)) { _ in
             let reply: TokenResponse = try await tokenClient.send(.post("/auth/\(realm)/token"))
@@ -26,22 +22,26 @@ struct AuthenticationEndToEndTests {
         }
     }
 
-    /// A client authenticated by a refresher that starts from `token` and refreshes by posting to the token
-    /// endpoint `tokenPath` (with `query`) through a second client without the refresher.
-    static func authenticatedClient(
-        server: RunningServer,
-        kind: TransportKind,
+    /// Sends a request to the protected route of the realm named by the test's key, through a client
+    /// authenticated by a refresher that starts from `token` and refreshes by posting to the token endpoint
+    /// `tokenPath` (with `query`) through a second client without the refresher; returns the error the request
+    /// fails with, and the refresher.
+    static func failingProtectedCall(
+        _ e2e: EndToEnd,
         token: String,
         tokenPath: String,
         query: Query = []
-    ) -> (client: Client, refresher: TokenRefresher) {
-        let tokenClient = kind.client(of: server, middleware: [.validatingStatus()])
+    ) async throws -> (error: CourierError, refresher: TokenRefresher) {
+        let tokenClient = e2e.client([.validatingStatus()])
         let refresher = TokenRefresher(token: .init(token)) { _ in
             let reply: TokenResponse = try await tokenClient.send(.post(tokenPath, query: query))
             return .init(reply.token)
         }
-        let client = kind.client(of: server, middleware: [.authenticating(with: refresher), .validatingStatus()])
-        return (client, refresher)
+        let client = e2e.client([.authenticating(with: refresher), .validatingStatus()])
+        let error = try await #require(throws: CourierError.self) {
+            try await client.send(Request<Data>.get("/auth/\(e2e.key)/protected"))
+        }
+        return (error, refresher)
     }
 
     @Test(
@@ -49,14 +49,13 @@ struct AuthenticationEndToEndTests {
         arguments: TransportKind.allCases
     )
     func refreshStorm(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let realm = uniqueKey()
-            let refresher = try await Self.refresher(realm: realm, server: server, kind: kind)
+        try await EndToEnd.run(kind) { e2e in
+            let realm = e2e.key
+            let refresher = try await Self.refresher(e2e)
             let counter = RequestCounter()
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(connections: 64),
-                middleware: [.counting(counter), .authenticating(with: refresher), .validatingStatus()]
+            let client = e2e.client(
+                [.counting(counter), .authenticating(with: refresher), .validatingStatus()],
+                connections: 64
             )
             let expired: [String: Bool] = try await client.send(.post("/auth/\(realm)/expire"))
             #expect(expired == ["expired": true])
@@ -66,7 +65,7 @@ struct AuthenticationEndToEndTests {
             let failures = results.filter { if case .failure = $0 { true } else { false } }
             #expect(failures.isEmpty, "\(failures.prefix(3))")
 
-            let stats = try await Inspector(server).authStats(realm)
+            let stats = try await e2e.inspector.authStats(realm)
             #expect(stats.refreshes == 1)
             #expect(stats.issued == 2)
             #expect(stats.accepted == 1000)
@@ -84,24 +83,17 @@ struct AuthenticationEndToEndTests {
         arguments: TransportKind.allCases
     )
     func rejectedForGood(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let realm = uniqueKey()
+        try await EndToEnd.run(kind) { e2e in
             // Every refresh returns a token of another realm: the server never accepts it.
-            let otherRealm = uniqueKey()
-            let (client, refresher) = Self.authenticatedClient(
-                server: server,
-                kind: kind,
+            let (error, refresher) = try await Self.failingProtectedCall(
+                e2e,
                 token: "never-valid",
-                tokenPath: "/auth/\(otherRealm)/token"
+                tokenPath: "/auth/\(uniqueKey())/token"
             )
-            let error = try await #require(throws: CourierError.self) {
-                try await client.send(Request<Data>.get("/auth/\(realm)/protected"))
-            }
             #expect(error.code == .authenticationRejected)
             #expect(error.statusCode == 401)
-            let stats = try await Inspector(server).authStats(realm)
             // The first try and the one retry after the refresh; no more.
-            #expect(stats.rejected == 2)
+            #expect(try await e2e.inspector.authStats(e2e.key).rejected == 2)
             #expect(refresher.refreshCount == 1)
         }
     }
@@ -111,20 +103,15 @@ struct AuthenticationEndToEndTests {
         arguments: TransportKind.allCases
     )
     func refreshFails(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let realm = uniqueKey()
-            let (client, _) = Self.authenticatedClient(
-                server: server,
-                kind: kind,
+        try await EndToEnd.run(kind) { e2e in
+            let (error, _) = try await Self.failingProtectedCall(
+                e2e,
                 token: "stale",
-                tokenPath: "/auth/\(realm)/token",
+                tokenPath: "/auth/\(e2e.key)/token",
                 query: ["fail": 500]
             )
-            let error = try await #require(throws: CourierError.self) {
-                try await client.send(Request<Data>.get("/auth/\(realm)/protected"))
-            }
             #expect(error.code == .refreshFailed)
-            #expect(try await Inspector(server).authStats(realm).issued == 0)
+            #expect(try await e2e.inspector.authStats(e2e.key).issued == 0)
         }
     }
 
@@ -133,12 +120,11 @@ struct AuthenticationEndToEndTests {
         arguments: TransportKind.allCases
     )
     func counterBalances(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
+        try await EndToEnd.run(kind) { e2e in
             let counter = RequestCounter()
             let transport = kind.make()
             let client = Client(
-                baseURL: server.baseURL,
+                baseURL: e2e.server.baseURL,
                 transport: transport,
                 middleware: [.counting(counter), .validatingStatus()]
             )
@@ -148,21 +134,21 @@ struct AuthenticationEndToEndTests {
             // that honours the call's deadline (AsyncHTTPClientTransport) counts it in real time.
             let clock = ManualClock()
             let hasty = Client(
-                baseURL: server.baseURL,
+                baseURL: e2e.server.baseURL,
                 transport: transport,
                 middleware: [.counting(counter), .timeout(.seconds(60), clock: clock)]
             )
-            let timingOut = Task { try await hasty.send(Request<Data>.get("/hang", query: ["key": .init(key)])) }
-            _ = try await Inspector(server).wait(key, ["hanging": 1])
+            let timingOut = Task { try await hasty.send(Request<Data>.get("/hang", query: ["key": .init(e2e.key)])) }
+            _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1])
             await clock.waitForSleepers(count: 1)
             clock.advance(by: .seconds(60))
             let timedOut = try await #require(throws: CourierError.self) { try await timingOut.value }
             #expect(timedOut.code == .timedOut)
-            _ = try await Inspector(server).wait(key, ["hangsEnded": 1])
+            try await e2e.expectHangsEnded(1)
             // Without a timeout, so that only the cancellation ends it.
-            let patient = Client(baseURL: server.baseURL, transport: transport, middleware: [.counting(counter)])
-            let cancelled = Task { try await patient.send(Request<Data>.get("/hang", query: ["key": .init(key)])) }
-            _ = try await Inspector(server).wait(key, ["hanging": 1, "hangsEnded": 1])
+            let patient = Client(baseURL: e2e.server.baseURL, transport: transport, middleware: [.counting(counter)])
+            let cancelled = Task { try await patient.send(Request<Data>.get("/hang", query: ["key": .init(e2e.key)])) }
+            _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1, "hangsEnded": 1])
             #expect(counter.snapshot.inFlight == 1)
             cancelled.cancel()
             _ = try? await cancelled.value

@@ -12,8 +12,8 @@ import FoundationNetworking
 struct RequestsEndToEndTests {
     @Test("A typed GET decodes the server's JSON", arguments: TransportKind.allCases)
     func typedGet(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let client = kind.client(of: server)
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client()
             let user: User = try await client.send(.get("/users/42"))
             #expect(user == User(id: 42, name: "Ada"))
         }
@@ -22,11 +22,8 @@ struct RequestsEndToEndTests {
     @Test("A POST sends its JSON body, query and headers as they are", arguments: TransportKind.allCases)
     func postEcho(kind: TransportKind) async throws {
         struct Payload: Encodable, Sendable { var text: String }
-        try await TestServers.withServer { server in
-            let client = kind.client(
-                of: server,
-                middleware: [.headers(["X-Client": "courier"]), .authenticating(token: "t0ken")]
-            )
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client([.headers(["X-Client": "courier"]), .authenticating(token: "t0ken")])
             let echo: EchoResponse = try await client.send(
                 .post("/echo/items", json: Payload(text: "héllo & bye"), query: ["q": "a b&c"])
             )
@@ -45,21 +42,21 @@ struct RequestsEndToEndTests {
         arguments: TransportKind.allCases
     )
     func apiError(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let client = kind.client(of: server)
-            let request = Request<EmptyResponse>.get("/protected-403").decodingErrors(as: APIError.self)
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client()
+            let request = Request<EmptyResponse>.get("/protected-403").decodingErrors(as: ErrorResponse.self)
             let error = try await #require(throws: CourierError.self) { try await client.send(request) }
             #expect(error.code == .unacceptableStatus)
             #expect(error.statusCode == 403)
-            #expect(error.apiError(as: APIError.self) == APIError(code: 999, reason: "Invalid Token."))
+            #expect(error.apiError(as: ErrorResponse.self) == ErrorResponse(code: 999, reason: "Invalid Token."))
         }
     }
 
     @Test("validatingStatus rejects a raw 503 and keeps the status and headers", arguments: TransportKind.allCases)
     func validatingStatus(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let client = Client(transport: kind.make(), middleware: [.validatingStatus()])
-            let url = server.url("/status/503", query: ["header": "X-Reason: maintenance"])
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client([.validatingStatus()])
+            let url = e2e.server.url("/status/503", query: ["header": "X-Reason: maintenance"])
             let error = try await #require(throws: CourierError.self) { try await client.send(URLRequest(url: url)) }
             #expect(error.code == .unacceptableStatus)
             #expect(error.statusCode == 503)
@@ -70,8 +67,8 @@ struct RequestsEndToEndTests {
 
     @Test("A body that is not the declared type throws decodingFailed", arguments: TransportKind.allCases)
     func decodingFailed(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let client = kind.client(of: server)
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client()
             let error = try await #require(throws: CourierError.self) {
                 try await client.send(Request<User>.get("/status/200", query: ["body": "not json"]))
             }
@@ -82,32 +79,27 @@ struct RequestsEndToEndTests {
 
     @Test("A header value with CR/LF is refused before the server sees anything", arguments: TransportKind.allCases)
     func invalidHeaderNeverSent(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
-            let client = kind.client(of: server)
-            let request = Request<EchoResponse>.get("/echo", query: ["countKey": .init(key)])
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client()
+            let request = Request<EchoResponse>.get("/echo", query: ["countKey": .init(e2e.key)])
                 .header("X-Evil", "a\r\nX-Injected: 1")
             let error = try await #require(throws: CourierError.self) { try await client.send(request) }
             #expect(error.code == .invalidRequest)
             // A request that does arrive afterwards is counted; the refused one never was.
-            let _: EchoResponse = try await client.send(.get("/echo", query: ["countKey": .init(key)]))
-            #expect(try await Inspector(server).counters(key).hits == 1)
+            let _: EchoResponse = try await client.send(.get("/echo", query: ["countKey": .init(e2e.key)]))
+            #expect(try await e2e.inspector.counters(e2e.key).hits == 1)
         }
     }
 
     @Test("Logging records each call without the credential", arguments: TransportKind.allCases)
     func loggingRedacts(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
+        try await EndToEnd.run(kind) { e2e in
             let records = Locked<[LogRecord]>([])
             let sink = LogSink { record in records.withLock { $0.append(record) } }
-            let client = Client(
-                baseURL: server.baseURL,
-                transport: kind.make(),
-                middleware: [
-                    .logging(to: sink, includesHeaders: true),
-                    .authenticating(token: "super-secret-token"),
-                ]
-            )
+            let client = e2e.client([
+                .logging(to: sink, includesHeaders: true),
+                .authenticating(token: "super-secret-token"),
+            ])
             let _: EchoResponse = try await client.send(.get("/echo"))
             _ = try? await client.send(Request<EmptyResponse>.get("/status/500"))
             let logged = records.value

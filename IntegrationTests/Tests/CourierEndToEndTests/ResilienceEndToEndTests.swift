@@ -17,47 +17,38 @@ struct ResilienceEndToEndTests {
 
     @Test("Fail N times, then succeed: the retry makes exactly N + 1 attempts", arguments: TransportKind.allCases)
     func failThenSucceed(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
-            let client = kind.client(
-                of: server,
-                middleware: [.retry(Self.quickRetry(attempts: 4)), .validatingStatus()]
-            )
-            let flaky: FlakyResponse = try await client.send(.get("/flaky/\(key)", query: ["failures": 3]))
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client([.retry(Self.quickRetry(attempts: 4)), .validatingStatus()])
+            let flaky: FlakyResponse = try await client.send(.get("/flaky/\(e2e.key)", query: ["failures": 3]))
             #expect(flaky.attempts == 4)
             #expect(flaky.error == false)
-            #expect(try await Inspector(server).counters(key).flakyAttempts == 4)
+            #expect(try await e2e.inspector.counters(e2e.key).flakyAttempts == 4)
         }
     }
 
     @Test("Attempts run out: the last status is reported and nothing more is sent", arguments: TransportKind.allCases)
     func attemptsRunOut(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
-            let client = kind.client(
-                of: server,
-                middleware: [.retry(Self.quickRetry(attempts: 3)), .validatingStatus()]
-            )
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client([.retry(Self.quickRetry(attempts: 3)), .validatingStatus()])
             let error = try await #require(throws: CourierError.self) {
                 try await client.send(
-                    Request<FlakyResponse>.get("/flaky/\(key)", query: ["failures": 5, "status": 502])
+                    Request<FlakyResponse>.get("/flaky/\(e2e.key)", query: ["failures": 5, "status": 502])
                 )
             }
             #expect(error.code == .unacceptableStatus)
             #expect(error.statusCode == 502)
-            #expect(try await Inspector(server).counters(key).flakyAttempts == 3)
+            #expect(try await e2e.inspector.counters(e2e.key).flakyAttempts == 3)
         }
     }
 
     @Test("A POST without an idempotency key is not retried", arguments: TransportKind.allCases)
     func postNotRetried(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
-            let client = kind.client(of: server, middleware: [.retry(Self.quickRetry(attempts: 3))])
-            let request = Request<FlakyResponse>.post("/flaky/\(key)", query: ["failures": 1]).accepting(200..<600)
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client([.retry(Self.quickRetry(attempts: 3))])
+            let request = Request<FlakyResponse>.post("/flaky/\(e2e.key)", query: ["failures": 1]).accepting(200..<600)
             let flaky = try await client.send(request)
             #expect(flaky.error == true)
-            #expect(try await Inspector(server).counters(key).flakyAttempts == 1)
+            #expect(try await e2e.inspector.counters(e2e.key).flakyAttempts == 1)
         }
     }
 
@@ -67,20 +58,19 @@ struct ResilienceEndToEndTests {
         ["retryAfter", "retryAfterDate"]
     )
     func retryAfter(kind: TransportKind, form: String) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
+        try await EndToEnd.run(kind) { e2e in
             let clock = ManualClock()
             let events = Locked<[RetryEvent]>([])
             let policy = Self.quickRetry(attempts: 2) { event in events.withLock { $0.append(event) } }
-            let client = kind.client(of: server, middleware: [.retry(policy, clock: clock), .validatingStatus()])
+            let client = e2e.client([.retry(policy, clock: clock), .validatingStatus()])
             let request = Request<FlakyResponse>.get(
-                "/flaky/\(key)",
+                "/flaky/\(e2e.key)",
                 query: Query([URLQueryItem(name: "failures", value: "1"), URLQueryItem(name: form, value: "50")])
             )
             // The retry sleeps on the manual clock; `run` moves it to the sleeper's deadline.
             let flaky = try await clock.run { try await client.send(request) }
             #expect(flaky.attempts == 2)
-            #expect(try await Inspector(server).counters(key).flakyAttempts == 2)
+            #expect(try await e2e.inspector.counters(e2e.key).flakyAttempts == 2)
 
             let event = try #require(events.withLock { $0.first })
             #expect(event.reason.description == "status 503")
@@ -99,23 +89,20 @@ struct ResilienceEndToEndTests {
 
     @Test("A timeout cancels the real connection: the server sees /hang end", arguments: TransportKind.allCases)
     func timeoutClosesConnection(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
-            let inspector = Inspector(server)
+        try await EndToEnd.run(kind) { e2e in
             // The timeout runs on a manual clock, moved on once the server holds the request: no race between
             // a loaded machine and a short deadline. (A transport that honours the call's deadline itself, as
             // AsyncHTTPClientTransport does, counts it in real time: a minute is far beyond the test.)
             let clock = ManualClock()
-            let client = Client(transport: kind.make(), middleware: [.timeout(.seconds(60), clock: clock)])
-            let call = Task { try await client.send(URLRequest(url: server.url("/hang", query: ["key": key]))) }
-            _ = try await inspector.wait(key, ["hanging": 1])
+            let client = e2e.client([.timeout(.seconds(60), clock: clock)])
+            let call = Task { try await client.send(e2e.hang) }
+            _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1])
             await clock.waitForSleepers(count: 1)
             clock.advance(by: .seconds(60))
             let error = try await #require(throws: CourierError.self) { try await call.value }
             #expect(error.code == .timedOut)
             #expect(error.timeout == .seconds(60))
-            let ended = try await inspector.wait(key, ["hangsEnded": 1])
-            #expect(ended.hanging == 0)
+            try await e2e.expectHangsEnded(1)
         }
     }
 
@@ -124,37 +111,29 @@ struct ResilienceEndToEndTests {
         arguments: TransportKind.allCases
     )
     func perAttemptAndWholeCall(kind: TransportKind) async throws {
-        try await TestServers.withServer { server in
-            let key = uniqueKey()
-            let inspector = Inspector(server)
+        try await EndToEnd.run(kind) { e2e in
             let clock = ManualClock()
-            let client = Client(
-                transport: kind.make(),
-                // Long timeouts, moved on by hand: a transport that honours the call's deadline counts it in
-                // real time.
-                middleware: [
-                    .timeout(.seconds(600), clock: clock),
-                    .retry(Self.quickRetry(attempts: 3)),
-                    .timeout(.seconds(60), clock: clock),
-                ]
-            )
-            let call = Task { try await client.send(URLRequest(url: server.url("/hang", query: ["key": key]))) }
+            // Long timeouts, moved on by hand: a transport that honours the call's deadline counts it in real time.
+            let client = e2e.client([
+                .timeout(.seconds(600), clock: clock),
+                .retry(Self.quickRetry(attempts: 3)),
+                .timeout(.seconds(60), clock: clock),
+            ])
+            let call = Task { try await client.send(e2e.hang) }
             // Each attempt reaches the server; only then does its timeout fire, and the server sees the
             // connection close before the next attempt arrives.
             for attempt in 1...3 {
-                _ = try await inspector.wait(key, ["hanging": 1, "hangsEnded": attempt - 1])
+                _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1, "hangsEnded": attempt - 1])
                 // The whole call's timer and this attempt's.
                 await clock.waitForSleepers(count: 2)
                 clock.advance(by: .seconds(60))
-                _ = try await inspector.wait(key, ["hangsEnded": attempt])
+                _ = try await e2e.inspector.wait(e2e.key, ["hangsEnded": attempt])
             }
             let error = try await #require(throws: CourierError.self) { try await call.value }
             #expect(error.code == .timedOut)
             #expect(error.timeout == .seconds(60))
             // Three attempts reached the server, each connection was closed, and no fourth was sent.
-            let counters = try await inspector.counters(key)
-            #expect(counters.hangsEnded == 3)
-            #expect(counters.hanging == 0)
+            try await e2e.expectHangsEnded(3)
             #expect(clock.now.offset == .seconds(180))
         }
     }

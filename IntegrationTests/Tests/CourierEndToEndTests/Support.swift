@@ -52,17 +52,53 @@ enum TransportKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     }
 }
 
-extension TransportKind {
-    /// A client of `server` (its origin as the base URL) over a new transport of this kind, with `middleware`.
-    func client(of server: RunningServer, middleware: [Middleware] = []) -> Client {
-        Client(baseURL: server.baseURL, transport: make(), middleware: middleware)
+/// One end-to-end test's set-up: a server of its own, the transport kind under test, a key of its own for the
+/// server's per-key counters and realms, and an ``Inspector`` of the server.
+struct EndToEnd: Sendable {
+    let kind: TransportKind
+    let server: RunningServer
+    let key: String
+    let inspector: Inspector
+
+    /// Runs `body` for a test over `kind`, with a new server that stops when `body` returns.
+    static func run(_ kind: TransportKind, _ body: (EndToEnd) async throws -> Void) async throws {
+        try await TestServers.withServer { server in
+            try await body(EndToEnd(kind: kind, server: server, key: uniqueKey(), inspector: Inspector(server)))
+        }
+    }
+
+    /// A client of the server (its origin as the base URL) over a new transport of the kind, with `middleware`.
+    ///
+    /// - Parameter connections: The most connections to the server; the transport's default when `nil`.
+    func client(_ middleware: [Middleware] = [], connections: Int? = nil) -> Client {
+        Client(baseURL: server.baseURL, transport: kind.make(connections: connections), middleware: middleware)
+    }
+
+    /// `GET /hang` for this test's key: the server holds it until the client goes away.
+    var hang: URLRequest {
+        URLRequest(url: server.url("/hang", query: ["key": key]))
+    }
+
+    /// Waits until `count` of the key's held `/hang` requests have ended, and expects exactly that many, with
+    /// none still held: the server has seen each of their connections close, and no other request hang.
+    func expectHangsEnded(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        let ended = try await inspector.wait(key, ["hangsEnded": count], sourceLocation: sourceLocation)
+        #expect(ended.hangsEnded == count, sourceLocation: sourceLocation)
+        #expect(ended.hanging == 0, sourceLocation: sourceLocation)
     }
 }
 
-/// The error body of the server's `protected-403` routes.
-struct APIError: Decodable, Sendable, Equatable {
-    var code: Int
-    var reason: String
+/// Cancels `calls` and expects every one of them to have ended with `CancellationError`.
+func expectAllCancelled(
+    _ calls: Task<[Result<(Data, HTTPURLResponse), any Error>], Never>,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async {
+    calls.cancel()
+    let results = await calls.value
+    #expect(
+        results.allSatisfy { if case .failure(let error) = $0 { error is CancellationError } else { false } },
+        sourceLocation: sourceLocation
+    )
 }
 
 /// Reads a server's counters and auth statistics over a transport of its own (never the one under test).

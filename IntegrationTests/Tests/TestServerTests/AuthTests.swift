@@ -8,17 +8,6 @@ import FoundationNetworking
 
 @Suite("Auth endpoints", .timeLimit(.minutes(3)))
 struct AuthTests {
-    private struct Protected: Decodable, Equatable {
-        var ok: Bool
-        var realm: String
-    }
-
-    private struct Failure: Decodable, Equatable {
-        var error: Bool
-        var code: Int?
-        var reason: String
-    }
-
     private static func bearer(_ token: String) -> [(String, String)] {
         [("Authorization", "Bearer \(token)")]
     }
@@ -31,20 +20,24 @@ struct AuthTests {
             #expect(first.expiresIn == 3600)
             let protected = server.url("/auth/\(realm)/protected")
             #expect(
-                try await HTTP.json(Protected.self, protected, headers: Self.bearer(first.token))
-                    == Protected(ok: true, realm: realm)
+                try await HTTP.json(ProtectedResponse.self, protected, headers: Self.bearer(first.token))
+                    == ProtectedResponse(realm: realm)
             )
 
             let second = try await HTTP.json(TokenResponse.self, server.url("/auth/\(realm)/token"), method: "POST")
             #expect(second.token != first.token)
             let revoked = try await HTTP.json(
-                Failure.self,
+                ErrorResponse.self,
                 protected,
                 headers: Self.bearer(first.token),
                 expectStatus: 401
             )
             #expect(revoked.error)
-            _ = try await HTTP.json(Protected.self, protected, headers: [("Authorization", "bearer \(second.token)")])
+            _ = try await HTTP.json(
+                ProtectedResponse.self,
+                protected,
+                headers: [("Authorization", "bearer \(second.token)")]
+            )
 
             let stats = try await HTTP.json(AuthStats.self, server.url("/auth/\(realm)/stats"))
             #expect(
@@ -76,7 +69,7 @@ struct AuthTests {
             let (data, response) = try await HTTP.send(url, headers: Self.bearer("stale"))
             #expect(response.statusCode == 403)
             #expect(String(decoding: data, as: UTF8.self) == #"{"code":999,"error":true,"reason":"Invalid Token."}"#)
-            _ = try await HTTP.json(Protected.self, url, headers: Self.bearer(token.token))
+            _ = try await HTTP.json(ProtectedResponse.self, url, headers: Self.bearer(token.token))
         }
     }
 
@@ -89,10 +82,10 @@ struct AuthTests {
 
             let token = try await HTTP.json(TokenResponse.self, server.url("/auth/\(realm)/token"), method: "POST")
             let protected = server.url("/auth/\(realm)/protected")
-            _ = try await HTTP.json(Protected.self, protected, headers: Self.bearer(token.token))
+            _ = try await HTTP.json(ProtectedResponse.self, protected, headers: Self.bearer(token.token))
             #expect(try await HTTP.json([String: Bool].self, expireURL, method: "POST") == ["expired": true])
             let expired = try await HTTP.json(
-                Failure.self,
+                ErrorResponse.self,
                 protected,
                 headers: Self.bearer(token.token),
                 expectStatus: 401
@@ -100,7 +93,7 @@ struct AuthTests {
             #expect(expired.reason == "Expired token.")
 
             let fresh = try await HTTP.json(TokenResponse.self, server.url("/auth/\(realm)/token"), method: "POST")
-            _ = try await HTTP.json(Protected.self, protected, headers: Self.bearer(fresh.token))
+            _ = try await HTTP.json(ProtectedResponse.self, protected, headers: Self.bearer(fresh.token))
         }
     }
 
@@ -141,12 +134,20 @@ struct AuthTests {
             let one = try await HTTP.json(TokenResponse.self, server.url("/auth/one/token"), method: "POST")
             let plain = try await HTTP.json(TokenResponse.self, server.url("/auth/token"), method: "POST")
 
-            _ = try await HTTP.json(Protected.self, server.url("/auth/one/protected"), headers: Self.bearer(one.token))
-            #expect(
-                try await HTTP.json(Protected.self, server.url("/protected"), headers: Self.bearer(plain.token))
-                    == Protected(ok: true, realm: "default")
+            _ = try await HTTP.json(
+                ProtectedResponse.self,
+                server.url("/auth/one/protected"),
+                headers: Self.bearer(one.token)
             )
-            _ = try await HTTP.json(Protected.self, server.url("/protected-403"), headers: Self.bearer(plain.token))
+            #expect(
+                try await HTTP.json(ProtectedResponse.self, server.url("/protected"), headers: Self.bearer(plain.token))
+                    == ProtectedResponse(realm: "default")
+            )
+            _ = try await HTTP.json(
+                ProtectedResponse.self,
+                server.url("/protected-403"),
+                headers: Self.bearer(plain.token)
+            )
             let (_, crossed) = try await HTTP.send(server.url("/protected"), headers: Self.bearer(one.token))
             #expect(crossed.statusCode == 401)
 
@@ -155,7 +156,11 @@ struct AuthTests {
             )
             let (_, expired) = try await HTTP.send(server.url("/protected"), headers: Self.bearer(plain.token))
             #expect(expired.statusCode == 401)
-            _ = try await HTTP.json(Protected.self, server.url("/auth/one/protected"), headers: Self.bearer(one.token))
+            _ = try await HTTP.json(
+                ProtectedResponse.self,
+                server.url("/auth/one/protected"),
+                headers: Self.bearer(one.token)
+            )
 
             let stats = try await HTTP.json(AuthStats.self, server.url("/auth/stats"))
             #expect(stats.realm == "default")

@@ -29,10 +29,6 @@ public struct AuthenticationFailure: Sendable {
         private let headers: [String: String]
 
         /// Creates a response summary from an HTTP response.
-        ///
-        /// - Parameters:
-        ///   - response: The HTTP response.
-        ///   - body: Its body.
         public init(_ response: HTTPURLResponse, body: Data) {
             self.statusCode = response.statusCode
             self.body = body
@@ -41,11 +37,6 @@ public struct AuthenticationFailure: Sendable {
         }
 
         /// Creates a response summary from its parts.
-        ///
-        /// - Parameters:
-        ///   - statusCode: The status code.
-        ///   - headers: The header fields.
-        ///   - body: The body.
         public init(statusCode: Int, headers: [String: String] = [:], body: Data = Data()) {
             self.statusCode = statusCode
             self.body = body
@@ -85,15 +76,11 @@ public struct AuthenticationFailure: Sendable {
     /// A response with any of these statuses.
     ///
     /// - Parameter statuses: The status codes, for example `401, 419`.
-    /// - Returns: The rule.
     public static func status(_ statuses: Int...) -> AuthenticationFailure {
         AuthenticationFailure(statuses: statuses, predicate: nil)
     }
 
     /// A rule that matches when this one or `other` does.
-    ///
-    /// - Parameter other: Another rule.
-    /// - Returns: The combined rule.
     public func or(_ other: AuthenticationFailure) -> AuthenticationFailure {
         let predicates = [predicate, other.predicate].compactMap { $0 }
         guard !predicates.isEmpty else {

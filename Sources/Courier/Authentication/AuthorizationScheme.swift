@@ -24,8 +24,6 @@ public struct AuthorizationScheme: Sendable, Hashable {
     /// Why the header name or scheme is unusable, or `nil` when they are fine.
     let problem: String?
 
-    /// Creates a scheme.
-    ///
     /// - Parameters:
     ///   - header: The header that carries the credential.
     ///   - scheme: The scheme written before the token, or `nil` for the token alone.
@@ -42,9 +40,6 @@ public struct AuthorizationScheme: Sendable, Hashable {
     public static let token = AuthorizationScheme(scheme: "Token")
 
     /// The token alone in the header `name`, for API keys such as `X-API-Key: <token>`.
-    ///
-    /// - Parameter name: The header's name.
-    /// - Returns: The scheme.
     public static func header(_ name: String) -> AuthorizationScheme {
         AuthorizationScheme(header: name, scheme: nil)
     }

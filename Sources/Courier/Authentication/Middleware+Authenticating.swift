@@ -27,7 +27,6 @@ extension Middleware {
     /// hop (see ``RedirectContext``).
     ///
     /// - Parameters:
-    ///   - token: The credential.
     ///   - scheme: Which header carries it and what comes before it; ``AuthorizationScheme/bearer`` by
     ///     default.
     /// - Returns: A middleware named `"authenticating"`.

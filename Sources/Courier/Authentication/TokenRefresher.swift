@@ -58,10 +58,7 @@ public actor TokenRefresher {
         /// ``TokenRefresher/token``, from now), or `nil` when it has no known expiry.
         public var expiresIn: Duration?
 
-        /// Creates a token.
-        ///
         /// - Parameters:
-        ///   - value: The credential.
         ///   - expiresIn: How long it stays valid, for example the `expires_in` of an OAuth reply; `nil` when
         ///     unknown (it is then only refreshed after the server rejects it).
         public init(_ value: String, expiresIn: Duration? = nil) {
@@ -83,8 +80,6 @@ public actor TokenRefresher {
         /// The length of the window.
         public var window: Duration
 
-        /// Creates a limit.
-        ///
         /// - Parameters:
         ///   - maximum: The most refreshes within `window`; at least 1.
         ///   - window: The length of the window; greater than zero.
@@ -141,8 +136,6 @@ public actor TokenRefresher {
     private nonisolated let elapsed: @Sendable () -> Duration
     private nonisolated let operation: @Sendable (Token) async throws -> Token
 
-    /// Creates a refresher.
-    ///
     /// - Parameters:
     ///   - token: The token to start with, for example one kept from the last run. If its `expiresIn` is zero or
     ///     negative, it is refreshed before its first use.
@@ -253,8 +246,6 @@ public actor TokenRefresher {
     /// Everybody waiting for a refresh gets this token at once. A refresh in progress is not cancelled, but its
     /// result is dropped, and so is its failure. A token with no time left (`expiresIn` zero or negative) is used
     /// until the server rejects it (see ``leeway``).
-    ///
-    /// - Parameter token: The new token.
     public func setToken(_ token: Token) {
         Redaction.registerSecret(token.value)
         let now = elapsed()

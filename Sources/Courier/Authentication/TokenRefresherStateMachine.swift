@@ -112,7 +112,6 @@ struct TokenRefresherStateMachine: Sendable {
     ///   - stale: The credential the caller holds.
     ///   - waiter: The id under which the caller waits, if it must.
     ///   - isRefreshClosure: Whether the caller runs inside this refresher's refresh closure.
-    ///   - now: The time.
     /// - Returns: What the caller does next; for `.wait` and `.waitAndStart` it is registered as `waiter`.
     mutating func newerCredential(
         than stale: Credential,

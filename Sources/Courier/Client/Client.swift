@@ -45,8 +45,6 @@ public actor Client {
         lifecycle.isCancellable = configuration.isCancellableOnShutdown
     }
 
-    /// Creates a client.
-    ///
     /// - Parameters:
     ///   - baseURL: The URL that request paths are relative to.
     ///   - transport: What sends requests; ``URLSessionTransport`` by default.
@@ -109,7 +107,6 @@ public actor Client {
     /// The request is sent as it is (its URL must be absolute). No status is checked here; add
     /// ``Middleware/validatingStatus(_:errorBody:decoder:)-(Range<Int>,_,_)`` for that.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The response body and the HTTP response.
     /// - Throws: ``CourierError``, `CancellationError`, or an error of your own middleware.
     public nonisolated func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
@@ -119,8 +116,6 @@ public actor Client {
 
     /// Sends a typed request and decodes its response.
     ///
-    /// - Parameter request: The request.
-    /// - Returns: The decoded response.
     /// - Throws: ``CourierError`` (``CourierError/Code/invalidRequest``, ``CourierError/Code/transport``,
     ///   ``CourierError/Code/unacceptableStatus``, ``CourierError/Code/decodingFailed``, …),
     ///   `CancellationError`, or an error of your own middleware.
@@ -131,7 +126,6 @@ public actor Client {
     /// Sends a typed request and returns the decoded value together with the HTTP response, for when the
     /// headers or status matter too.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The decoded value and the HTTP response.
     /// - Throws: The same errors as ``send(_:)-(Request<Response>)``.
     public nonisolated func response<Response>(

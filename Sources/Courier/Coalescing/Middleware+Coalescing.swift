@@ -39,7 +39,6 @@ extension Middleware {
     /// print(coalescer.sharedCalls, coalescer.waitingCallers)
     /// ```
     ///
-    /// - Parameter coalescer: The coalescer.
     /// - Returns: The middleware, named `"coalescing"`.
     public static func coalescing(_ coalescer: RequestCoalescer) -> Middleware {
         Middleware(name: "coalescing") { request, next in

@@ -62,8 +62,6 @@ public final class RequestCoalescer: Sendable {
 
     private let state = LockedState(Machine())
 
-    /// Creates a coalescer.
-    ///
     /// - Parameter ignoredHeaders: Header names left out of the coalescing key (case-insensitive);
     ///   ``defaultIgnoredHeaders`` by default. Add a header here only if it can never change the response.
     public init(ignoringHeaders ignoredHeaders: Set<String> = RequestCoalescer.defaultIgnoredHeaders) {

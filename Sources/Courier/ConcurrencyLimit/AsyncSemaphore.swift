@@ -24,8 +24,6 @@ final class AsyncSemaphore: Sendable {
     /// The most tasks that may wait at once, or `nil` for no limit.
     let maxWaiters: Int?
 
-    /// Creates a semaphore.
-    ///
     /// - Parameters:
     ///   - permits: How many tasks may hold a permit at once; at least 1.
     ///   - maxWaiters: The most tasks that may wait at once (`nil`: no limit); at least 0.

@@ -46,8 +46,6 @@ public final class ConcurrencyLimiter: Sendable {
     /// lock inside `AsyncSemaphore`.
     private let hosts = LockedState(ConcurrencyLimiterStateMachine<AsyncSemaphore>())
 
-    /// Creates a limiter.
-    ///
     /// - Parameters:
     ///   - maxInFlight: The most requests in flight at once overall (`nil`: no overall limit); at least 1.
     ///   - perHost: The most requests in flight at once to one host (`nil`: no per-host limit); at least 1.

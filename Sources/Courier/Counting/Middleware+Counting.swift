@@ -16,7 +16,6 @@ extension Middleware {
     ///
     /// The per-request cost is two short lock sections; there is no actor hop.
     ///
-    /// - Parameter counter: The counter to update.
     /// - Returns: The counting middleware, named `"counting"`.
     public static func counting(_ counter: RequestCounter) -> Middleware {
         Middleware(name: "counting") { request, next in

@@ -46,12 +46,9 @@ public final class RequestCounter: Sendable {
         /// Creates a snapshot; the counter makes them, tests and adapters may too.
         ///
         /// - Parameters:
-        ///   - inFlight: Requests in flight.
         ///   - peak: The largest number in flight so far.
-        ///   - started: Requests started.
         ///   - succeeded: Requests that ended with a response.
         ///   - failed: Requests that ended with an error.
-        ///   - cancelled: Requests that were cancelled.
         public init(
             inFlight: Int = 0,
             peak: Int = 0,
@@ -150,7 +147,6 @@ public final class RequestCounter: Sendable {
     /// - Parameter bufferingPolicy: What to keep while the consumer is slower than the requests. The
     ///   default keeps everything, so that no change is lost; a gauge or an activity indicator only needs
     ///   `.bufferingNewest(1)`.
-    /// - Returns: The stream of changes.
     public func changes(
         bufferingPolicy: AsyncStream<Change>.Continuation.BufferingPolicy = .unbounded
     ) -> AsyncStream<Change> {

@@ -110,7 +110,6 @@ public enum Redaction {
     /// A sensitive parameter's value is replaced up to the next `&` or `#`; the rest of the URL is kept as it
     /// was written.
     ///
-    /// - Parameter url: Any URL.
     /// - Returns: A string safe to print.
     public static func redactedURL(_ url: URL) -> String {
         redactedURLString(url.absoluteString)
@@ -118,7 +117,6 @@ public enum Redaction {
 
     /// Returns `headers` with the values of sensitive headers redacted, and secrets removed from the others.
     ///
-    /// - Parameter headers: Header names and values.
     /// - Returns: The same headers, safe to print.
     public static func redactedHeaders(_ headers: [String: String]) -> [String: String] {
         var result = headers
@@ -130,7 +128,6 @@ public enum Redaction {
 
     /// Returns the headers of `response` with the values of sensitive headers redacted.
     ///
-    /// - Parameter response: An HTTP response.
     /// - Returns: Its headers, safe to print.
     public static func redactedHeaders(_ response: HTTPURLResponse) -> [String: String] {
         var headers: [String: String] = [:]

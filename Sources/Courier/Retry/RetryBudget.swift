@@ -38,8 +38,6 @@ public final class RetryBudget: Sendable {
     /// The bucket; its transitions are ``RetryBudgetStateMachine``'s. One lock section per call and per retry.
     private let state: LockedState<RetryBudgetStateMachine>
 
-    /// Creates a budget.
-    ///
     /// - Parameters:
     ///   - ratio: The tokens each call adds, from 0 (retries only from the floor) up; 0.2 by default.
     ///   - minimumPerSecond: The tokens added per second; 10 by default. Also the starting balance.

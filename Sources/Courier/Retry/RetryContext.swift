@@ -19,8 +19,6 @@ public struct RetryContext: Sendable, Hashable {
     /// The most attempts the retry layer allows.
     public let maximumAttempts: Int
 
-    /// Creates a context.
-    ///
     /// - Parameters:
     ///   - attempt: The attempt, from 1.
     ///   - maximumAttempts: The most attempts allowed.

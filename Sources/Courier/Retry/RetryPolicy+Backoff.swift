@@ -33,7 +33,6 @@ extension RetryPolicy {
         ///   - multiplier: How much the ceiling grows per retry; at least 1.
         ///   - maximum: The largest ceiling.
         ///   - jitter: How the delay is drawn below the ceiling; ``Jitter/full`` by default.
-        /// - Returns: The backoff.
         public static func exponential(
             base: Duration = .milliseconds(200),
             multiplier: Double = 2,
@@ -51,7 +50,6 @@ extension RetryPolicy {
         /// - Parameters:
         ///   - delay: The delay; must not be negative.
         ///   - jitter: How the delay is drawn; ``Jitter/none`` by default.
-        /// - Returns: The backoff.
         public static func constant(_ delay: Duration, jitter: Jitter = .none) -> Backoff {
             precondition(delay >= .zero, "the backoff delay must not be negative (got \(delay))")
             return Backoff(.constant(delay, jitter: jitter))
@@ -64,7 +62,6 @@ extension RetryPolicy {
         /// result counts as zero.
         ///
         /// - Parameter delay: Returns the delay before retry *n*.
-        /// - Returns: The backoff.
         public static func custom(_ delay: @escaping @Sendable (_ retry: Int) -> Duration) -> Backoff {
             Backoff(.custom(delay))
         }

@@ -73,8 +73,6 @@ public struct RetryPolicy: Sendable {
     /// Inject a fixed date in tests.
     public var currentDate: @Sendable () -> Date
 
-    /// Creates a policy.
-    ///
     /// ```swift
     /// let policy = RetryPolicy(
     ///     maximumAttempts: 4,

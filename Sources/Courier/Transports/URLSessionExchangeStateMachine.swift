@@ -112,14 +112,7 @@ struct URLSessionExchangeStateMachine<Task, Continuation> {
             method: method,
             status: http?.statusCode ?? 200
         ) {
-            phase = .finished
-            return Refusal(
-                task: task,
-                continuation: continuation,
-                limit: body.limit,
-                announcedLength: expected,
-                response: http
-            )
+            return refuse(task, continuation, announcedLength: expected)
         }
         body.reserve(expectedContentLength: expected)
         return nil
@@ -131,12 +124,22 @@ struct URLSessionExchangeStateMachine<Task, Continuation> {
     mutating func receive(_ data: Data) -> Refusal? {
         guard case .running(let task, let continuation) = phase else { return nil }
         guard !body.append(data) else { return nil }
+        return refuse(task, continuation, announcedLength: nil)
+    }
+
+    /// Ends the exchange with a refusal of the body: too large by its `Content-Length` (`announcedLength`) or
+    /// by the bytes received.
+    private mutating func refuse(
+        _ task: Task,
+        _ continuation: Continuation,
+        announcedLength: Int64?
+    ) -> Refusal {
         phase = .finished
         return Refusal(
             task: task,
             continuation: continuation,
             limit: body.limit,
-            announcedLength: nil,
+            announcedLength: announcedLength,
             response: response as? HTTPURLResponse
         )
     }

@@ -86,16 +86,16 @@ public final class URLSessionTransport: Transport {
     ///   - configuration: The session's configuration; ``defaultConfiguration`` by default.
     ///   - maximumResponseSize: The largest response body accepted, in bytes;
     ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
-    public init(
+    public convenience init(
         configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration,
         maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize
     ) {
-        precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
         let delegate = URLSessionTransportDelegate()
-        self.delegate = delegate
-        self.session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        self.maximumResponseSize = maximumResponseSize
-        self.ownsSession = true
+        self.init(
+            session: URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil),
+            maximumResponseSize: maximumResponseSize,
+            ownsSession: true
+        )
     }
 
     /// Creates a transport over an existing session, which the transport does not invalidate.
@@ -114,18 +114,21 @@ public final class URLSessionTransport: Transport {
     ///   a session with credential storage sends a stored credential in answer.
     ///
     /// - Parameters:
-    ///   - session: The session.
     ///   - maximumResponseSize: The largest response body accepted, in bytes;
     ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
-    public init(
+    public convenience init(
         session: URLSession,
         maximumResponseSize: Int = URLSessionTransport.defaultMaximumResponseSize
     ) {
+        self.init(session: session, maximumResponseSize: maximumResponseSize, ownsSession: false)
+    }
+
+    private init(session: URLSession, maximumResponseSize: Int, ownsSession: Bool) {
         precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
         self.session = session
         self.delegate = session.delegate as? URLSessionTransportDelegate
         self.maximumResponseSize = maximumResponseSize
-        self.ownsSession = false
+        self.ownsSession = ownsSession
     }
 
     deinit {
@@ -136,7 +139,6 @@ public final class URLSessionTransport: Transport {
 
     /// Sends the request with the session.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The body and the HTTP response, whatever its status (a 3xx included).
     /// - Throws: `CancellationError` when the task is cancelled, ``CourierError/Code/invalidRequest`` for a
     ///   request that cannot be sent safely (see ``RequestValidation``), ``CourierError/Code/bodyTooLarge``,

@@ -66,7 +66,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - distribution: How long to wait.
     ///   - rate: The share of requests delayed, from 0 to 1.
-    /// - Returns: The fault.
     public static func latency(_ distribution: LatencyDistribution, rate: Double = 1) -> Fault {
         Fault(.latency(distribution), rate: rate, name: "latency(\(distribution), rate: \(rate))")
     }
@@ -76,7 +75,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - error: The error to throw.
     ///   - rate: The share of requests that fail, from 0 to 1.
-    /// - Returns: The fault.
     public static func error(_ error: any Error, rate: Double = 1) -> Fault {
         Fault(.failure(error), rate: rate, name: "error(\(error), rate: \(rate))")
     }
@@ -88,7 +86,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     ///   - afterSending: `false` (the default) drops the request before it reaches the server; `true`
     ///     lets the wrapped transport handle it and drops the response, as when a connection dies while
     ///     the server answers — the case that makes blind retries of non-idempotent requests unsafe.
-    /// - Returns: The fault.
     public static func droppedConnection(rate: Double = 1, afterSending: Bool = false) -> Fault {
         if afterSending {
             return Fault(.droppedAfterSending, rate: rate, name: "droppedConnection(rate: \(rate), afterSending)")
@@ -103,10 +100,7 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// Answers requests with `status` and an empty body instead of sending them.
     ///
     /// - Parameters:
-    ///   - status: The status code.
     ///   - rate: The share of requests answered so, from 0 to 1.
-    ///   - headers: The response's header fields.
-    /// - Returns: The fault.
     public static func status(_ status: Int, rate: Double = 1, headers: [String: String] = [:]) -> Fault {
         Fault(
             .response(status: status, headers: headers),
@@ -120,7 +114,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - rate: The share of requests answered so, from 0 to 1.
     ///   - retryAfter: The delay to announce, in whole seconds (rounded up).
-    /// - Returns: The fault.
     public static func serviceUnavailable(rate: Double = 1, retryAfter: Duration? = nil) -> Fault {
         Fault(
             .response(status: 503, headers: MockResponse.retryAfterHeader(retryAfter)),
@@ -134,7 +127,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - rate: The share of requests answered so, from 0 to 1.
     ///   - retryAfter: The delay to announce, in whole seconds (rounded up).
-    /// - Returns: The fault.
     public static func tooManyRequests(rate: Double = 1, retryAfter: Duration? = nil) -> Fault {
         Fault(
             .response(status: 429, headers: MockResponse.retryAfterHeader(retryAfter)),
@@ -153,7 +145,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// wave fails together, and each must retry with one new token.
     ///
     /// - Parameter count: Requests between waves; at least 1.
-    /// - Returns: The fault.
     public static func unauthorizedWaves(everyRequests count: Int) -> Fault {
         precondition(count > 0, "unauthorizedWaves needs a positive request count")
         return Fault(.unauthorizedWaves(.requests(count)), rate: 1, name: "unauthorizedWaves(everyRequests: \(count))")
@@ -163,7 +154,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// after the transport was made); otherwise like ``unauthorizedWaves(everyRequests:)``.
     ///
     /// - Parameter period: Time between waves; must be positive.
-    /// - Returns: The fault.
     public static func unauthorizedWaves(every period: Duration) -> Fault {
         precondition(period > .zero, "unauthorizedWaves needs a positive period")
         return Fault(.unauthorizedWaves(.time(period)), rate: 1, name: "unauthorizedWaves(every: \(period))")
@@ -175,7 +165,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// `range`.
     ///
     /// - Parameter range: The request indexes.
-    /// - Returns: The limited fault.
     public func forRequests(_ range: Range<Int>) -> Fault {
         var copy = self
         copy.requestRange = range
@@ -187,7 +176,6 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - method: The method, or `nil` for any.
     ///   - path: A path pattern as in ``MockRoute``.
-    /// - Returns: The limited fault.
     public func only(_ method: HTTPMethod?, _ path: String) -> Fault {
         var copy = self
         copy.route = MockRoute(method, path)

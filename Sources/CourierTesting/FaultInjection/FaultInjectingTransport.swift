@@ -123,7 +123,6 @@ public final class FaultInjectingTransport: Transport, RequestRecording {
 
     /// Sends `request` through the faults and, if it gets through, the wrapped transport.
     ///
-    /// - Parameter request: The request.
     /// - Returns: The wrapped transport's response, or an injected one.
     /// - Throws: An injected error, the wrapped transport's error, `CancellationError`, or
     ///   `CourierError` (`.invalidRequest`) for a request that could not be sent safely.

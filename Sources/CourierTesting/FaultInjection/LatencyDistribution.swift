@@ -27,16 +27,12 @@ public struct LatencyDistribution: Sendable, CustomStringConvertible {
 
     /// Draws one delay.
     ///
-    /// - Parameter generator: The seeded generator.
     /// - Returns: A delay of zero or more.
     public func sample(using generator: inout SplitMix64) -> Duration {
         max(sampler(&generator), .zero)
     }
 
     /// Always `duration`.
-    ///
-    /// - Parameter duration: The delay.
-    /// - Returns: The distribution.
     public static func fixed(_ duration: Duration) -> LatencyDistribution {
         LatencyDistribution("fixed(\(duration))") { _ in duration }
     }
@@ -44,7 +40,6 @@ public struct LatencyDistribution: Sendable, CustomStringConvertible {
     /// Evenly spread over `range`.
     ///
     /// - Parameter range: The shortest and longest delay.
-    /// - Returns: The distribution.
     public static func uniform(_ range: ClosedRange<Duration>) -> LatencyDistribution {
         let low = range.lowerBound.seconds
         let width = range.upperBound.seconds - low
@@ -58,7 +53,6 @@ public struct LatencyDistribution: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - mean: The average delay.
     ///   - cap: The longest delay, or `nil` for no cap.
-    /// - Returns: The distribution.
     public static func exponential(mean: Duration, cap: Duration? = nil) -> LatencyDistribution {
         let meanSeconds = mean.seconds
         let capText = cap.map { ", cap: \($0)" } ?? ""
@@ -74,7 +68,6 @@ public struct LatencyDistribution: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - median: Half of the delays are shorter than this.
     ///   - p99: 99 % of the delays are shorter than this; must not be less than `median`.
-    /// - Returns: The distribution.
     public static func logNormal(median: Duration, p99: Duration) -> LatencyDistribution {
         precondition(median > .zero && p99 >= median, "logNormal needs 0 < median <= p99")
         let mu = log(median.seconds)

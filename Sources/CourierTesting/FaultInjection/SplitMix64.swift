@@ -36,7 +36,6 @@ public struct SplitMix64: RandomNumberGenerator, Sendable, Hashable {
 
     /// Scrambles the bits of `value` (the SplitMix64 output function): nearby inputs give unrelated outputs.
     ///
-    /// - Parameter value: Any value.
     /// - Returns: The scrambled value.
     public static func mix(_ value: UInt64) -> UInt64 {
         var z = value
@@ -49,7 +48,6 @@ public struct SplitMix64: RandomNumberGenerator, Sendable, Hashable {
     /// the order in which items are drawn.
     ///
     /// - Parameters:
-    ///   - seed: The stream's seed.
     ///   - keys: What identifies the item.
     /// - Returns: A generator for that item.
     public static func derived(seed: UInt64, _ keys: UInt64...) -> SplitMix64 {

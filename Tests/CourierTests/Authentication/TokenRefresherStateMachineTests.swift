@@ -30,6 +30,17 @@ struct TokenRefresherStateMachineTests {
             }
         }
 
+        /// Has waiter 1, holding the current credential, start a refresh; returns that credential.
+        @discardableResult
+        func startRefresh(
+            now: Duration = .zero,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) -> Machine.Credential {
+            let held = credential
+            #expect(ask(held, waiter: 1, now: now) == "start \(held.value)", sourceLocation: sourceLocation)
+            return held
+        }
+
         func finish(_ result: Result<Token, any Error>, now: Duration = .zero) -> [String] {
             Self.describe(machine.finishRefresh(result, now: now))
         }
@@ -87,8 +98,7 @@ struct TokenRefresherStateMachineTests {
     @Test("a refreshed token is stored with its expiry and due time counted from when it arrives")
     func refreshedExpiry() {
         let driver = Driver()
-        let v1 = driver.credential
-        #expect(driver.ask(v1, waiter: 1, now: .seconds(5)) == "start v1")
+        driver.startRefresh(now: .seconds(5))
         _ = driver.finish(.success(Token("v2", expiresIn: .seconds(60))), now: .seconds(7))
         #expect(driver.credential.expiresAt == .seconds(67))
         #expect(driver.credential.refreshAt == .seconds(37))
@@ -99,8 +109,7 @@ struct TokenRefresherStateMachineTests {
     @Test("callers with the same version share one refresh and all get its token, in the order they came")
     func sharedRefresh() {
         let driver = Driver()
-        let v1 = driver.credential
-        #expect(driver.ask(v1, waiter: 1) == "start v1")
+        let v1 = driver.startRefresh()
         #expect(driver.ask(v1, waiter: 2) == "wait")
         #expect(driver.ask(v1, waiter: 0) == "wait")
         #expect(driver.machine.waiterCount == 3)
@@ -118,8 +127,7 @@ struct TokenRefresherStateMachineTests {
     @Test("setToken during a refresh: waiters get the token set at once, the refresh's result is dropped")
     func setTokenResumesWaiters() {
         let driver = Driver()
-        let v1 = driver.credential
-        #expect(driver.ask(v1, waiter: 1) == "start v1")
+        driver.startRefresh()
         #expect(driver.set(Token("signed-in"), now: .zero) == ["1: signed-in"])
         #expect(driver.machine.refreshing == 1)  // the refresh goes on
         #expect(driver.finish(.success(Token("late")), now: .zero) == [])
@@ -133,8 +141,7 @@ struct TokenRefresherStateMachineTests {
     )
     func rejectedTokenSetDuringRefresh(firstRefreshSucceeds: Bool) {
         let driver = Driver()
-        let v1 = driver.credential
-        #expect(driver.ask(v1, waiter: 1) == "start v1")
+        let v1 = driver.startRefresh()
         _ = driver.set(Token("revoked"), now: .zero)
         let v2 = driver.credential
         #expect(driver.ask(v2, waiter: 2) == "wait")
@@ -158,7 +165,7 @@ struct TokenRefresherStateMachineTests {
     @Test("the refresh after a dropped one is refused by the limit: its waiters fail with tooManyRefreshes")
     func secondRefreshRefusedByTheLimit() {
         let driver = Driver(limit: .init(maximum: 1, per: .seconds(30)))
-        #expect(driver.ask(driver.credential, waiter: 1) == "start v1")
+        driver.startRefresh()
         _ = driver.set(Token("revoked"), now: .zero)
         #expect(driver.ask(driver.credential, waiter: 2) == "wait")
         #expect(driver.finish(.success(Token("late")), now: .seconds(1)) == ["2: tooManyRefreshes"])
@@ -169,7 +176,7 @@ struct TokenRefresherStateMachineTests {
     @Test("waiters cancelled while waiting for an older refresh: no refresh starts for nobody")
     func cancelledWaitersStartNothing() {
         let driver = Driver()
-        #expect(driver.ask(driver.credential, waiter: 1) == "start v1")
+        driver.startRefresh()
         _ = driver.set(Token("revoked"), now: .zero)
         #expect(driver.ask(driver.credential, waiter: 2) == "wait")
         #expect(driver.cancel(waiter: 2))
@@ -183,8 +190,7 @@ struct TokenRefresherStateMachineTests {
     @Test("a failed refresh fails every waiter with one error; a straggler gets it too; a later reader refreshes")
     func failureEndsTheWave() {
         let driver = Driver()
-        let v1 = driver.credential
-        #expect(driver.ask(v1, waiter: 1) == "start v1")
+        let v1 = driver.startRefresh()
         #expect(driver.ask(v1, waiter: 2) == "wait")
         let resumption = driver.machine.finishRefresh(.failure(RefreshError()), now: .zero)
         #expect(Driver.describe(resumption) == ["1: refreshFailed", "2: refreshFailed"])
@@ -206,7 +212,7 @@ struct TokenRefresherStateMachineTests {
     )
     func unusableToken(value: String) {
         let driver = Driver()
-        #expect(driver.ask(driver.credential, waiter: 1) == "start v1")
+        driver.startRefresh()
         #expect(driver.finish(.success(Token(value)), now: .zero) == ["1: refreshFailed"])
         #expect(driver.credential.value == "v1")
     }
@@ -214,8 +220,7 @@ struct TokenRefresherStateMachineTests {
     @Test("the refresh closure asking for a newer token is told it would wait for itself")
     func waitingForItself() {
         let driver = Driver()
-        let v1 = driver.credential
-        #expect(driver.ask(v1, waiter: 1) == "start v1")
+        let v1 = driver.startRefresh()
         guard
             case .waitingForItself = driver.machine.newerCredential(
                 than: v1,

@@ -25,13 +25,22 @@ struct TokenRefresherTests {
         }
     }
 
-    /// A refresher from `v1` to `v2` whose refresh, counted in `calls`, opens `started` and then waits for
-    /// `release`.
-    private static func heldRefresher(started: Gate, release: Gate, calls: Locked<Int> = Locked(0)) -> TokenRefresher {
-        TokenRefresher(token: .init("v1")) { _ in
-            calls.withLock { $0 += 1 }
-            started.open()
-            await release.wait()
+    /// Counts the calls of a test's refresh closure.
+    private let refreshCalls = Locked(0)
+    /// Opened by `heldRefresher`'s refresh when it starts.
+    private let refreshStarted = Gate()
+    /// Lets `heldRefresher`'s refresh end.
+    private let releaseRefresh = Gate()
+    /// Counts the requests a test's server rejected.
+    private let rejected = Arrivals()
+
+    /// A refresher from `v1` to `v2` whose refresh, counted in `refreshCalls`, opens `refreshStarted` and then
+    /// waits for `releaseRefresh`.
+    private func heldRefresher() -> TokenRefresher {
+        TokenRefresher(token: .init("v1")) { [refreshCalls, refreshStarted, releaseRefresh] _ in
+            refreshCalls.withLock { $0 += 1 }
+            refreshStarted.open()
+            await releaseRefresh.wait()
             return .init("v2")
         }
     }
@@ -85,8 +94,6 @@ struct TokenRefresherTests {
     func tenThousandConcurrentRejections() async throws {
         let total = 10_000
         let valid = Locked<Set<String>>(["Bearer fresh"])
-        let rejected = Arrivals()
-        let refreshCalls = Locked(0)
         let replacedTokens = Locked<[String]>([])
         let refresher = TokenRefresher(token: .init("expired")) { replaced in
             refreshCalls.withLock { $0 += 1 }
@@ -124,7 +131,6 @@ struct TokenRefresherTests {
     func concurrentPreemptiveRefresh() async throws {
         let total = 1_000
         let clock = ManualClock()
-        let refreshCalls = Locked(0)
         let refresher = TokenRefresher(token: .init("old", expiresIn: .seconds(60)), clock: clock) { _ in
             refreshCalls.withLock { $0 += 1 }
             return .init("new", expiresIn: .seconds(3600))
@@ -149,7 +155,6 @@ struct TokenRefresherTests {
     func staleTokenRace() async throws {
         let gates = ["a": Gate(), "b": Gate()]
         let arrived = Arrivals()
-        let refreshCalls = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
             refreshCalls.withLock { $0 += 1 }
             return .init("v2")
@@ -186,11 +191,7 @@ struct TokenRefresherTests {
         .timeLimit(.minutes(1))
     )
     func cancelledWaiter() async throws {
-        let refreshStarted = Gate()
-        let releaseRefresh = Gate()
-        let refreshCalls = Locked(0)
-        let refresher = Self.heldRefresher(started: refreshStarted, release: releaseRefresh, calls: refreshCalls)
-        let rejected = Arrivals()
+        let refresher = heldRefresher()
         let transport = Self.server(accepting: Locked(["Bearer v2"])) { rejected.arrive() }
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
@@ -211,10 +212,7 @@ struct TokenRefresherTests {
 
     @Test("a refresh whose only waiter was cancelled still completes and is stored", .timeLimit(.minutes(1)))
     func refreshOutlivesItsOnlyWaiter() async throws {
-        let refreshStarted = Gate()
-        let releaseRefresh = Gate()
-        let refreshCalls = Locked(0)
-        let refresher = Self.heldRefresher(started: refreshStarted, release: releaseRefresh, calls: refreshCalls)
+        let refresher = heldRefresher()
         let transport = Self.server(accepting: Locked(["Bearer v2"]))
         let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
 
@@ -236,10 +234,8 @@ struct TokenRefresherTests {
     @Test("a failed refresh fails every waiter with the same error, and the next wave refreshes again")
     func refreshFailureThenSecondWave() async throws {
         let wave = 50
-        let rejected = Arrivals()
-        let attempts = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { replaced in
-            let attempt = attempts.increment()
+            let attempt = refreshCalls.increment()
             if attempt == 1 {
                 await rejected.wait(for: wave)  // every request of the first wave has been rejected
                 throw RefreshError(attempt: attempt)
@@ -256,14 +252,14 @@ struct TokenRefresherTests {
         #expect(codes.allSatisfy { $0 == .refreshFailed })
         let underlying = first.errors.map { ($0 as? CourierError)?.underlying as? RefreshError }
         #expect(underlying.allSatisfy { $0 == RefreshError(attempt: 1) })
-        #expect(attempts.value == 1)
+        #expect(refreshCalls.value == 1)
         #expect(transport.callCount == wave)  // nobody was replayed after the failed refresh
         #expect(refresher.version == 1)
 
         let second = await Self.sendAll(wave, through: client)
         #expect(second.errors.count == 0)
         #expect(second.ok == wave)
-        #expect(attempts.value == 2)
+        #expect(refreshCalls.value == 2)
         #expect(refresher.version == 2)
     }
 
@@ -274,9 +270,8 @@ struct TokenRefresherTests {
     func stragglerAfterFailedRefresh() async throws {
         let holdStraggler = Gate()
         let stragglerSent = Gate()
-        let attempts = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
-            let attempt = attempts.increment()
+            let attempt = refreshCalls.increment()
             if attempt == 1 { throw RefreshError(attempt: attempt) }
             return .init("v2")
         }
@@ -299,12 +294,12 @@ struct TokenRefresherTests {
         let late = await #expect(throws: CourierError.self) { try await straggler.value }
         #expect(late?.code == .refreshFailed)
         #expect(late?.underlying as? RefreshError == RefreshError(attempt: 1))
-        #expect(attempts.value == 1)
+        #expect(refreshCalls.value == 1)
         #expect(transport.callCount == 2)
 
         // A request sent after the failure may refresh again.
         #expect(try await client.send(authenticatedRequest()).1.statusCode == 200)
-        #expect(attempts.value == 2)
+        #expect(refreshCalls.value == 2)
     }
 
     @Test(
@@ -341,7 +336,6 @@ struct TokenRefresherTests {
 
     @Test("a request is refreshed and retried at most once; a rejected refreshed token is a clear error")
     func rejectedTwice() async throws {
-        let refreshCalls = Locked(0)
         let refresher = TokenRefresher(token: .init("v1")) { _ in
             let call = refreshCalls.increment()
             return .init("v\(call + 1)")
@@ -361,7 +355,6 @@ struct TokenRefresherTests {
     @Test("more refreshes than the limit within the window fail fast until the window moves on")
     func refreshWindow() async throws {
         let clock = ManualClock()
-        let refreshCalls = Locked(0)
         let refresher = TokenRefresher(
             token: .init("v1"),
             limit: .init(maximum: 2, per: .seconds(30)),
@@ -498,7 +491,6 @@ struct TokenRefresherTests {
     @Test("in the recommended stack: validation inside, retry outside, one refresh, nothing resent by retry")
     func recommendedStack() async throws {
         let clock = ManualClock()
-        let refreshCalls = Locked(0)
         let refresher = TokenRefresher(token: .init("expired")) { _ in
             refreshCalls.withLock { $0 += 1 }
             return .init("fresh")
@@ -542,9 +534,7 @@ struct TokenRefresherTests {
     )
     func timeoutWhileWaitingForRefresh() async throws {
         let clock = ManualClock()
-        let refreshStarted = Gate()
-        let releaseRefresh = Gate()
-        let refresher = Self.heldRefresher(started: refreshStarted, release: releaseRefresh)
+        let refresher = heldRefresher()
         let transport = Self.server(accepting: Locked(["Bearer v2"]))
         let counter = RequestCounter()
         let hurried = Client(
@@ -705,8 +695,6 @@ struct TokenRefresherTests {
 
     @Test("setToken stores the next version, and wins over a refresh in progress", .timeLimit(.minutes(1)))
     func setTokenDuringRefresh() async throws {
-        let releaseRefresh = Gate()
-        let refreshStarted = Gate()
         let refresher = TokenRefresher(token: .init("v1")) { _ in
             refreshStarted.open()
             await releaseRefresh.wait()

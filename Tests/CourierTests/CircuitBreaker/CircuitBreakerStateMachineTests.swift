@@ -17,6 +17,13 @@ struct CircuitBreakerStateMachineTests {
         return machine
     }
 
+    /// A machine that opened at zero and let a probe through when its cooldown ended, at 10 s.
+    private func probing() -> Machine {
+        var machine = opened()
+        #expect(machine.admit(now: .seconds(10)) == .sendProbe)
+        return machine
+    }
+
     @Test("closed: sends, counts consecutive failures, and a success resets the count")
     func closedCounts() {
         var machine = machine()
@@ -65,8 +72,7 @@ struct CircuitBreakerStateMachineTests {
 
     @Test("a successful probe closes the circuit")
     func probeSuccessCloses() {
-        var machine = opened()
-        _ = machine.admit(now: .seconds(10))
+        var machine = probing()
         #expect(machine.record(.success, probe: true, now: .seconds(12)) == .closed)
         #expect(machine.state == .closed(consecutiveFailures: 0))
         #expect(machine.admit(now: .seconds(12)) == .send)
@@ -74,8 +80,7 @@ struct CircuitBreakerStateMachineTests {
 
     @Test("a failed probe opens the circuit for another cooldown")
     func probeFailureReopens() {
-        var machine = opened()
-        _ = machine.admit(now: .seconds(10))
+        var machine = probing()
         #expect(machine.record(.failure, probe: true, now: .seconds(12)) == .opened)
         #expect(machine.state == .open(until: .seconds(22)))
         #expect(machine.admit(now: .seconds(21)) == .reject(retryAfter: .seconds(1)))
@@ -84,8 +89,7 @@ struct CircuitBreakerStateMachineTests {
 
     @Test("a cancelled probe decides nothing, and the next request probes")
     func cancelledProbe() {
-        var machine = opened()
-        _ = machine.admit(now: .seconds(10))
+        var machine = probing()
         #expect(machine.record(.ignored, probe: true, now: .seconds(11)) == .none)
         #expect(machine.state == .halfOpen(probeSince: nil))
         #expect(machine.admit(now: .seconds(11)) == .sendProbe)

@@ -29,12 +29,24 @@ struct CircuitBreakingTests {
         }
     }
 
+    private let upstream = Upstream()
+    private let clock = ManualClock()
+
+    /// Makes `hostA` answer `status`, and returns a breaker on the suite's clock with a client that sends through
+    /// it to `upstream`.
+    private func circuit(
+        hostAAnswering status: Int,
+        threshold: Int,
+        cooldown: Duration
+    ) -> (breaker: CircuitBreaker, client: Client) {
+        upstream.set(status, for: hostA)
+        let breaker = CircuitBreaker(.init(failureThreshold: threshold, cooldown: cooldown), clock: clock)
+        return (breaker, Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)]))
+    }
+
     @Test("opens after N consecutive failures, then fails fast without reaching the transport")
     func opensAndFailsFast() async throws {
-        let upstream = Upstream()
-        upstream.set(503, for: hostA)
-        let breaker = CircuitBreaker(.init(failureThreshold: 3, cooldown: .seconds(30)), clock: ManualClock())
-        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+        let (breaker, client) = circuit(hostAAnswering: 503, threshold: 3, cooldown: .seconds(30))
 
         for expected in 1...2 {
             _ = try await client.send(URLRequest(url: hostA))
@@ -51,11 +63,7 @@ struct CircuitBreakingTests {
 
     @Test("after the cooldown, a successful probe closes the circuit")
     func probeCloses() async throws {
-        let upstream = Upstream()
-        upstream.set(500, for: hostA)
-        let clock = ManualClock()
-        let breaker = CircuitBreaker(.init(failureThreshold: 2, cooldown: .seconds(10)), clock: clock)
-        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+        let (breaker, client) = circuit(hostAAnswering: 500, threshold: 2, cooldown: .seconds(10))
         for _ in 0..<2 { _ = try await client.send(URLRequest(url: hostA)) }
 
         clock.advance(by: .seconds(9))
@@ -73,11 +81,7 @@ struct CircuitBreakingTests {
 
     @Test("a failed probe opens the circuit for another full cooldown")
     func probeFailureReopens() async throws {
-        let upstream = Upstream()
-        upstream.set(502, for: hostA)
-        let clock = ManualClock()
-        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(10)), clock: clock)
-        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+        let (breaker, client) = circuit(hostAAnswering: 502, threshold: 1, cooldown: .seconds(10))
         _ = try await client.send(URLRequest(url: hostA))
 
         clock.advance(by: .seconds(10))
@@ -100,7 +104,6 @@ struct CircuitBreakingTests {
             await release.wait()
             return .ok
         }
-        let clock = ManualClock()
         let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(5)), clock: clock)
         let client = Client(transport: transport, middleware: [.circuitBreaker(breaker)])
         _ = try await client.send(URLRequest(url: hostA))
@@ -120,10 +123,7 @@ struct CircuitBreakingTests {
 
     @Test("each host has its own circuit")
     func perHost() async throws {
-        let upstream = Upstream()
-        upstream.set(500, for: hostA)
-        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(60)), clock: ManualClock())
-        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker)])
+        let (breaker, client) = circuit(hostAAnswering: 500, threshold: 1, cooldown: .seconds(60))
         _ = try await client.send(URLRequest(url: hostA))
 
         let (_, response) = try await client.send(URLRequest(url: hostB))
@@ -147,7 +147,7 @@ struct CircuitBreakingTests {
         ]
     )
     func defaultFailures(reply: MockResponse, isFailure: Bool) async throws {
-        let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: ManualClock())
+        let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: clock)
         let client = Client(transport: MockTransport(reply), middleware: [.circuitBreaker(breaker)])
         let url = URL(string: "https://a.example.test/")!
 
@@ -185,7 +185,7 @@ struct CircuitBreakingTests {
     func cancellationIsNeutral() async throws {
         let arrived = Arrivals()
         let transport = MockTransport.hanging(counting: arrived)
-        let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: ManualClock())
+        let breaker = CircuitBreaker(.init(failureThreshold: 1), clock: clock)
         let client = Client(transport: transport, middleware: [.circuitBreaker(breaker)])
         let task = Task { try await client.send(URLRequest(url: hostA)) }
         await arrived.wait(for: 1)
@@ -206,7 +206,7 @@ struct CircuitBreakingTests {
                 if case .success(let response) = outcome, response.statusCode == 429 { return true }
                 return CircuitBreaker.Policy.isTransportOrServerFailure(outcome)
             },
-            clock: ManualClock()
+            clock: clock
         )
         let client = Client(transport: transport, middleware: [middleware])
         for _ in 0..<2 { _ = try await client.send(URLRequest(url: hostA)) }
@@ -220,9 +220,7 @@ struct CircuitBreakingTests {
     @Test("state changes are reported in order: open, half-open, closed")
     func reportsStateChanges() async throws {
         let changes = Locked<[String]>([])
-        let upstream = Upstream()
         upstream.set(500, for: hostA)
-        let clock = ManualClock()
         let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(1)), clock: clock) { host, state in
             changes.withLock { $0.append("\(host) \(state)") }
         }

@@ -100,6 +100,13 @@ struct ClientSendAllTests {
     private let arrived = Arrivals()
     /// A transport that hangs until cancelled, counting each request in ``arrived``.
     private let hanging: MockTransport
+    /// Counts the requests a test's batch read from its sequence or collection.
+    private let reads = Locked(0)
+
+    /// Whether every result is a `CancellationError`.
+    private func allCancelled<Success>(_ results: [Result<Success, any Error>]) -> Bool {
+        results.allSatisfy { if case .failure(is CancellationError) = $0 { true } else { false } }
+    }
 
     init() {
         hanging = .hanging(counting: arrived)
@@ -373,7 +380,6 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendEachEndlessCancelled() async throws {
-        let reads = Locked(0)
         let handled = Locked<[Int]>([])
         let cancellations = Locked(0)
         try await cancelWhenInFlight(4) { client in
@@ -394,7 +400,6 @@ struct ClientSendAllTests {
     func sendEachAlreadyCancelled() async throws {
         let transport = MockTransport(.ok)
         let client = Client(baseURL: baseURL, transport: transport)
-        let reads = Locked(0)
         let gate = Gate()
         let batch = Task {
             await gate.wait()
@@ -415,7 +420,6 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendAllCollectionCancelled() async throws {
-        let reads = Locked(0)
         // A `LazyMapCollection`: its count is known without calling the closure.
         let requests = (0..<1_000).lazy.map { index in
             reads.withLock { $0 += 1 }
@@ -425,7 +429,7 @@ struct ClientSendAllTests {
             .value
 
         #expect(results.count == 1_000)
-        #expect(results.allSatisfy { if case .failure(is CancellationError) = $0 { true } else { false } })
+        #expect(allCancelled(results))
         #expect(reads.value == 4)
         #expect(hanging.callCount == 4)
     }
@@ -435,13 +439,12 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendAllEndlessCancelled() async throws {
-        let reads = Locked(0)
         let results = try await cancelWhenInFlight(4) { client in
             await client.sendAll(EndlessRequests(reads: reads), maxConcurrency: 4)
         }.value
 
         #expect(results.count == 4)
-        #expect(results.allSatisfy { if case .failure(is CancellationError) = $0 { true } else { false } })
+        #expect(allCancelled(results))
         #expect(reads.value == 4)
         #expect(hanging.cancellationCount == 4)
     }
@@ -451,7 +454,6 @@ struct ClientSendAllTests {
         .timeLimit(.minutes(1))
     )
     func sendAllOrThrowEndlessCancelled() async throws {
-        let reads = Locked(0)
         let batch = await cancelWhenInFlight(4) { client in
             try await client.sendAllOrThrow(EndlessRequests(reads: reads), maxConcurrency: 4)
         }

@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Middleware.coalescing")
+@Suite("Middleware.coalescing", .timeLimit(.minutes(1)))
 struct CoalescingTests {
     private let url = URL(string: "https://api.example.test/config")!
 
@@ -18,86 +18,78 @@ struct CoalescingTests {
         return request
     }
 
-    /// A transport that holds every call until the test releases it, and answers with the request's
-    /// `Authorization` header as the body.
-    private func heldTransport() -> HoldingTransport {
-        HoldingTransport(
-            wrapping: MockTransport { request in
-                .status(200, body: request.header("Authorization") ?? "anonymous")
-            }
-        )
+    private let coalescer = RequestCoalescer()
+    /// Holds every call until the test opens it, and answers with the request's `Authorization` header as the
+    /// body.
+    private let held = HoldingTransport(
+        wrapping: MockTransport { request in
+            .status(200, body: request.header("Authorization") ?? "anonymous")
+        }
+    )
+    /// Sends through `coalescer` to `held`.
+    private let client: Client
+
+    init() {
+        client = Client(transport: held, middleware: [.coalescing(coalescer)])
     }
 
-    @Test("1,000 concurrent identical GETs make one transport call and all get its response", .timeLimit(.minutes(1)))
+    @Test("1,000 concurrent identical GETs make one transport call and all get its response")
     func thousandGetsOneCall() async throws {
-        let transport = heldTransport()
-        let coalescer = RequestCoalescer()
-        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         let request = get(url, authorization: "Bearer a")
 
         let batch = Task { await client.sendAll(Array(repeating: request, count: 1000), maxConcurrency: 1000) }
         try await waitUntil { coalescer.waitingCallers == 1000 }
         #expect(coalescer.sharedCalls == 1)
-        transport.open()
+        held.open()
         let results = await batch.value
 
-        #expect(transport.requests.count == 1)
+        #expect(held.requests.count == 1)
         let bodies = try results.map { String(decoding: try $0.get().0, as: UTF8.self) }
         #expect(bodies == Array(repeating: "Bearer a", count: 1000))
         #expect(coalescer.sharedCalls == 0)
         #expect(coalescer.waitingCallers == 0)
     }
 
-    @Test(
-        "requests with different Authorization are sent separately; identical ones still share",
-        .timeLimit(.minutes(1))
-    )
+    @Test("requests with different Authorization are sent separately; identical ones still share")
     func differentCredentialsAreNotShared() async throws {
-        let transport = heldTransport()
-        let coalescer = RequestCoalescer()
-        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
 
         let alice1 = Task { try await client.send(get(url, authorization: "Bearer alice")) }
         let bob = Task { try await client.send(get(url, authorization: "Bearer bob")) }
         let alice2 = Task { try await client.send(get(url, authorization: "Bearer alice")) }
-        await transport.waitUntilHolding(2)
+        await held.waitUntilHolding(2)
         try await waitUntil { coalescer.waitingCallers == 3 }
         #expect(coalescer.sharedCalls == 2)
-        transport.open()
+        held.open()
 
         #expect(String(decoding: try await alice1.value.0, as: UTF8.self) == "Bearer alice")
         #expect(String(decoding: try await alice2.value.0, as: UTF8.self) == "Bearer alice")
         #expect(String(decoding: try await bob.value.0, as: UTF8.self) == "Bearer bob")
-        #expect(transport.requests.count == 2)
+        #expect(held.requests.count == 2)
     }
 
-    @Test("POST requests are never coalesced", .timeLimit(.minutes(1)))
+    @Test("POST requests are never coalesced")
     func postIsNeverCoalesced() async throws {
-        let transport = heldTransport()
-        let coalescer = RequestCoalescer()
-        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         var post = URLRequest(url: url)
         post.httpMethod = "POST"
 
         let batch = Task { await client.sendAll(Array(repeating: post, count: 5), maxConcurrency: 5) }
         // All five reach the transport while none has finished: nothing was shared.
-        await transport.waitUntilHolding(5)
+        await held.waitUntilHolding(5)
         #expect(coalescer.sharedCalls == 0)
-        transport.open()
+        held.open()
         let results = await batch.value
 
         #expect(results.allSatisfy { (try? $0.get()) != nil })
-        #expect(transport.requests.count == 5)
+        #expect(held.requests.count == 5)
     }
 
-    @Test("every caller gets the shared call's error", .timeLimit(.minutes(1)))
+    @Test("every caller gets the shared call's error")
     func errorIsShared() async throws {
         let release = Gate()
         let transport = MockTransport { _ in
             await release.wait()
             throw URLError(.cannotConnectToHost)
         }
-        let coalescer = RequestCoalescer()
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
 
         let batch = Task { await client.sendAll(Array(repeating: get(url), count: 50), maxConcurrency: 50) }
@@ -114,17 +106,11 @@ struct CoalescingTests {
         #expect((errors.first??.underlying as? URLError)?.code == .cannotConnectToHost)
     }
 
-    @Test(
-        "a cancelled caller stops waiting at once, and the others still get the shared response",
-        .timeLimit(.minutes(1))
-    )
+    @Test("a cancelled caller stops waiting at once, and the others still get the shared response")
     func cancelledCallerStopsWaiting() async throws {
-        let transport = heldTransport()
-        let coalescer = RequestCoalescer()
-        let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         // The first caller starts the shared call; it is the one cancelled.
         let first = Task { try await client.send(get(url)) }
-        await transport.waitUntilHolding(1)
+        await held.waitUntilHolding(1)
         let second = Task { try await client.send(get(url)) }
         let third = Task { try await client.send(get(url)) }
         try await waitUntil { coalescer.waitingCallers == 3 }
@@ -134,17 +120,14 @@ struct CoalescingTests {
         // The shared call is still held in the transport, so this returns only because the caller left.
         await #expect(throws: CancellationError.self) { try await first.value }
         #expect(coalescer.waitingCallers == 2)
-        #expect(transport.heldCount == 1)
-        transport.open()
+        #expect(held.heldCount == 1)
+        held.open()
         #expect(String(decoding: try await second.value.0, as: UTF8.self) == "anonymous")
         #expect(String(decoding: try await third.value.0, as: UTF8.self) == "anonymous")
-        #expect(transport.requests.count == 1)
+        #expect(held.requests.count == 1)
     }
 
-    @Test(
-        "when the last caller has gone, the shared call is cancelled and the next request starts afresh",
-        .timeLimit(.minutes(1))
-    )
+    @Test("when the last caller has gone, the shared call is cancelled and the next request starts afresh")
     func lastCallerGoneCancelsTheCall() async throws {
         let arrived = Arrivals()
         let transportSawCancellation = Arrivals()
@@ -159,7 +142,6 @@ struct CoalescingTests {
             }
             return .ok
         }
-        let coalescer = RequestCoalescer()
         let client = Client(transport: transport, middleware: [.coalescing(coalescer)])
         let callers = (0..<3).map { _ in Task { try await client.send(get(url)) } }
         await arrived.wait(for: 1)
@@ -181,16 +163,11 @@ struct CoalescingTests {
         #expect(transport.callCount == 2)
     }
 
-    @Test(
-        "the shared call does not run under the first caller's deadline, which would cut it short for the others",
-        .timeLimit(.minutes(1))
-    )
+    @Test("the shared call does not run under the first caller's deadline, which would cut it short for the others")
     func sharedCallIgnoresFirstCallersDeadline() async throws {
         let clock = ManualClock()
-        let transport = heldTransport()
-        let coalescer = RequestCoalescer()
         let client = Client(
-            transport: transport,
+            transport: held,
             middleware: [.coalescing(coalescer), .timeout(.seconds(30), clock: clock)]
         )
         // The first caller has one second left; the second has a hundred.
@@ -199,7 +176,7 @@ struct CoalescingTests {
                 try await client.send(get(url))
             }
         }
-        await transport.waitUntilHolding(1)
+        await held.waitUntilHolding(1)
         let patient = Task {
             try await Deadline.$current.withValue(Deadline(after: .seconds(100), clock: clock)) {
                 try await client.send(get(url))
@@ -211,12 +188,12 @@ struct CoalescingTests {
         await clock.waitForSleepers(count: 1)
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(30))])
         clock.advance(by: .seconds(1))
-        #expect(transport.heldCount == 1)
-        transport.open()
+        #expect(held.heldCount == 1)
+        held.open()
 
         #expect(String(decoding: try await patient.value.0, as: UTF8.self) == "anonymous")
         #expect(String(decoding: try await hurried.value.0, as: UTF8.self) == "anonymous")
-        #expect(transport.requests.count == 1)
+        #expect(held.requests.count == 1)
     }
 
     @Test("once a shared call has finished, the next identical request is sent again")
@@ -244,7 +221,6 @@ struct CoalescingTests {
         ]
     )
     func key(method1: String, headers1: [String: String], method2: String, headers2: [String: String], same: Bool) {
-        let coalescer = RequestCoalescer()
         func request(_ method: String, _ headers: [String: String]) -> URLRequest {
             var request = URLRequest(url: url)
             request.httpMethod = method
@@ -262,19 +238,18 @@ struct CoalescingTests {
     func unsafeMethodsHaveNoKey(method: String) {
         var request = URLRequest(url: url)
         request.httpMethod = method
-        #expect(RequestCoalescer().key(for: request) == nil)
+        #expect(coalescer.key(for: request) == nil)
     }
 
     @Test("a GET with a body has no key")
     func getWithBodyHasNoKey() {
         var request = URLRequest(url: url)
         request.httpBody = Data("{}".utf8)
-        #expect(RequestCoalescer().key(for: request) == nil)
+        #expect(coalescer.key(for: request) == nil)
     }
 
     @Test("the query is part of the key")
     func queryIsPartOfTheKey() {
-        let coalescer = RequestCoalescer()
         let a = coalescer.key(for: URLRequest(url: URL(string: "https://api.example.test/items?page=1")!))
         let b = coalescer.key(for: URLRequest(url: URL(string: "https://api.example.test/items?page=2")!))
         #expect(a != nil)

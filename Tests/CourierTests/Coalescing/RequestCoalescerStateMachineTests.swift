@@ -7,6 +7,15 @@ struct RequestCoalescerStateMachineTests {
     /// Keys are URLs, waiters are names, calls are names too.
     private typealias Machine = RequestCoalescerStateMachine<String, String, String>
 
+    /// A machine that `callers` (key and waiter) joined in order, not cancelled, with ids 1, 2, ….
+    private func joined(_ callers: (key: String, waiter: String)...) -> Machine {
+        var machine = Machine()
+        for (index, caller) in callers.enumerated() {
+            _ = machine.join(caller.key, waiter: caller.waiter, id: index + 1, isCancelled: false)
+        }
+        return machine
+    }
+
     @Test("waiter ids are distinct")
     func distinctWaiterIDs() {
         var machine = Machine()
@@ -36,10 +45,7 @@ struct RequestCoalescerStateMachineTests {
 
     @Test("finishing hands every waiter of the flight the result and forgets the flight")
     func finishResumesAll() {
-        var machine = Machine()
-        _ = machine.join("/a", waiter: "a1", id: 1, isCancelled: false)
-        _ = machine.join("/a", waiter: "a2", id: 2, isCancelled: false)
-        _ = machine.join("/b", waiter: "b1", id: 3, isCancelled: false)
+        var machine = joined(("/a", "a1"), ("/a", "a2"), ("/b", "b1"))
         #expect(machine.attach("call a", to: "/a", flightID: 1) == true)
 
         #expect(machine.finish("/a", flightID: 1).sorted() == ["a1", "a2"])
@@ -50,9 +56,7 @@ struct RequestCoalescerStateMachineTests {
 
     @Test("a caller that leaves is resumed alone while others wait; the last one cancels the call")
     func lastLeaverCancels() {
-        var machine = Machine()
-        _ = machine.join("/a", waiter: "a1", id: 1, isCancelled: false)
-        _ = machine.join("/a", waiter: "a2", id: 2, isCancelled: false)
+        var machine = joined(("/a", "a1"), ("/a", "a2"))
         #expect(machine.attach("call a", to: "/a", flightID: 1) == true)
 
         guard case .resume("a1") = machine.leave("/a", waiter: 1) else {
@@ -70,9 +74,7 @@ struct RequestCoalescerStateMachineTests {
 
     @Test("leaving twice, or after the flight finished, does nothing")
     func leaveIsOnce() {
-        var machine = Machine()
-        _ = machine.join("/a", waiter: "a1", id: 1, isCancelled: false)
-        _ = machine.join("/a", waiter: "a2", id: 2, isCancelled: false)
+        var machine = joined(("/a", "a1"), ("/a", "a2"))
         guard case .resume = machine.leave("/a", waiter: 1) else {
             Issue.record("the caller was not resumed")
             return
@@ -90,8 +92,7 @@ struct RequestCoalescerStateMachineTests {
 
     @Test("a flight abandoned before its call was attached hands the call back to be cancelled")
     func abandonedBeforeAttach() {
-        var machine = Machine()
-        _ = machine.join("/a", waiter: "a1", id: 1, isCancelled: false)
+        var machine = joined(("/a", "a1"))
         guard case .resumeAndCancel("a1", nil) = machine.leave("/a", waiter: 1) else {
             Issue.record("the last caller to leave was not resumed")
             return
@@ -101,8 +102,7 @@ struct RequestCoalescerStateMachineTests {
 
     @Test("a finished or abandoned flight's late events do not touch a newer flight of the same key")
     func olderFlightIgnored() {
-        var machine = Machine()
-        _ = machine.join("/a", waiter: "a1", id: 1, isCancelled: false)
+        var machine = joined(("/a", "a1"))
         _ = machine.leave("/a", waiter: 1)
         #expect(machine.join("/a", waiter: "a2", id: 2, isCancelled: false) == .start(flightID: 2))
 

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Middleware.limitingConcurrency")
+@Suite("Middleware.limitingConcurrency", .timeLimit(.minutes(1)))
 struct LimitingConcurrencyTests {
     private let holding = HoldingTransport()
 
@@ -15,10 +15,26 @@ struct LimitingConcurrencyTests {
         URLRequest(url: URL(string: url)!)
     }
 
-    @Test("no more than maxInFlight requests reach the transport at once", .timeLimit(.minutes(1)))
+    /// Sends a request for `path` on host a through `client`, the first, and waits until `holding` holds it.
+    private func sendFirst(_ path: String, through client: Client) async -> Task<(Data, HTTPURLResponse), any Error> {
+        let task = Task { try await client.send(request("https://a.example.test/\(path)")) }
+        await holding.waitUntilHolding(1)
+        return task
+    }
+
+    /// A limiter with these limits, and a client that sends through it to `holding`.
+    private func limitedClient(
+        maxInFlight: Int,
+        perHost: Int? = nil,
+        maxQueued: Int? = nil
+    ) -> (limiter: ConcurrencyLimiter, client: Client) {
+        let limiter = ConcurrencyLimiter(maxInFlight: maxInFlight, perHost: perHost, maxQueued: maxQueued)
+        return (limiter, Client(transport: holding, middleware: [.limitingConcurrency(limiter)]))
+    }
+
+    @Test("no more than maxInFlight requests reach the transport at once")
     func overallLimit() async throws {
-        let limiter = ConcurrencyLimiter(maxInFlight: 4)
-        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
+        let (limiter, client) = limitedClient(maxInFlight: 4)
         let requests = (0..<30).map { request("https://a.example.test/\($0)") }
         let batch = Task { await client.sendAll(requests, maxConcurrency: 30) }
 
@@ -36,12 +52,10 @@ struct LimitingConcurrencyTests {
         #expect(limiter.waiting == 0)
     }
 
-    @Test("waiting requests get their permits in the order they arrived", .timeLimit(.minutes(1)))
+    @Test("waiting requests get their permits in the order they arrived")
     func firstInFirstOut() async throws {
-        let limiter = ConcurrencyLimiter(maxInFlight: 1)
-        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
-        let first = Task { try await client.send(request("https://a.example.test/first")) }
-        await holding.waitUntilHolding(1)
+        let (limiter, client) = limitedClient(maxInFlight: 1)
+        let first = await sendFirst("first", through: client)
         var waiters: [Task<(Data, HTTPURLResponse), any Error>] = []
         for index in 0..<8 {
             waiters.append(Task { try await client.send(request("https://a.example.test/\(index)")) })
@@ -57,10 +71,9 @@ struct LimitingConcurrencyTests {
         #expect(holding.requests.map { $0.url!.lastPathComponent } == ["first"] + (0..<8).map(String.init))
     }
 
-    @Test("a per-host limit holds for each host, and a busy host does not hold up another", .timeLimit(.minutes(1)))
+    @Test("a per-host limit holds for each host, and a busy host does not hold up another")
     func perHostLimit() async throws {
-        let limiter = ConcurrencyLimiter(maxInFlight: 10, perHost: 2)
-        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
+        let (limiter, client) = limitedClient(maxInFlight: 10, perHost: 2)
         // Host a's ten requests come first; b's must not queue behind them.
         let requests =
             (0..<10).map { request("https://a.example.test/\($0)") }
@@ -79,12 +92,10 @@ struct LimitingConcurrencyTests {
         #expect(limiter.inFlight == 0)
     }
 
-    @Test("a cancelled waiter leaves the queue with CancellationError and takes no permit", .timeLimit(.minutes(1)))
+    @Test("a cancelled waiter leaves the queue with CancellationError and takes no permit")
     func cancelledWaiter() async throws {
-        let limiter = ConcurrencyLimiter(maxInFlight: 1)
-        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
-        let holder = Task { try await client.send(request("https://a.example.test/holder")) }
-        await holding.waitUntilHolding(1)
+        let (limiter, client) = limitedClient(maxInFlight: 1)
+        let holder = await sendFirst("holder", through: client)
         let waiter = Task { try await client.send(request("https://a.example.test/waiter")) }
         let next = Task { try await client.send(request("https://a.example.test/next")) }
         try await waitUntil { limiter.waiting == 2 }
@@ -100,12 +111,10 @@ struct LimitingConcurrencyTests {
         #expect(limiter.inFlight == 0)
     }
 
-    @Test("with maxQueued, a request beyond the queue fails at once with concurrencyLimited", .timeLimit(.minutes(1)))
+    @Test("with maxQueued, a request beyond the queue fails at once with concurrencyLimited")
     func loadShedding() async throws {
-        let limiter = ConcurrencyLimiter(maxInFlight: 1, maxQueued: 1)
-        let client = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])
-        let holder = Task { try await client.send(request("https://a.example.test/1")) }
-        await holding.waitUntilHolding(1)
+        let (limiter, client) = limitedClient(maxInFlight: 1, maxQueued: 1)
+        let holder = await sendFirst("1", through: client)
         let queued = Task { try await client.send(request("https://a.example.test/2")) }
         try await waitUntil { limiter.waiting == 1 }
 
@@ -121,7 +130,7 @@ struct LimitingConcurrencyTests {
         #expect(holding.requests.count == 2)
     }
 
-    @Test("one limiter shared by two clients bounds them together", .timeLimit(.minutes(1)))
+    @Test("one limiter shared by two clients bounds them together")
     func sharedLimiter() async throws {
         let limiter = ConcurrencyLimiter(maxInFlight: 3)
         let first = Client(transport: holding, middleware: [.limitingConcurrency(limiter)])

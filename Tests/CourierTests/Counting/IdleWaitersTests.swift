@@ -6,15 +6,25 @@ import Testing
 struct IdleWaitersTests {
     private typealias Waiters = IdleWaiters<String>
 
+    /// Begins a ticket for each of `names` and parks it in `waiters` while the owner is busy, expecting each to
+    /// be suspended; returns the tickets in the order of `names`.
+    private func park(
+        _ names: String...,
+        in waiters: inout Waiters,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> [Int] {
+        names.map { name in
+            let ticket = waiters.begin()
+            #expect(waiters.park(ticket, name, isIdle: false) == .suspend, sourceLocation: sourceLocation)
+            return ticket
+        }
+    }
+
     @Test("a waiter parks while the owner is busy and comes back, with every other, when it goes idle")
     func parkThenIdle() {
         var waiters = Waiters()
-        let first = waiters.begin()
-        let second = waiters.begin()
-        #expect(first != second)
-
-        #expect(waiters.park(first, "a", isIdle: false) == .suspend)
-        #expect(waiters.park(second, "b", isIdle: false) == .suspend)
+        let tickets = park("a", "b", in: &waiters)
+        #expect(tickets[0] != tickets[1])
         #expect(waiters.count == 2)
 
         #expect(waiters.takeAll().sorted() == ["a", "b"])
@@ -34,10 +44,7 @@ struct IdleWaitersTests {
     @Test("cancelling a parked waiter hands it back, and going idle later does not hand it back again")
     func cancelParked() {
         var waiters = Waiters()
-        let cancelled = waiters.begin()
-        let other = waiters.begin()
-        _ = waiters.park(cancelled, "cancelled", isIdle: false)
-        _ = waiters.park(other, "other", isIdle: false)
+        let cancelled = park("cancelled", "other", in: &waiters)[0]
 
         #expect(waiters.cancel(cancelled) == "cancelled")
         #expect(waiters.count == 1)
@@ -60,8 +67,7 @@ struct IdleWaitersTests {
     @Test("a cancellation after the wait was over is forgotten when the wait ends")
     func lateCancellation() {
         var waiters = Waiters()
-        let ticket = waiters.begin()
-        _ = waiters.park(ticket, "a", isIdle: false)
+        let ticket = park("a", in: &waiters)[0]
         #expect(waiters.takeAll() == ["a"])
 
         #expect(waiters.cancel(ticket) == nil)  // the waiter already resumed: nothing to hand back

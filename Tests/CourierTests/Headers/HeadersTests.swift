@@ -9,15 +9,22 @@ import FoundationNetworking
 
 @Suite("headers and jsonHeaders")
 struct HeadersTests {
+    /// Sends a request for `testURL` that has the header fields `fields` through `middleware`; returns what
+    /// reached the transport.
+    private func sentRequest(through middleware: Middleware, fields: [String: String]) async throws -> URLRequest {
+        let transport = MockTransport.ok
+        var request = URLRequest(url: testURL)
+        for (name, value) in fields { request.setValue(value, forHTTPHeaderField: name) }
+        _ = try await makeClient(transport, [middleware]).send(request)
+        return try #require(transport.requests.first)
+    }
+
     @Test("headers are added, and a header the request already has is replaced")
     func addsAndReplaces() async throws {
-        let transport = MockTransport.ok
-        let client = makeClient(transport, [.headers(["User-Agent": "courier/1.0", "accept": "application/json"])])
-        var request = URLRequest(url: testURL)
-        request.setValue("text/plain", forHTTPHeaderField: "Accept")
-        request.setValue("kept", forHTTPHeaderField: "X-Other")
-        _ = try await client.send(request)
-        let sent = try #require(transport.requests.first)
+        let sent = try await sentRequest(
+            through: .headers(["User-Agent": "courier/1.0", "accept": "application/json"]),
+            fields: ["Accept": "text/plain", "X-Other": "kept"]
+        )
         #expect(sent.value(forHTTPHeaderField: "User-Agent") == "courier/1.0")
         #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json")
         #expect(sent.value(forHTTPHeaderField: "X-Other") == "kept")
@@ -28,24 +35,16 @@ struct HeadersTests {
         var headers = HTTPHeaders()
         headers.add(name: "Accept-Language", value: "en")
         headers.add(name: "Accept-Language", value: "fr")
-        let transport = MockTransport.ok
-        let client = makeClient(transport, [.headers(headers)])
-        var request = URLRequest(url: testURL)
-        request.setValue("de", forHTTPHeaderField: "Accept-Language")
-        _ = try await client.send(request)
-        let value = try #require(transport.requests.first?.value(forHTTPHeaderField: "Accept-Language"))
+        let sent = try await sentRequest(through: .headers(headers), fields: ["Accept-Language": "de"])
+        let value = try #require(sent.value(forHTTPHeaderField: "Accept-Language"))
         let values = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         #expect(values == ["en", "fr"])
     }
 
     @Test("an empty list leaves the request as it is")
     func emptyList() async throws {
-        let transport = MockTransport.ok
-        let client = makeClient(transport, [.headers([:])])
-        var request = URLRequest(url: testURL)
-        request.setValue("1", forHTTPHeaderField: "X-One")
-        _ = try await client.send(request)
-        #expect(transport.requests.first?.allHTTPHeaderFields == ["X-One": "1"])
+        let sent = try await sentRequest(through: .headers([:]), fields: ["X-One": "1"])
+        #expect(sent.allHTTPHeaderFields == ["X-One": "1"])
     }
 
     @Test(

@@ -7,10 +7,16 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Middleware.hedging")
+@Suite("Middleware.hedging", .timeLimit(.minutes(1)))
 struct HedgingTests {
     private let url = URL(string: "https://api.example.test/search")!
     private let clock = ManualClock()
+    /// Counts the calls that reach the transport.
+    private let arrived = Arrivals()
+    /// Counts the attempts that fail, as their errors go back to the hedging layer (see `countingFailures`).
+    private let failed = Arrivals()
+    /// Holds back the attempt a test answers last.
+    private let release = Gate()
 
     private func body(_ result: (Data, HTTPURLResponse)) -> String {
         String(decoding: result.0, as: UTF8.self)
@@ -18,12 +24,12 @@ struct HedgingTests {
 
     /// A middleware for between the hedging layer and the transport: counts each attempt that fails, as its
     /// error goes back to the hedging layer.
-    private func countingFailures(_ failures: Arrivals) -> Middleware {
-        Middleware { request, next in
+    private var countingFailures: Middleware {
+        Middleware { [failed] request, next in
             do {
                 return try await next(request)
             } catch {
-                failures.arrive()
+                failed.arrive()
                 throw error
             }
         }
@@ -32,11 +38,10 @@ struct HedgingTests {
     /// A transport that counts each call in `arrived`, answers the first call with `first` and the others with
     /// `later`.
     private func attempts(
-        counting arrived: Arrivals,
         first: @escaping @Sendable () async throws -> MockResponse,
         later: @escaping @Sendable () async throws -> MockResponse
     ) -> MockTransport {
-        MockTransport { _ in
+        MockTransport { [arrived] _ in
             arrived.arrive()
             return try await arrived.count == 1 ? first() : later()
         }
@@ -58,29 +63,31 @@ struct HedgingTests {
         return call
     }
 
-    @Test(
-        "with no response after the delay, a second attempt is sent; it wins and the first is cancelled",
-        .timeLimit(.minutes(1))
-    )
+    /// Checks how many attempts reached the transport and how many of them were cancelled.
+    private func expectAttempts(
+        _ sent: Int,
+        cancelled: Int,
+        on transport: MockTransport,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(transport.callCount == sent, "attempts sent", sourceLocation: sourceLocation)
+        #expect(transport.cancellationCount == cancelled, "attempts cancelled", sourceLocation: sourceLocation)
+    }
+
+    @Test("with no response after the delay, a second attempt is sent; it wins and the first is cancelled")
     func hedgeWinsLoserCancelled() async throws {
         let transport = MockTransport(.hang, then: .status(200, body: "second"))
 
         let result = try await sendAndHedge(over: transport, after: .milliseconds(100)).value
 
         #expect(body(result) == "second")
-        #expect(transport.callCount == 2)
         // The call returns only after the loser has ended, so the transport has seen the cancellation.
-        #expect(transport.cancellationCount == 1)
+        expectAttempts(2, cancelled: 1, on: transport)
     }
 
-    @Test(
-        "when the first attempt answers after the hedge was sent, it wins and the hedge is cancelled",
-        .timeLimit(.minutes(1))
-    )
+    @Test("when the first attempt answers after the hedge was sent, it wins and the hedge is cancelled")
     func primaryWinsHedgeCancelled() async throws {
-        let release = Gate()
-        let arrived = Arrivals()
-        let transport = attempts(counting: arrived) {
+        let transport = attempts {
             await release.wait()
             return .status(200, body: "first")
         } later: {
@@ -94,8 +101,7 @@ struct HedgingTests {
         let result = try await call.value
 
         #expect(body(result) == "first")
-        #expect(transport.callCount == 2)
-        #expect(transport.cancellationCount == 1)  // the hedge, waiting in the mock, was cancelled
+        expectAttempts(2, cancelled: 1, on: transport)  // the hedge, waiting in the mock, was cancelled
     }
 
     @Test("a fast response sends no hedge and leaves no timer behind")
@@ -109,10 +115,8 @@ struct HedgingTests {
         #expect(clock.sleeperCount == 0)
     }
 
-    @Test("requests that are not idempotent are never hedged", .timeLimit(.minutes(1)), arguments: ["POST", "PATCH"])
+    @Test("requests that are not idempotent are never hedged", arguments: ["POST", "PATCH"])
     func notIdempotentPassesThrough(method: String) async throws {
-        let arrived = Arrivals()
-        let release = Gate()
         let transport = MockTransport.held(by: release, counting: arrived)
         let client = Client(transport: transport, middleware: [.hedging(after: .zero, clock: clock)])
         var request = URLRequest(url: url)
@@ -127,10 +131,9 @@ struct HedgingTests {
         #expect(clock.totalSleeps == 0)
     }
 
-    @Test("up to maxExtraAttempts hedges are sent, each a delay after the previous", .timeLimit(.minutes(1)))
+    @Test("up to maxExtraAttempts hedges are sent, each a delay after the previous")
     func severalHedges() async throws {
-        let arrived = Arrivals()
-        let transport = MockTransport { _ in
+        let transport = MockTransport { [arrived] _ in
             arrived.arrive()
             if arrived.count == 3 { return .status(200, body: "third") }
             try await waitForCancellation()
@@ -144,57 +147,50 @@ struct HedgingTests {
         let result = try await call.value
 
         #expect(body(result) == "third")
-        #expect(transport.callCount == 3)
-        #expect(transport.cancellationCount == 2)
+        expectAttempts(3, cancelled: 2, on: transport)
         #expect(clock.totalSleeps == 2)
     }
 
-    @Test("an attempt that fails while another is in flight does not end the call", .timeLimit(.minutes(1)))
+    @Test("an attempt that fails while another is in flight does not end the call")
     func failedAttemptDoesNotEndTheCall() async throws {
-        let arrived = Arrivals()
-        let failed = Arrivals()
-        let releaseSecond = Gate()
-        let transport = attempts(counting: arrived) {
+        let transport = attempts {
             await arrived.wait(for: 2)
             throw URLError(.networkConnectionLost)
         } later: {
-            await releaseSecond.wait()
+            await release.wait()
             return .status(200, body: "second")
         }
 
-        let call = await sendAndHedge(over: transport, inner: [countingFailures(failed)])
+        let call = await sendAndHedge(over: transport, inner: [countingFailures])
         await failed.wait(for: 1)
-        releaseSecond.open()
+        release.open()
         let result = try await call.value
 
         #expect(body(result) == "second")
         #expect(transport.callCount == 2)
     }
 
-    @Test("when every attempt fails, the original request's error is thrown", .timeLimit(.minutes(1)))
+    @Test("when every attempt fails, the original request's error is thrown")
     func allAttemptsFail() async throws {
-        let failed = Arrivals()
-        let releaseFirst = Gate()
-        let transport = attempts(counting: Arrivals()) {
-            await releaseFirst.wait()
+        let transport = attempts {
+            await release.wait()
             throw URLError(.timedOut)
         } later: {
             throw URLError(.networkConnectionLost)
         }
 
-        let call = await sendAndHedge(over: transport, inner: [countingFailures(failed)])
+        let call = await sendAndHedge(over: transport, inner: [countingFailures])
         // The hedge fails first; the call goes on waiting for the original request.
         await failed.wait(for: 1)
-        releaseFirst.open()
+        release.open()
         let error = await #expect(throws: CourierError.self) { try await call.value }
 
         #expect(transport.callCount == 2)
         #expect((error?.underlying as? URLError)?.code == .timedOut)
     }
 
-    @Test("cancelling the caller cancels every attempt and throws CancellationError", .timeLimit(.minutes(1)))
+    @Test("cancelling the caller cancels every attempt and throws CancellationError")
     func callerCancelled() async throws {
-        let arrived = Arrivals()
         let transport = MockTransport.hanging(counting: arrived)
 
         let call = await sendAndHedge(over: transport)
@@ -202,7 +198,6 @@ struct HedgingTests {
         call.cancel()
 
         await #expect(throws: CancellationError.self) { try await call.value }
-        #expect(transport.callCount == 2)
-        #expect(transport.cancellationCount == 2)
+        expectAttempts(2, cancelled: 2, on: transport)
     }
 }

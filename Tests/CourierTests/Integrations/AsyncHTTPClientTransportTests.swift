@@ -139,19 +139,22 @@ struct AsyncHTTPClientTransportTests {
         #expect(passedOn as? HTTPClientError == .deadlineExceeded)
     }
 
+    /// Sends a GET to `url` with a fresh transport under `deadline`, shuts the transport down, and returns
+    /// the `CourierError` the send failed with.
+    private func timedOutError(sending url: URL, before deadline: Deadline) async throws -> CourierError {
+        let transport = AsyncHTTPClientTransport()
+        let result = await outcome {
+            try await Deadline.$current.withValue(deadline) { try await transport.send(URLRequest(url: url)) }
+        }
+        try await transport.shutdown()
+        return try #require(result.failure as? CourierError, "\(result)")
+    }
+
     @Test("a request under a Deadline gives up when it passes, even with no timeout middleware")
     func honoursDeadline() async throws {
         let server = try SocketServer { _ in .hang }
         defer { server.shutdown() }
-        let transport = AsyncHTTPClientTransport()
-        let deadline = Deadline(after: .milliseconds(200))
-        let result = await outcome {
-            try await Deadline.$current.withValue(deadline) {
-                try await transport.send(URLRequest(url: server.url("/slow")))
-            }
-        }
-        try await transport.shutdown()
-        let error = try #require(result.failure as? CourierError, "\(result)")
+        let error = try await timedOutError(sending: server.url("/slow"), before: Deadline(after: .milliseconds(200)))
         #expect(error.code == .timedOut)
         #expect(error.timeout == .milliseconds(200))
         #expect(server.requests.count == 1)
@@ -162,15 +165,7 @@ struct AsyncHTTPClientTransportTests {
     func deadlinePassedBeforeSending() async throws {
         let server = try SocketServer { _ in .response(status: 200) }
         defer { server.shutdown() }
-        let transport = AsyncHTTPClientTransport()
-        let deadline = Deadline(after: .zero)
-        let result = await outcome {
-            try await Deadline.$current.withValue(deadline) {
-                try await transport.send(URLRequest(url: server.url("/late")))
-            }
-        }
-        try await transport.shutdown()
-        let error = try #require(result.failure as? CourierError, "\(result)")
+        let error = try await timedOutError(sending: server.url("/late"), before: Deadline(after: .zero))
         #expect(error.code == .timedOut)
         #expect(server.requests.isEmpty)
     }

@@ -7,14 +7,6 @@ import Testing
 import FoundationNetworking
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A seeded, model-based test of the promise "no secret in any text": random secrets in random carriers,
 /// every rendering of the resulting error (and of the logging middleware's record for some cases) checked
 /// for the secret, and the harmless facts checked to survive.
@@ -29,7 +21,9 @@ struct RedactionModelTests {
         ProcessInfo.processInfo.environment["COURIER_REDACTION_SEED"].flatMap { UInt64($0) } ?? 0x5EC_12E7
     }
 
-    @Test("no rendering of a random error, or of its log record, contains a random secret", .timeLimit(.minutes(1)))
+    // The time limit guards against a hang, not a speed check: under the thread sanitizer on a busy machine
+    // one run has taken 99 s.
+    @Test("no rendering of a random error, or of its log record, contains a random secret", .timeLimit(.minutes(5)))
     func noSecretInAnyText() async throws {
         let seed = Self.seed
         let known = KnownSecretPool(seed: seed)

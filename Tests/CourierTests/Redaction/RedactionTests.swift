@@ -31,6 +31,12 @@ extension SecretCase {
         }
     }
 
+    /// An error from a client whose transport answers `status` with the response header `header: value`, which
+    /// holds `secret`.
+    static func responseHeader(_ header: String, _ value: String, secret: String, status: Int) -> SecretCase {
+        .response("\(header) response header", secret: secret, .status(status, headers: [header: value]))
+    }
+
     /// An error from a client whose transport throws `failure` for a request to `url`.
     static func transportFailure(
         _ name: String,
@@ -52,26 +58,17 @@ extension SecretCase {
     }
 
     static let all: [SecretCase] = [
-        .response(
-            "Authorization response header",
-            secret: "hdr-auth-5ecret",
-            .status(401, headers: ["Authorization": "Bearer hdr-auth-5ecret"])
-        ),
-        .response(
-            "Cookie response header",
-            secret: "cookie-5ecret",
-            .status(400, headers: ["Cookie": "sid=cookie-5ecret"])
-        ),
-        .response(
-            "Set-Cookie response header",
+        .responseHeader("Authorization", "Bearer hdr-auth-5ecret", secret: "hdr-auth-5ecret", status: 401),
+        .responseHeader("Cookie", "sid=cookie-5ecret", secret: "cookie-5ecret", status: 400),
+        .responseHeader(
+            "Set-Cookie",
+            "session=set-cookie-5ecret; HttpOnly; Secure",
             secret: "set-cookie-5ecret",
-            .status(403, headers: ["Set-Cookie": "session=set-cookie-5ecret; HttpOnly; Secure"])
+            status: 403
         ),
-        .response(
-            "Proxy-Authorization response header",
-            secret: "cHJveHk6NWVjcmV0",
-            .status(407, headers: ["proxy-authorization": "Basic cHJveHk6NWVjcmV0"])
-        ),
+        // In lowercase, as a server may send it.
+        .responseHeader("proxy-authorization", "Basic cHJveHk6NWVjcmV0", secret: "cHJveHk6NWVjcmV0", status: 407),
+        .responseHeader("X-API-Key", "key-5ecret", secret: "key-5ecret", status: 500),
         .response(
             "bearer token in a response body",
             secret: "body-bearer-5ecret",
@@ -92,7 +89,6 @@ extension SecretCase {
             secret: "loc-5ecret",
             .status(500, headers: ["Location": "https://api.example.test/cb?access_token=loc-5ecret"])
         ),
-        .response("API key response header", secret: "key-5ecret", .status(500, headers: ["X-API-Key": "key-5ecret"])),
         .transportFailure(
             "bearer token in an underlying error",
             secret: "underlying-5ecret",

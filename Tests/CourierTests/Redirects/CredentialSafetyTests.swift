@@ -14,9 +14,8 @@ struct CredentialSafetyTests {
     static let api = URL(string: "https://api.example.test/start")!
 
     /// How the credential is attached.
-    enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    enum Kind: String, CaseIterable, NamedByRawValue, Sendable {
         case staticToken, provider, refresher
-        var testDescription: String { rawValue }
 
         func middleware(_ scheme: AuthorizationScheme) -> Middleware {
             switch self {
@@ -119,15 +118,7 @@ struct CredentialSafetyTests {
             }
             client = Client(
                 transport: transport,
-                middleware: [
-                    .counting(RequestCounter()),
-                    .timeout(.seconds(10)),
-                    .retry(.default),
-                    .authenticating(with: refresher),
-                    .timeout(.seconds(2)),
-                    .validatingStatus(),
-                    .followingRedirects(),
-                ]
+                middleware: RecommendedStackTests.readmeStack(counter: RequestCounter(), auth: refresher)
             )
         }
 

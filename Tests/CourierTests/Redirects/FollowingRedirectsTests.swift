@@ -12,7 +12,7 @@ struct FollowingRedirectsTests {
     static let start = URL(string: "http://api.example.test/start")!
 
     /// Where a redirect from `http://api.example.test/start` points.
-    enum Destination: String, CaseIterable, CustomTestStringConvertible {
+    enum Destination: String, CaseIterable, NamedByRawValue {
         case relativePath
         case sameOriginAbsolute
         case sameOriginWithDefaultPortAndUpperCaseHost
@@ -37,8 +37,6 @@ struct FollowingRedirectsTests {
             case .otherPort, .otherHost, .otherScheme: true
             }
         }
-
-        var testDescription: String { rawValue }
     }
 
     /// A sensitive header and a value for it.
@@ -69,6 +67,15 @@ struct FollowingRedirectsTests {
     }
 
     static let redirectCodes = [301, 302, 303, 307, 308]
+
+    /// A transport that answers each request whose host and path (`host/path`) `hops` lists with that status and
+    /// `Location`, and any other request with 200.
+    static func redirecting(_ hops: [String: (status: Int, location: String)]) -> MockTransport {
+        MockTransport { request in
+            guard let url = request.url, let hop = hops["\(url.host ?? "")\(url.path)"] else { return .ok }
+            return .status(hop.status, headers: ["Location": hop.location])
+        }
+    }
 
     private func redirecting(_ status: Int, to location: String) -> MockTransport {
         MockTransport {
@@ -293,14 +300,11 @@ struct FollowingRedirectsTests {
 
     @Test("each hop is announced in RedirectContext, and credentials stay off once the chain left its origin")
     func hopContext() async throws {
-        let transport = MockTransport { request in
-            switch (request.url?.host, request.url?.path) {
-            case ("api.example.test", "/start"): .status(302, headers: ["Location": "/same"])
-            case ("api.example.test", "/same"): .status(307, headers: ["Location": "http://other.example.test/x"])
-            case ("other.example.test", "/x"): .status(308, headers: ["Location": "http://api.example.test/back"])
-            default: .ok
-            }
-        }
+        let transport = Self.redirecting([
+            "api.example.test/start": (302, "/same"),
+            "api.example.test/same": (307, "http://other.example.test/x"),
+            "other.example.test/x": (308, "http://api.example.test/back"),
+        ])
         let seen = Locked<[RedirectHop?]>([])
         let mayAttach = Locked<[Bool]>([])
         let probe = Middleware { request, next in
@@ -336,16 +340,14 @@ struct FollowingRedirectsTests {
         }
     }
 
-    enum Order: String, CaseIterable, CustomTestStringConvertible {
+    enum Order: String, CaseIterable, NamedByRawValue {
         case redirectsInsideAuthentication
         case redirectsOutsideAuthentication
-
-        var testDescription: String { rawValue }
     }
 
     /// The authenticating middleware under test: a hand-written one following ``RedirectContext``'s rule, and
     /// the built-in ones.
-    enum Authenticator: String, CaseIterable, CustomTestStringConvertible {
+    enum Authenticator: String, CaseIterable, NamedByRawValue {
         case handWritten
         case staticToken
         case tokenProvider
@@ -357,8 +359,6 @@ struct FollowingRedirectsTests {
             case .tokenProvider: .authenticating { "t0k3n" }
             }
         }
-
-        var testDescription: String { rawValue }
     }
 
     @Test(
@@ -367,14 +367,11 @@ struct FollowingRedirectsTests {
         Authenticator.allCases
     )
     func authenticationOrder(order: Order, authenticator: Authenticator) async throws {
-        let transport = MockTransport { request in
-            switch (request.url?.host, request.url?.path) {
-            case ("api.example.test", "/start"): .status(307, headers: ["Location": "/moved"])
-            case ("api.example.test", "/moved"): .status(302, headers: ["Location": "http://evil.example.test/x"])
-            case ("evil.example.test", "/x"): .status(307, headers: ["Location": "http://api.example.test/admin"])
-            default: .ok
-            }
-        }
+        let transport = Self.redirecting([
+            "api.example.test/start": (307, "/moved"),
+            "api.example.test/moved": (302, "http://evil.example.test/x"),
+            "evil.example.test/x": (307, "http://api.example.test/admin"),
+        ])
         let middleware: [Middleware] =
             switch order {
             case .redirectsInsideAuthentication: [authenticator.middleware, .followingRedirects()]

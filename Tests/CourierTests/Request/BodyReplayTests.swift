@@ -14,9 +14,8 @@ struct BodyReplayTests {
     static let url = URL(string: "https://api.example.test/files/1")!
 
     /// Which layer would send the request again, and the reply that makes it do so.
-    enum Resender: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    enum Resender: String, CaseIterable, NamedByRawValue, Sendable {
         case retry, refreshAndRestart, temporaryRedirect, permanentRedirect
-        var testDescription: String { rawValue }
 
         var middleware: [Middleware] {
             switch self {

@@ -43,6 +43,26 @@ enum RetryFixtures {
         return error
     }
 
+    /// Sends a request through `timeout` to a transport that answers 201 only after the timeout's timer sleeps on
+    /// `clock`, and expects that answer, with nothing cancelled; returns the transport.
+    @discardableResult
+    static func expectAnsweredInTime(
+        through timeout: Middleware,
+        on clock: ManualClock,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> MockTransport {
+        let gate = Gate()
+        let transport = MockTransport(.status(201).held(until: gate))
+        let client = Client(transport: transport, middleware: [timeout])
+        let task = Task { try await client.send(request()) }
+        await clock.waitForSleepers(count: 1)
+        gate.open()
+        let (_, response) = try await task.value
+        #expect(response.statusCode == 201, sourceLocation: sourceLocation)
+        #expect(transport.cancellationCount == 0, sourceLocation: sourceLocation)
+        return transport
+    }
+
     /// Records `RetryContext.attempt` for every request that passes.
     static func recordingAttempts(into log: Locked<[Int]>) -> Middleware {
         Middleware { request, next in

@@ -55,9 +55,12 @@ struct RetryTests {
         #expect(transport.callCount == 2)
     }
 
-    @Test("on the last attempt the validation layer's error is rethrown unchanged")
-    func validationErrorRethrown() async throws {
-        let transport = MockTransport(.status(503))
+    @Test(
+        "the validation layer's error is rethrown unchanged, on the last attempt or at once if not retryable",
+        arguments: [(status: 503, attempts: 3), (status: 404, attempts: 1)]
+    )
+    func validationErrorRethrown(status: Int, attempts: Int) async throws {
+        let transport = MockTransport(.status(status))
         let client = Client(
             transport: transport,
             middleware: [.retry(RetryFixtures.policy()), .validatingStatus()]
@@ -66,23 +69,9 @@ struct RetryTests {
             try await client.send(RetryFixtures.request())
         }
         #expect(error?.code == .unacceptableStatus)
-        #expect(error?.statusCode == 503)
+        #expect(error?.statusCode == status)
         #expect(error?.middleware == "validatingStatus")
-        #expect(transport.callCount == 3)
-    }
-
-    @Test("a validation error for a status that is not retryable is rethrown at once")
-    func validationErrorNotRetryable() async throws {
-        let transport = MockTransport(.status(404))
-        let client = Client(
-            transport: transport,
-            middleware: [.retry(RetryFixtures.policy()), .validatingStatus()]
-        )
-        let error = await #expect(throws: CourierError.self) {
-            try await client.send(RetryFixtures.request())
-        }
-        #expect(error?.statusCode == 404)
-        #expect(transport.callCount == 1)
+        #expect(transport.callCount == attempts)
     }
 
     @Test("validation outside the retry sees the last response once the attempts are used up")
@@ -186,24 +175,18 @@ struct RetryTests {
     }
 
     @Test(
-        "idempotent methods are retried by default",
-        arguments: ["GET", "HEAD", "OPTIONS", "PUT", "DELETE", "TRACE"]
+        "by default idempotent methods are retried, POST and PATCH (in any case) are not",
+        arguments: [
+            ("GET", true), ("HEAD", true), ("OPTIONS", true), ("PUT", true), ("DELETE", true), ("TRACE", true),
+            ("POST", false), ("PATCH", false), ("post", false),
+        ]
     )
-    func idempotentRetried(method: String) async throws {
+    func retriedByMethod(method: String, retried: Bool) async throws {
         let transport = MockTransport(.status(503), then: .ok)
         let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
         let (_, response) = try await client.send(RetryFixtures.request(method))
-        #expect(response.statusCode == 200)
-        #expect(transport.callCount == 2)
-    }
-
-    @Test("POST and PATCH are not retried by default", arguments: ["POST", "PATCH", "post"])
-    func nonIdempotentNotRetried(method: String) async throws {
-        let transport = MockTransport(.status(503), then: .ok)
-        let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
-        let (_, response) = try await client.send(RetryFixtures.request(method))
-        #expect(response.statusCode == 503)
-        #expect(transport.callCount == 1)
+        #expect(response.statusCode == (retried ? 200 : 503))
+        #expect(transport.callCount == (retried ? 2 : 1))
     }
 
     @Test("a POST that fails at the transport is not retried either")

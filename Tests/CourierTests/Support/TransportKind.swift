@@ -9,7 +9,7 @@ import FoundationNetworking
 /// The real transports, for tests that run the same exchange over each against a ``SocketServer``.
 ///
 /// `AsyncHTTPClientTransport` joins the list when the package is built with the `AsyncHTTPClient` trait.
-enum TransportKind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+enum TransportKind: String, CaseIterable, NamedByRawValue, Sendable {
     /// `URLSessionTransport()` with its own session (bodies limited while they arrive).
     case urlSession
     /// `URLSessionTransport(session:)` over a session of the caller's that refuses redirects (the session
@@ -19,8 +19,6 @@ enum TransportKind: String, CaseIterable, CustomTestStringConvertible, Sendable 
     /// `AsyncHTTPClientTransport()` owning its `HTTPClient`.
     case asyncHTTPClient
     #endif
-
-    var testDescription: String { rawValue }
 
     /// The kinds that refuse a body too large while it arrives, not only once it is complete.
     static var limitingWhileReceiving: [TransportKind] {

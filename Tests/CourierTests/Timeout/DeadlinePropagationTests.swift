@@ -11,6 +11,15 @@ import FoundationNetworking
 struct DeadlinePropagationTests {
     private let clock = ManualClock()
 
+    /// A client with a whole-call timeout of `timeout` over a retry with `policy`, both on the suite's clock.
+    private func retryingClient(
+        _ transport: MockTransport,
+        within timeout: Duration,
+        retrying policy: RetryPolicy
+    ) -> Client {
+        Client(transport: transport, middleware: [.timeout(timeout, clock: clock), .retry(policy, clock: clock)])
+    }
+
     @Test("a whole-call timeout of 250 ms over five per-attempt timeouts of 100 ms fails at 250 ms, not 500")
     func wholeCallOverPerAttemptTimeouts() async throws {
         let transport = MockTransport(.hang)
@@ -40,13 +49,7 @@ struct DeadlinePropagationTests {
             try await clock.sleep(for: .milliseconds(100))
             return .status(503)
         }
-        let client = Client(
-            transport: transport,
-            middleware: [
-                .timeout(.milliseconds(250), clock: clock),
-                .retry(RetryFixtures.policy(attempts: 5), clock: clock),
-            ]
-        )
+        let client = retryingClient(transport, within: .milliseconds(250), retrying: RetryFixtures.policy(attempts: 5))
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.advanceThroughDeadlines(3, sleepers: 2)
         await RetryFixtures.expectTimedOut(task, after: .milliseconds(250), on: clock)
@@ -57,12 +60,10 @@ struct DeadlinePropagationTests {
     @Test("the retry does not sleep past the deadline: it returns the last response at once")
     func noSleepPastDeadline() async throws {
         let transport = MockTransport(.status(503))
-        let client = Client(
-            transport: transport,
-            middleware: [
-                .timeout(.seconds(1), clock: clock),
-                .retry(RetryFixtures.policy(backoff: .constant(.seconds(2))), clock: clock),
-            ]
+        let client = retryingClient(
+            transport,
+            within: .seconds(1),
+            retrying: RetryFixtures.policy(backoff: .constant(.seconds(2)))
         )
         let (_, response) = try await client.send(RetryFixtures.request())
         #expect(response.statusCode == 503)
@@ -74,12 +75,10 @@ struct DeadlinePropagationTests {
     @Test("the retry does not sleep past the deadline: it rethrows the last error at once")
     func noSleepPastDeadlineError() async throws {
         let transport = MockTransport(.failure(URLError(.networkConnectionLost)))
-        let client = Client(
-            transport: transport,
-            middleware: [
-                .timeout(.seconds(1), clock: clock),
-                .retry(RetryFixtures.policy(backoff: .constant(.milliseconds(600))), clock: clock),
-            ]
+        let client = retryingClient(
+            transport,
+            within: .seconds(1),
+            retrying: RetryFixtures.policy(backoff: .constant(.milliseconds(600)))
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         // First retry: 600 ms fits in the second left. Second retry: 600 ms would end at 1.2 s.
@@ -94,10 +93,7 @@ struct DeadlinePropagationTests {
     @Test("a Retry-After that would end after the deadline is not waited for")
     func retryAfterPastDeadline() async throws {
         let transport = MockTransport(.status(429, headers: ["Retry-After": "5"]))
-        let client = Client(
-            transport: transport,
-            middleware: [.timeout(.seconds(2), clock: clock), .retry(RetryFixtures.policy(), clock: clock)]
-        )
+        let client = retryingClient(transport, within: .seconds(2), retrying: RetryFixtures.policy())
         let (_, response) = try await client.send(RetryFixtures.request())
         #expect(response.statusCode == 429)
         #expect(transport.callCount == 1)
@@ -106,12 +102,10 @@ struct DeadlinePropagationTests {
     @Test("backoff that ends before the deadline is slept as usual")
     func backoffWithinDeadline() async throws {
         let transport = MockTransport(.status(503), then: .status(503), .ok)
-        let client = Client(
-            transport: transport,
-            middleware: [
-                .timeout(.seconds(1), clock: clock),
-                .retry(RetryFixtures.policy(backoff: .constant(.milliseconds(300))), clock: clock),
-            ]
+        let client = retryingClient(
+            transport,
+            within: .seconds(1),
+            retrying: RetryFixtures.policy(backoff: .constant(.milliseconds(300)))
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.advanceThroughDeadlines(2, sleepers: 2)  // the whole-call timer and the backoff

@@ -18,15 +18,13 @@ struct AuthenticationChallengeTests {
     /// How long the transports under test let a request run: long enough that a hang cannot pass for a reply.
     static let sessionTimeout: TimeInterval = 30
 
-    enum Challenge: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    enum Challenge: String, CaseIterable, NamedByRawValue, Sendable {
         case basic
         case basicWithoutRealm
         case basicAmongOthers
         case digest
         case negotiate
         case proxy
-
-        var testDescription: String { rawValue }
 
         var status: Int { self == .proxy ? 407 : 401 }
 
@@ -50,13 +48,11 @@ struct AuthenticationChallengeTests {
 
     /// The transports whose sessions or clients Courier configures (a caller's own `URLSession` answers
     /// challenges through its own delegate).
-    enum Kind: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    enum Kind: String, CaseIterable, NamedByRawValue, Sendable {
         case urlSession
         #if AsyncHTTPClient
         case asyncHTTPClient
         #endif
-
-        var testDescription: String { rawValue }
 
         /// Runs `body` with a new transport of this kind whose requests may take ``sessionTimeout``.
         func withTransport<T>(_ body: (any Transport) async throws -> T) async throws -> T {
@@ -96,15 +92,12 @@ struct AuthenticationChallengeTests {
         #expect(response.statusCode == challenge.status)
         #expect(response.value(forHTTPHeaderField: challenge.header.name) == challenge.header.value)
         #expect(String(decoding: data, as: UTF8.self) == "denied")
-        #expect(server.requests.count == 1)
-        #expect(server.requests.allSatisfy { $0.header("Authorization") == nil })
+        expectOneRequestWithoutCredentials(on: server)
     }
 
     @Test("a 401 with a Basic challenge comes back as is after a request that carried its own Authorization")
     func ownCredentialRejected() async throws {
-        let server = try SocketServer { _ in
-            .response(status: 401, headers: [Challenge.basic.header], body: Data("bad password".utf8))
-        }
+        let server = try Self.basicChallenge(body: "bad password")
         defer { server.shutdown() }
         var request = URLRequest(url: server.url("/private"))
         request.setValue("Basic dTpw", forHTTPHeaderField: "Authorization")
@@ -116,7 +109,7 @@ struct AuthenticationChallengeTests {
 
     @Test("a credential in the session's credential storage is never sent in answer to a challenge")
     func storedCredentialIsNotSent() async throws {
-        let server = try SocketServer { _ in .response(status: 401, headers: [Challenge.basic.header]) }
+        let server = try Self.basicChallenge()
         defer { server.shutdown() }
         let storage = URLCredentialStorage.shared
         let space = URLProtectionSpace(
@@ -135,15 +128,12 @@ struct AuthenticationChallengeTests {
         let (_, response) = try await Self.transport(configuration).send(URLRequest(url: server.url("/private")))
 
         #expect(response.statusCode == 401)
-        #expect(server.requests.count == 1)
-        #expect(server.requests.allSatisfy { $0.header("Authorization") == nil })
+        expectOneRequestWithoutCredentials(on: server)
     }
 
     @Test("through a client, validatingStatus turns the 401 into unacceptableStatus and retry sends it once")
     func throughClient() async throws {
-        let server = try SocketServer { _ in
-            .response(status: 401, headers: [Challenge.basic.header], body: Data("denied".utf8))
-        }
+        let server = try Self.basicChallenge(body: "denied")
         defer { server.shutdown() }
         let client = Client(
             baseURL: server.url(),
@@ -157,6 +147,20 @@ struct AuthenticationChallengeTests {
         #expect(error.statusCode == 401)
         #expect(error.responseHeaders.keys.contains { $0.lowercased() == "www-authenticate" })
         #expect(server.requests.count == 1)
+    }
+
+    /// A server that answers every request with a 401 that asks for Basic credentials.
+    static func basicChallenge(body: String = "") throws -> SocketServer {
+        try SocketServer { _ in .response(status: 401, headers: [Challenge.basic.header], body: Data(body.utf8)) }
+    }
+
+    /// Expects `server` to have seen one request, without an `Authorization` header.
+    func expectOneRequestWithoutCredentials(
+        on server: SocketServer,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        #expect(server.requests.count == 1, sourceLocation: sourceLocation)
+        #expect(server.requests.allSatisfy { $0.header("Authorization") == nil }, sourceLocation: sourceLocation)
     }
 
     /// A `URLSessionTransport` whose requests may take ``sessionTimeout``.

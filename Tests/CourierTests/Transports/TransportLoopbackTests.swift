@@ -9,6 +9,14 @@ import FoundationNetworking
 
 @Suite("Transports against a loopback server", .timeLimit(.minutes(1)))
 struct TransportLoopbackTests {
+    /// A request for `url` with a bearer token and a cookie: credentials a hop to another origin must not carry.
+    private static func credentialed(_ url: URL) -> URLRequest {
+        var request = URLRequest(url: url)
+        request.setValue("Bearer s3cr3t-token", forHTTPHeaderField: "Authorization")
+        request.setValue("session=abc", forHTTPHeaderField: "Cookie")
+        return request
+    }
+
     @Test(
         "a redirect to another origin is returned, not followed, and the other origin sees nothing",
         arguments: TransportKind.allCases
@@ -21,9 +29,7 @@ struct TransportLoopbackTests {
             .response(status: 302, headers: [.init(name: "Location", value: location)], body: Data("moved".utf8))
         }
         defer { server.shutdown() }
-        var request = URLRequest(url: server.url("/start"))
-        request.setValue("Bearer s3cr3t-token", forHTTPHeaderField: "Authorization")
-        request.setValue("session=abc", forHTTPHeaderField: "Cookie")
+        let request = Self.credentialed(server.url("/start"))
 
         let (_, response) = try await kind.withTransport { try await $0.send(request) }
 
@@ -96,11 +102,9 @@ struct TransportLoopbackTests {
         }
     }
 
-    enum Framing: String, CaseIterable, CustomTestStringConvertible {
+    enum Framing: String, CaseIterable, NamedByRawValue {
         case untilClose
         case chunked
-
-        var testDescription: String { rawValue }
     }
 
     @Test(
@@ -264,9 +268,7 @@ struct TransportLoopbackTests {
             }
         }
         defer { server.shutdown() }
-        var request = URLRequest(url: server.url("/start"))
-        request.setValue("Bearer s3cr3t-token", forHTTPHeaderField: "Authorization")
-        request.setValue("session=abc", forHTTPHeaderField: "Cookie")
+        var request = Self.credentialed(server.url("/start"))
         request.setValue("trace-1", forHTTPHeaderField: "X-Request-ID")
 
         let (data, response) = try await kind.withTransport { transport in

@@ -92,20 +92,27 @@ struct URLSessionTransportTests {
         )
     }
 
-    @Test("a reply that is not HTTP is a CourierError, not a hang or a crash")
-    func notHTTP() async throws {
-        let server = try SocketServer { _ in .raw(Data("SSH-2.0-OpenSSH_9.6\r\n\r\n".utf8)) }
-        defer { server.shutdown() }
-        let client = Client(transport: URLSessionTransport())
-        let error = await #expect(throws: CourierError.self) {
-            try await client.send(URLRequest(url: server.url("/")))
+    /// What a server that does not speak HTTP sends back.
+    enum BrokenReply: String, CaseIterable, NamedByRawValue, Sendable {
+        /// A reply that is not HTTP (an SSH banner).
+        case notHTTP
+        /// A connection closed without a reply.
+        case closedWithoutReply
+
+        var bytes: Data {
+            switch self {
+            case .notHTTP: Data("SSH-2.0-OpenSSH_9.6\r\n\r\n".utf8)
+            case .closedWithoutReply: Data()
+            }
         }
-        #expect(error?.code == .transport)
     }
 
-    @Test("a connection closed without a reply is a transport error")
-    func closedWithoutReply() async throws {
-        let server = try SocketServer { _ in .raw(Data()) }
+    @Test(
+        "a reply that is not HTTP, or a connection closed without a reply, is a transport error, not a hang or a crash",
+        arguments: BrokenReply.allCases
+    )
+    func brokenReply(reply: BrokenReply) async throws {
+        let server = try SocketServer { _ in .raw(reply.bytes) }
         defer { server.shutdown() }
         let client = Client(transport: URLSessionTransport())
         let error = await #expect(throws: CourierError.self) {

@@ -6,38 +6,18 @@ public struct CounterSnapshot: Codable, Sendable, Equatable {
     public var key: String
     /// Requests counted for the key: `/hit/:key`, and any request carrying `countKey=KEY` in its
     /// query or an `X-Count-Key: KEY` header.
-    public var hits: Int
+    public var hits = 0
     /// Requests `/flaky/:key` has received for the key (failed ones and successful ones).
-    public var flakyAttempts: Int
+    public var flakyAttempts = 0
     /// `/hang?key=KEY` requests that are waiting right now.
-    public var hanging: Int
+    public var hanging = 0
     /// `/hang?key=KEY` requests that have ended: the client went away or the server shut down.
-    public var hangsEnded: Int
+    public var hangsEnded = 0
     /// `/wait/:key` long polls on the key that are waiting right now.
-    public var waiting: Int
+    public var waiting = 0
 
-    /// Creates a snapshot.
-    ///
-    /// - Parameters:
-    ///   - key: The key.
-    ///   - hits: The number of counted requests.
-    ///   - flakyAttempts: The number of `/flaky` attempts.
-    ///   - hanging: The number of requests hanging now.
-    ///   - hangsEnded: The number of hanging requests that have ended.
-    ///   - waiting: The number of long polls waiting now.
-    public init(
-        key: String,
-        hits: Int = 0,
-        flakyAttempts: Int = 0,
-        hanging: Int = 0,
-        hangsEnded: Int = 0,
-        waiting: Int = 0
-    ) {
+    /// A snapshot of a key nothing has counted yet: every counter at zero.
+    public init(key: String) {
         self.key = key
-        self.hits = hits
-        self.flakyAttempts = flakyAttempts
-        self.hanging = hanging
-        self.hangsEnded = hangsEnded
-        self.waiting = waiting
     }
 }

@@ -4,14 +4,4 @@ public struct TokenResponse: Codable, Sendable, Equatable {
     public var token: String
     /// Seconds until the server stops accepting the token.
     public var expiresIn: Int
-
-    /// Creates a token response.
-    ///
-    /// - Parameters:
-    ///   - token: The token.
-    ///   - expiresIn: Its lifetime in seconds.
-    public init(token: String, expiresIn: Int) {
-        self.token = token
-        self.expiresIn = expiresIn
-    }
 }

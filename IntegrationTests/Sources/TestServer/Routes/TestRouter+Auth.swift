@@ -63,7 +63,7 @@ extension TestRouter {
             }
             await state.recordFailedTokenRequest(realm: realm)
             return try Response.json(
-                ErrorBody(reason: "Token issuance failed on request."),
+                ErrorResponse(reason: "Token issuance failed on request."),
                 status: HTTPResponse.Status(code: code)
             )
         }
@@ -79,10 +79,10 @@ extension TestRouter {
     ) async throws -> Response {
         let token = Self.bearerToken(request.headers[.authorization])
         guard let rejection = await state.checkToken(token, realm: realm) else {
-            return try Response.json(ProtectedBody(realm: realm))
+            return try Response.json(ProtectedResponse(realm: realm))
         }
         if rejectWith403 {
-            return try Response.json(InvalidTokenBody(), status: .forbidden)
+            return try Response.json(ErrorResponse(code: 999, reason: "Invalid Token."), status: .forbidden)
         }
         let reason: String
         switch rejection {
@@ -92,7 +92,7 @@ extension TestRouter {
         }
         var headers = HTTPFields()
         headers[.wwwAuthenticate] = #"Bearer realm="\#(realm)", error="invalid_token""#
-        return try Response.json(ErrorBody(reason: reason), status: .unauthorized, headers: headers)
+        return try Response.json(ErrorResponse(reason: reason), status: .unauthorized, headers: headers)
     }
 
     /// The realm of the Basic challenges (`/basic-auth/…`, `/challenge/basic`), as httpbin names it.
@@ -107,7 +107,7 @@ extension TestRouter {
         guard request.headers[.authorization] == expected else {
             return try Self.challenge("basic")
         }
-        return try Response.json(BasicAuthBody(user: user))
+        return try Response.json(BasicAuthResponse(user: user))
     }
 
     /// A `401` asking for credentials of `scheme` (`basic`, `digest`, `negotiate`), or for `proxy` a
@@ -129,7 +129,7 @@ extension TestRouter {
         default:
             return Response.badRequest("scheme must be basic, digest, negotiate or proxy")
         }
-        return try Response.json(ErrorBody(reason: "Credentials required."), status: status, headers: headers)
+        return try Response.json(ErrorResponse(reason: "Credentials required."), status: status, headers: headers)
     }
 
     /// The token of an `Authorization: Bearer TOKEN` header; the scheme is case-insensitive.
@@ -139,23 +139,4 @@ extension TestRouter {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
         return String(parts[1]).trimmingCharacters(in: .whitespaces)
     }
-}
-
-/// What `/basic-auth/:user/:password` answers to the right credentials.
-private struct BasicAuthBody: Encodable {
-    var authenticated = true
-    var user: String
-}
-
-/// What a protected endpoint answers to the current token.
-private struct ProtectedBody: Encodable {
-    var ok = true
-    var realm: String
-}
-
-/// The typed API error `/protected-403` answers to a bad token.
-private struct InvalidTokenBody: Encodable {
-    var error = true
-    var code = 999
-    var reason = "Invalid Token."
 }

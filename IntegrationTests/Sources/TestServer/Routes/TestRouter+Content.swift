@@ -12,7 +12,7 @@ extension TestRouter {
 
         router.get("users/:id") { _, context in
             guard let id = context.parameters.get("id", as: Int.self) else {
-                return try Response.json(ErrorBody(reason: "No such user."), status: .notFound)
+                return try Response.json(ErrorResponse(reason: "No such user."), status: .notFound)
             }
             return try Response.json(User(id: id, name: id == 42 ? "Ada" : "User \(id)"))
         }

@@ -30,9 +30,3 @@ extension Response {
         (try? .json(["error": reason], status: .badRequest)) ?? .text(reason, status: .badRequest)
     }
 }
-
-/// The JSON shape of simple error bodies: `{"error":true,"reason":"…"}`.
-struct ErrorBody: Encodable {
-    var error = true
-    var reason: String
-}

@@ -97,16 +97,17 @@ public final class AsyncHTTPClientTransport: Transport {
     ///     `.disallow`. ``defaultConfiguration`` by default.
     ///   - maximumResponseSize: The largest response body accepted, in bytes;
     ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
-    public init(
+    public convenience init(
         configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         maximumResponseSize: Int = AsyncHTTPClientTransport.defaultMaximumResponseSize
     ) {
-        precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
-        self.client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
-        self.maximumResponseSize = maximumResponseSize
-        self.ownsClient = true
+        self.init(
+            client: HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration),
+            maximumResponseSize: maximumResponseSize,
+            ownsClient: true
+        )
     }
 
     /// Creates a transport that sends with your `HTTPClient`, which you keep and shut down yourself.
@@ -118,14 +119,18 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   - client: The client.
     ///   - maximumResponseSize: The largest response body accepted, in bytes;
     ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
-    public init(
+    public convenience init(
         client: HTTPClient,
         maximumResponseSize: Int = AsyncHTTPClientTransport.defaultMaximumResponseSize
     ) {
+        self.init(client: client, maximumResponseSize: maximumResponseSize, ownsClient: false)
+    }
+
+    private init(client: HTTPClient, maximumResponseSize: Int, ownsClient: Bool) {
         precondition(maximumResponseSize >= 0, "maximumResponseSize must not be negative")
         self.client = client
         self.maximumResponseSize = maximumResponseSize
-        self.ownsClient = false
+        self.ownsClient = ownsClient
     }
 
     deinit {
