@@ -49,8 +49,10 @@ final class AttachedCredential: Sendable {
         try await Self.$current.withValue(self) { try await operation() }
     }
 
-    /// A binding for `headerName` on top of the current ones.
+    /// A binding for `headerName` on top of the current ones. A caching layer listed outside this one is told
+    /// (``CredentialWitness``), as it cannot tell that requests carry a credential.
     static func attaching(_ headerName: String) -> AttachedCredential {
-        AttachedCredential(headerName: headerName, outer: current)
+        CredentialWitness.current?.record()
+        return AttachedCredential(headerName: headerName, outer: current)
     }
 }

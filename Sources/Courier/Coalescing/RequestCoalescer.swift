@@ -91,6 +91,15 @@ public final class RequestCoalescer: Sendable {
     /// Sends `request` through `next`, or joins an identical call already in flight.
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
         guard let key = key(for: request) else { return try await next(request) }
+        return try await share(key) { try await next(request) }
+    }
+
+    /// Runs `operation` for `key`, or joins the run already in flight for it (the caching layer shares its
+    /// misses this way).
+    func share(
+        _ key: Key,
+        _ operation: @escaping @Sendable () async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
         let waiterID = state.withLock { $0.makeWaiterID() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: Waiter) in
@@ -110,7 +119,7 @@ public final class RequestCoalescer: Sendable {
                         do {
                             // The call serves every caller, so it runs under none of their deadlines: the
                             // first caller's, inherited as a task-local value, would cut it short for all.
-                            result = .success(try await Deadline.$current.withValue(nil) { try await next(request) })
+                            result = .success(try await Deadline.$current.withValue(nil) { try await operation() })
                         } catch {
                             result = .failure(error)
                         }

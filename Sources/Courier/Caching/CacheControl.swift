@@ -1,0 +1,80 @@
+import Foundation
+
+/// The directives of one `Cache-Control` field (RFC 9111 §5.2), as a cache reads them.
+///
+/// Names are compared case-insensitively; a directive given twice keeps its first value; an argument in
+/// quotes has its quotes removed; a field-name list (`no-cache="Set-Cookie"`) counts as the bare directive,
+/// which is the stricter reading. Unknown directives are ignored.
+struct CacheControl: Sendable, Equatable {
+    var maxAge: Int?
+    var sharedMaxAge: Int?
+    var staleIfError: Int?
+    var noStore = false
+    var noCache = false
+    var isPrivate = false
+    var isPublic = false
+    var mustRevalidate = false
+
+    init() {}
+
+    /// Parses the value of a `Cache-Control` field (several fields joined with commas).
+    init(_ value: String?) {
+        guard let value else { return }
+        for part in Self.directives(value) {
+            let name = part.name
+            switch name {
+            case "max-age": if maxAge == nil { maxAge = Self.seconds(part.argument) }
+            case "s-maxage": if sharedMaxAge == nil { sharedMaxAge = Self.seconds(part.argument) }
+            case "stale-if-error": if staleIfError == nil { staleIfError = Self.seconds(part.argument) }
+            case "no-store": noStore = true
+            case "no-cache": noCache = true
+            case "private": isPrivate = true
+            case "public": isPublic = true
+            case "must-revalidate": mustRevalidate = true
+            default: break
+            }
+        }
+    }
+
+    /// A delta-seconds argument (RFC 9111 §1.2.2): digits only; a value too large for an `Int` is the
+    /// largest one. A malformed argument counts as zero for `max-age` readers, which is the safe reading.
+    private static func seconds(_ argument: Substring?) -> Int? {
+        guard let argument, !argument.isEmpty, argument.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            return argument == nil ? nil : 0
+        }
+        return Int(argument) ?? Int.max
+    }
+
+    private static func directives(_ value: String) -> [(name: String, argument: Substring?)] {
+        var result: [(String, Substring?)] = []
+        var inQuotes = false
+        var start = value.startIndex
+        var index = value.startIndex
+        func flush(upTo end: String.Index) {
+            let item = value[start..<end].trimmingCharacters(in: .whitespaces)
+            guard !item.isEmpty else { return }
+            if let equals = item.firstIndex(of: "=") {
+                let name = item[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
+                var argument = item[item.index(after: equals)...].trimmingCharacters(in: .whitespaces)[...]
+                if argument.count >= 2, argument.first == "\"", argument.last == "\"" {
+                    argument = argument.dropFirst().dropLast()
+                }
+                result.append((name, argument))
+            } else {
+                result.append((item.lowercased(), nil))
+            }
+        }
+        while index < value.endIndex {
+            let character = value[index]
+            if character == "\"" {
+                inQuotes.toggle()
+            } else if character == ",", !inQuotes {
+                flush(upTo: index)
+                start = value.index(after: index)
+            }
+            index = value.index(after: index)
+        }
+        flush(upTo: value.endIndex)
+        return result
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Tells requests with different credentials apart without keeping the credentials: a 128-bit keyed hash of
+/// the credential headers a request carries, with a key drawn at random when the ``HTTPCache`` is made.
+///
+/// The credential headers are `Authorization`, `Proxy-Authorization` and `Cookie`, and whichever headers
+/// the authenticating layers around the cache attached (``AttachedCredential``, for example an `X-API-Key`).
+/// The hash is two runs of the standard library's `Hasher` (SipHash, itself seeded per process) over a
+/// random salt and the header names and values: no cryptography package, and from the result nothing about
+/// the credential can be learnt but whether two requests carried the same one.
+struct CredentialIdentity: Sendable {
+    static let standardHeaders = ["authorization", "proxy-authorization", "cookie"]
+
+    private let salts: (UInt64, UInt64)
+
+    init() {
+        var generator = SystemRandomNumberGenerator()
+        salts = (generator.next(), generator.next())
+    }
+
+    /// The identity of the credential `request` carries, as 32 hexadecimal digits, or `nil` when it carries
+    /// none.
+    func identity(of request: URLRequest) -> String? {
+        let names = Self.headerNames()
+        var first = Hasher()
+        var second = Hasher()
+        first.combine(salts.0)
+        second.combine(salts.1)
+        var found = false
+        for name in names.sorted() {
+            guard let value = request.value(forHTTPHeaderField: name) else { continue }
+            found = true
+            for part in [name, value] {
+                first.combine(part)
+                second.combine(part)
+            }
+        }
+        guard found else { return nil }
+        return Self.hex(UInt64(bitPattern: Int64(first.finalize())))
+            + Self.hex(UInt64(bitPattern: Int64(second.finalize())))
+    }
+
+    /// The credential header names, lowercased: the standard ones and those the authenticating layers
+    /// around the current task attached.
+    static func headerNames() -> [String] {
+        var names = standardHeaders
+        if let attached = AttachedCredential.current {
+            for credential in attached.all {
+                let name = credential.headerName.lowercased()
+                if !names.contains(name) { names.append(name) }
+            }
+        }
+        return names
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        let digits = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
+/// Set by a caching layer around the call it passes on, so that an authenticating layer listed *inside* it
+/// (which attaches a credential the cache never saw) can say so: the cache then refuses to share or store
+/// the response. See ``AttachedCredential/attaching(_:)``.
+final class CredentialWitness: Sendable {
+    @TaskLocal static var current: CredentialWitness?
+
+    private let attached = Atomic<Bool>(false)
+
+    var sawCredential: Bool { attached.load(ordering: .acquiring) }
+
+    func record() { attached.store(true, ordering: .releasing) }
+}

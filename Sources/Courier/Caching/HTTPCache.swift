@@ -1,0 +1,263 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A private HTTP cache (RFC 9111) for `GET` and `HEAD` requests; the state behind ``Middleware/caching(_:)``.
+///
+/// - **Fresh responses answer without a request**: freshness comes from `Cache-Control: max-age`, else
+///   `Expires` against `Date`, minus the response's age (`Age`, `Date`, and the time it has been stored).
+///   `s-maxage` is for shared caches and is not used for freshness. There is no heuristic freshness: a
+///   response with neither `max-age` nor `Expires` is stored only if it has a validator, and revalidated
+///   each time it is used.
+/// - **Stale responses are revalidated**: the request goes out with `If-None-Match` (the stored `ETag`)
+///   and `If-Modified-Since` (the stored `Last-Modified`); a `304` updates the stored header fields and the
+///   stored response answers, with its own status (a `200`), to the layers outside. A `304` thrown as a
+///   ``CourierError`` by a status validation layer inside counts too.
+/// - **What is not stored**: responses with `no-store` (in the request or the response), `Vary: *`, statuses
+///   other than 200, 203, 204, 300, 301, 308, 404, 405, 410, 414 and 501, and, for a request carrying a
+///   credential, any response that does not allow it with `public`, `must-revalidate` or `s-maxage`
+///   (RFC 9111 §3.5). `no-cache` and `private` responses are stored (this cache is private), and a `no-cache`
+///   one is revalidated before each use. Requests with a body, a `Range` or a conditional header of their own
+///   pass through untouched.
+/// - **Credentials are never mixed**: a request's credential headers (see ``HTTPCacheKey/partition``) are part
+///   of the key, as an opaque keyed hash, so a response stored for one credential never answers a request
+///   with another, or without one. List the cache **inside** (after) `.authenticating`, so that it sees the
+///   credential; if an authenticating layer inside the cache attaches one, the request fails with
+///   ``CourierError/Code/invalidRequest`` and nothing is stored or shared.
+/// - **Vary**: the request header fields a response's `Vary` names must match for it to be reused; each
+///   combination is stored separately.
+/// - **Unsafe requests invalidate**: a `POST`, `PUT`, `DELETE`, `PATCH` (any method but `GET`, `HEAD`,
+///   `OPTIONS`, `TRACE`) that gets a 2xx or 3xx response removes every stored response of its URL, and of
+///   its `Location` and `Content-Location` on the same origin, for every credential.
+/// - **stale-if-error**: when the server fails (an error, or 500, 502, 503 or 504), a stored response is
+///   served instead only if it said so with `stale-if-error=<seconds>` and is not stale by more than that,
+///   and never if it says `must-revalidate` or `no-cache`.
+/// - **Concurrent misses** for the same request go to the server once (the ``RequestCoalescer`` machinery);
+///   every caller gets the result, and a cancelled caller stops waiting without cancelling the others.
+///
+/// Each lookup or store is one call to the ``HTTPCacheStore``; a fresh hit costs that lookup and building a
+/// response, and sends nothing.
+public final class HTTPCache: Sendable {
+    /// Where the responses are kept.
+    public let store: any HTTPCacheStore
+
+    private let now: @Sendable () -> Date
+    private let onEvent: (@Sendable (CacheEvent) -> Void)?
+    private let credentials = CredentialIdentity()
+    private let coalescer = RequestCoalescer()
+
+    /// Creates a cache.
+    ///
+    /// - Parameters:
+    ///   - store: Where responses are kept; a new ``InMemoryHTTPCacheStore`` by default.
+    ///   - clock: Measures how long responses have been stored; tests pass a manual clock.
+    ///   - startDate: The wall-clock time when `clock` reads its current instant: the cache's time is this
+    ///     plus the clock's elapsed time, so HTTP dates (`Date`, `Expires`) are compared on the same clock.
+    ///   - onEvent: Told what the cache does (see ``CacheEvent``), synchronously: keep it short.
+    public init(
+        store: any HTTPCacheStore = InMemoryHTTPCacheStore(),
+        clock: some Clock<Duration> = ContinuousClock(),
+        startDate: Date = Date(),
+        onEvent: (@Sendable (CacheEvent) -> Void)? = nil
+    ) {
+        self.store = store
+        let start = clock.now
+        self.now = {
+            let elapsed = start.duration(to: clock.now).components
+            return startDate.addingTimeInterval(Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+        }
+        self.onEvent = onEvent
+    }
+
+    /// How many callers wait for a shared request now (for tests).
+    var waitingCallers: Int { coalescer.waitingCallers }
+
+    static let misplacedMessage =
+        "an authenticating middleware inside the caching middleware attached a credential the cache cannot see; "
+        + "list .caching after .authenticating"
+
+    func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
+        guard let url = request.url else { return try await next(request) }
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        guard method == "GET" || method == "HEAD" else {
+            return try await sendUnsafe(request, method: method, url: url, next: next)
+        }
+        guard request.httpBody == nil, request.httpBodyStream == nil,
+            !HTTPCachePolicy.bypassingRequestHeaders.contains(where: { request.value(forHTTPHeaderField: $0) != nil }),
+            !HTTPCachePolicy.requestDirectives(request).noStore
+        else {
+            return try await next(request)
+        }
+        let credential = credentials.identity(of: request)
+        let key = HTTPCacheKey(
+            resource: HTTPCachePolicy.resource(url),
+            partition: credential.map { method + " " + $0 } ?? method
+        )
+        let lookup = Lookup(request: request, url: url, key: key, hasCredential: credential != nil)
+        if let stored = try await self.stored(lookup), HTTPCachePolicy.isFresh(stored, for: request, now: now()) {
+            emit(.hit, lookup)
+            return served(stored, lookup)
+        }
+        // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
+        guard let coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
+        return try await coalescer.share(coalescingKey) { try await self.fetch(lookup, next: next) }
+    }
+
+    /// One `GET` or `HEAD` request, as the cache files it.
+    private struct Lookup: Sendable {
+        let request: URLRequest
+        let url: URL
+        let key: HTTPCacheKey
+        let hasCredential: Bool
+
+        /// `GET` or `HEAD`, as the partition starts.
+        var method: Substring { key.partition.prefix { $0 != " " } }
+    }
+
+    /// Sends a request that nothing fresh answered (once for concurrent callers): conditionally when a stored
+    /// response can be revalidated; stores, updates or falls back on the stored response with what comes back.
+    private func fetch(_ lookup: Lookup, next: Next) async throws -> (Data, HTTPURLResponse) {
+        // Looked up again: another caller's shared call may have stored a response since this caller looked.
+        let stored = try await self.stored(lookup)
+        if let stored, HTTPCachePolicy.isFresh(stored, for: lookup.request, now: now()) {
+            emit(.hit, lookup)
+            return served(stored, lookup)
+        }
+        if stored == nil { emit(.miss, lookup) }
+        let conditions = stored.map(HTTPCachePolicy.conditionalHeaders) ?? []
+        var outgoing = lookup.request
+        for condition in conditions { outgoing.setValue(condition.value, forHTTPHeaderField: condition.name) }
+        let requestDate = now()
+        let witness = CredentialWitness()
+        let data: Data
+        let response: HTTPURLResponse
+        do {
+            (data, response) = try await CredentialWitness.$current.withValue(witness) { try await next(outgoing) }
+        } catch let error as CourierError where !conditions.isEmpty && error.statusCode == 304 && error.response != nil
+        {
+            // A status validation layer inside threw the 304 this cache asked for.
+            (data, response) = (Data(), error.response!)
+        } catch {
+            if error is CancellationError || witness.sawCredential { throw error }
+            if let stored, HTTPCachePolicy.mayServeOnError(stored, now: now()) {
+                emit(.staleIfError, lookup)
+                return served(stored, lookup)
+            }
+            throw error
+        }
+        if witness.sawCredential {
+            throw CourierError(.invalidRequest, message: Self.misplacedMessage, request: lookup.request)
+        }
+        let responseDate = now()
+        let headers = HTTPCachePolicy.headers(of: response)
+        if response.statusCode == 304, let stored, !conditions.isEmpty {
+            let updated = HTTPCachePolicy.updated(
+                stored,
+                with: headers,
+                requestDate: requestDate,
+                responseDate: responseDate
+            )
+            _ = try await save(updated, lookup)
+            emit(.revalidated, lookup)
+            return served(updated, lookup)
+        }
+        if HTTPCachePolicy.errorStatuses.contains(response.statusCode), let stored,
+            HTTPCachePolicy.mayServeOnError(stored, now: responseDate)
+        {
+            emit(.staleIfError, lookup)
+            return served(stored, lookup)
+        }
+        if let variant = HTTPCachePolicy.variantToStore(
+            request: lookup.request,
+            hasCredential: lookup.hasCredential,
+            statusCode: response.statusCode,
+            headers: headers
+        ) {
+            let entry = CachedResponse(
+                statusCode: response.statusCode,
+                headers: headers,
+                body: lookup.method == "HEAD" ? Data() : data,
+                requestDate: requestDate,
+                responseDate: responseDate,
+                variant: variant
+            )
+            if try await save(entry, lookup) { emit(.stored, lookup) }
+        }
+        return (data, response)
+    }
+
+    /// Sends an unsafe request and, when it succeeded, removes what it invalidates.
+    private func sendUnsafe(
+        _ request: URLRequest,
+        method: String,
+        url: URL,
+        next: Next
+    ) async throws -> (Data, HTTPURLResponse) {
+        let (data, response) = try await next(request)
+        let resources = HTTPCachePolicy.invalidatedResources(
+            method: method,
+            url: url,
+            statusCode: response.statusCode,
+            headers: HTTPCachePolicy.headers(of: response)
+        )
+        for resource in resources {
+            let target = URL(string: resource) ?? url
+            do {
+                try await store.removeResponses(forResource: resource)
+                emit(CacheEvent(kind: .invalidated, method: method, url: target))
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                emit(CacheEvent(kind: .storeFailed, method: method, url: target))
+            }
+        }
+        return (data, response)
+    }
+
+    /// The stored response that matches the request's variant, or `nil` (also when the store throws).
+    private func stored(_ lookup: Lookup) async throws -> CachedResponse? {
+        do {
+            return try await store.responses(for: lookup.key).first { HTTPCachePolicy.matches($0, lookup.request) }
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            emit(.storeFailed, lookup)
+            return nil
+        }
+    }
+
+    /// Stores `entry`; `false` when the store threw.
+    private func save(_ entry: CachedResponse, _ lookup: Lookup) async throws -> Bool {
+        do {
+            try await store.store(entry, for: lookup.key)
+            return true
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            emit(.storeFailed, lookup)
+            return false
+        }
+    }
+
+    private func served(_ stored: CachedResponse, _ lookup: Lookup) -> (Data, HTTPURLResponse) {
+        let headers = HTTPCachePolicy.servedHeaders(stored, now: now())
+        // HTTPURLResponse's initializer fails only without a URL; the request had one.
+        let response = HTTPURLResponse(
+            url: lookup.url,
+            statusCode: stored.statusCode,
+            httpVersion: "HTTP/1.1",
+            headerFields: headers
+        )!
+        return (lookup.method == "HEAD" ? Data() : stored.body, response)
+    }
+
+    private func emit(_ kind: CacheEvent.Kind, _ lookup: Lookup) {
+        onEvent?(CacheEvent(kind: kind, method: String(lookup.method), url: lookup.url))
+    }
+
+    private func emit(_ event: CacheEvent) {
+        onEvent?(event)
+    }
+}

@@ -1,0 +1,244 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The rules of RFC 9111 as pure functions of a stored response, a request and the time: whether a response
+/// may be stored, how long it stays fresh, how old it is, whether it may answer a request, which conditional
+/// headers revalidate it, how a `304` updates it, and which stored responses an unsafe request invalidates.
+///
+/// Nothing here does I/O or reads a clock: ``HTTPCache`` passes the time in, and the tests call these
+/// directly.
+///
+/// **Heuristic freshness: none.** RFC 9111 §4.2.2 lets a cache guess a lifetime for a response without
+/// `max-age` or `Expires` (typically 10 % of the time since `Last-Modified`). This cache does not guess: such a
+/// response is stored only when it has a validator (`ETag` or `Last-Modified`), and each reuse is revalidated
+/// with the server, which a quota-conscious client still gains from (a `304` carries no body, and some APIs
+/// do not count it against the rate limit).
+enum HTTPCachePolicy {
+    /// The statuses this cache stores: those RFC 9110 §15.1 calls heuristically cacheable, which a cache is
+    /// sure to understand. Others pass through unstored.
+    static let storableStatuses: Set<Int> = [200, 203, 204, 300, 301, 308, 404, 405, 410, 414, 501]
+
+    /// Statuses after which a response allowing `stale-if-error` may be served instead (RFC 5861 §4).
+    static let errorStatuses: Set<Int> = [500, 502, 503, 504]
+
+    /// Header fields a `304` does not replace in the stored response (RFC 9111 §3.2 and §4.3.4): they describe
+    /// the `304` message itself, not the stored representation.
+    static let headersKeptOn304: Set<String> = [
+        "content-length", "content-encoding", "transfer-encoding", "content-range", "connection", "keep-alive",
+    ]
+
+    /// Request headers that ask a question of their own: a request carrying one goes to the server as it is
+    /// and its response is not stored (the caller is doing its own revalidation or asking for a part).
+    static let bypassingRequestHeaders = [
+        "if-none-match", "if-modified-since", "if-match", "if-unmodified-since", "if-range", "range",
+    ]
+
+    // MARK: Storing
+
+    /// Whether a response to a `GET` or `HEAD` request may be stored (RFC 9111 §3), and if so the variant it
+    /// is stored as.
+    ///
+    /// - Parameter hasCredential: Whether the request carried a credential. Then, as RFC 9111 §3.5 asks, the
+    ///   response is stored only when it says it may be (`public`, `must-revalidate` or `s-maxage`).
+    static func variantToStore(
+        request: URLRequest,
+        hasCredential: Bool,
+        statusCode: Int,
+        headers: [String: String]
+    ) -> String? {
+        guard storableStatuses.contains(statusCode) else { return nil }
+        if requestDirectives(request).noStore { return nil }
+        let directives = CacheControl(header("cache-control", in: headers))
+        if directives.noStore { return nil }
+        if hasCredential, !directives.isPublic, !directives.mustRevalidate, directives.sharedMaxAge == nil {
+            return nil
+        }
+        let hasExplicitLifetime = directives.maxAge != nil || header("expires", in: headers) != nil
+        let hasValidator = header("etag", in: headers) != nil || header("last-modified", in: headers) != nil
+        guard hasExplicitLifetime || hasValidator else { return nil }
+        return variant(of: request, vary: header("vary", in: headers))
+    }
+
+    /// The values of the request headers `vary` names (lowercased name, a colon and the trimmed value, or the
+    /// bare name when the request lacks it; one per line, sorted), or `nil` for `Vary: *`, which no later
+    /// request can match.
+    ///
+    /// A credential header (`Vary: Authorization`, see ``CredentialIdentity``) is recorded as present, never
+    /// with its value: the key's partition already tells credentials apart, and no credential is stored.
+    static func variant(of request: URLRequest, vary: String?) -> String? {
+        guard let vary else { return "" }
+        var names = Set<String>()
+        for name in vary.split(separator: ",") {
+            let name = name.trimmingCharacters(in: .whitespaces).lowercased()
+            if name == "*" { return nil }
+            if !name.isEmpty { names.insert(name) }
+        }
+        let credentials = names.isEmpty ? [] : CredentialIdentity.headerNames()
+        return names.sorted().map { name in
+            guard let value = request.value(forHTTPHeaderField: name) else { return name }
+            if credentials.contains(name) { return name + ":(credential)" }
+            return name + ":" + value.trimmingCharacters(in: .whitespaces)
+        }.joined(separator: "\n")
+    }
+
+    /// Whether `stored` was stored for the representation `request` asks for (RFC 9111 §4.1).
+    static func matches(_ stored: CachedResponse, _ request: URLRequest) -> Bool {
+        variant(of: request, vary: stored.header("vary")) == stored.variant
+    }
+
+    // MARK: Freshness
+
+    /// How long the response stays fresh after it was generated, in seconds (RFC 9111 §4.2.1): `max-age`,
+    /// else `Expires` minus `Date`; zero without either (no heuristic, see above). `s-maxage` is for shared
+    /// caches and is ignored. An `Expires` that is not a valid date means "already expired".
+    static func freshnessLifetime(_ stored: CachedResponse) -> Double {
+        let directives = CacheControl(stored.header("cache-control"))
+        if let maxAge = directives.maxAge { return Double(maxAge) }
+        guard let expires = stored.header("expires") else { return 0 }
+        guard let expiresAt = date(expires, now: stored.responseDate) else { return 0 }
+        let generatedAt = stored.header("date").flatMap { date($0, now: stored.responseDate) } ?? stored.responseDate
+        return max(0, expiresAt.timeIntervalSince(generatedAt))
+    }
+
+    /// The response's age at `now`, in seconds (RFC 9111 §4.2.3): its age when it arrived (the larger of what
+    /// its `Date` says and its `Age` field plus the time the request took), plus the time it has spent here.
+    static func currentAge(_ stored: CachedResponse, now: Date) -> Double {
+        let ageValue = stored.header("age").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let dateValue = stored.header("date").flatMap { date($0, now: stored.responseDate) } ?? stored.responseDate
+        let apparentAge = max(0, stored.responseDate.timeIntervalSince(dateValue))
+        let responseDelay = max(0, stored.responseDate.timeIntervalSince(stored.requestDate))
+        let initialAge = max(apparentAge, max(0, ageValue) + responseDelay)
+        return initialAge + max(0, now.timeIntervalSince(stored.responseDate))
+    }
+
+    /// Whether `stored` may answer `request` at `now` without asking the server (RFC 9111 §4.2): fresh, and
+    /// neither the response (`no-cache`) nor the request (`no-cache`, `Pragma: no-cache`, `max-age` smaller
+    /// than its age, or `max-age=0`) asks for revalidation.
+    static func isFresh(_ stored: CachedResponse, for request: URLRequest, now: Date) -> Bool {
+        let requested = requestDirectives(request)
+        if requested.noCache || requested.maxAge == 0 { return false }
+        if CacheControl(stored.header("cache-control")).noCache { return false }
+        let age = currentAge(stored, now: now)
+        if let maxAge = requested.maxAge, age > Double(maxAge) { return false }
+        return freshnessLifetime(stored) > age
+    }
+
+    /// Whether `stored` may be served after the server failed to answer (an error, or a 500, 502, 503 or 504):
+    /// only when it allows it with `stale-if-error` (RFC 5861) and is not stale by more than that, and never
+    /// when it says `must-revalidate` or `no-cache`.
+    static func mayServeOnError(_ stored: CachedResponse, now: Date) -> Bool {
+        let directives = CacheControl(stored.header("cache-control"))
+        guard let allowed = directives.staleIfError, !directives.mustRevalidate, !directives.noCache else {
+            return false
+        }
+        return currentAge(stored, now: now) - freshnessLifetime(stored) <= Double(allowed)
+    }
+
+    // MARK: Revalidating
+
+    /// The conditional header fields that ask the server whether `stored` is still current (RFC 9111 §4.3.1):
+    /// `If-None-Match` with its `ETag`, `If-Modified-Since` with its `Last-Modified`. Empty when it has neither.
+    static func conditionalHeaders(for stored: CachedResponse) -> [(name: String, value: String)] {
+        var fields: [(String, String)] = []
+        if let tag = stored.header("etag") { fields.append(("If-None-Match", tag)) }
+        if let modified = stored.header("last-modified") { fields.append(("If-Modified-Since", modified)) }
+        return fields
+    }
+
+    /// `stored` updated by a `304` (RFC 9111 §4.3.4): the `304`'s header fields replace the stored ones of the
+    /// same name, except those that describe the `304` message itself; the dates become the revalidation's.
+    static func updated(
+        _ stored: CachedResponse,
+        with notModified: [String: String],
+        requestDate: Date,
+        responseDate: Date
+    ) -> CachedResponse {
+        var updated = stored
+        for (name, value) in notModified where !headersKeptOn304.contains(name.lowercased()) {
+            setHeader(name, value, in: &updated.headers)
+        }
+        updated.requestDate = requestDate
+        updated.responseDate = responseDate
+        return updated
+    }
+
+    /// The header fields to serve `stored` with at `now`: the stored ones and an `Age` field (RFC 9111 §5.1).
+    static func servedHeaders(_ stored: CachedResponse, now: Date) -> [String: String] {
+        var headers = stored.headers
+        setHeader("Age", String(Int(currentAge(stored, now: now).rounded(.down))), in: &headers)
+        return headers
+    }
+
+    // MARK: Invalidating
+
+    /// The resources a response to `method` invalidates (RFC 9111 §4.4): for an unsafe method and a
+    /// non-error status, the target URI and the `Location` and `Content-Location` URIs on the same origin.
+    static func invalidatedResources(
+        method: String,
+        url: URL,
+        statusCode: Int,
+        headers: [String: String]
+    ) -> [String] {
+        guard !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), (200..<400).contains(statusCode) else {
+            return []
+        }
+        var resources = [resource(url)]
+        for name in ["location", "content-location"] {
+            guard let value = header(name, in: headers), let target = URL(string: value, relativeTo: url)?.absoluteURL,
+                RedirectContext.isSameOrigin(url, target)
+            else { continue }
+            let targetResource = resource(target)
+            if !resources.contains(targetResource) { resources.append(targetResource) }
+        }
+        return resources
+    }
+
+    /// The resource a URL names, as a key: the absolute URL without its fragment.
+    static func resource(_ url: URL) -> String {
+        let absolute = url.absoluteString
+        guard let hash = absolute.firstIndex(of: "#") else { return absolute }
+        return String(absolute[..<hash])
+    }
+
+    // MARK: Helpers
+
+    /// The request's `Cache-Control` directives, with `Pragma: no-cache` read as `no-cache` when it has no
+    /// `Cache-Control` (RFC 9111 §5.4).
+    static func requestDirectives(_ request: URLRequest) -> CacheControl {
+        if let value = request.value(forHTTPHeaderField: "Cache-Control") { return CacheControl(value) }
+        var directives = CacheControl()
+        if let pragma = request.value(forHTTPHeaderField: "Pragma"), pragma.lowercased().contains("no-cache") {
+            directives.noCache = true
+        }
+        return directives
+    }
+
+    static func header(_ name: String, in headers: [String: String]) -> String? {
+        if let value = headers[name] { return value }
+        return headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    static func setHeader(_ name: String, _ value: String, in headers: inout [String: String]) {
+        if let existing = headers.keys.first(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
+            headers[existing] = value
+        } else {
+            headers[name] = value
+        }
+    }
+
+    static func headers(of response: HTTPURLResponse) -> [String: String] {
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        return headers
+    }
+
+    /// An HTTP-date (any of the three forms RFC 9110 §5.6.7 accepts), or `nil`.
+    static func date(_ value: String, now: Date) -> Date? {
+        RetryAfter.httpDate(Array(value.utf8), now: now).map { Date(timeIntervalSince1970: Double($0)) }
+    }
+}

@@ -1,0 +1,45 @@
+/// Where an ``HTTPCache`` keeps responses.
+///
+/// ``InMemoryHTTPCacheStore`` is the default. Conform your own type to share one cache between the replicas
+/// of a service, in a database or key-value store they already run: ``CachedResponse`` is `Codable`, and a
+/// store only needs to keep, per ``HTTPCacheKey``, one response per ``CachedResponse/variant``, and to remove
+/// every key of a resource at once. The cache makes its decisions itself; a store needs no HTTP knowledge.
+///
+/// A store that throws makes the cache pass the request to the server as if nothing were stored (a failed
+/// lookup), or leave the response unstored (a failed write); the error is reported as a
+/// ``CacheEvent/Kind/storeFailed`` event, never to the caller. `CancellationError` is passed on.
+public protocol HTTPCacheStore: Sendable {
+    /// The responses stored for `key`, one per variant, in any order.
+    func responses(for key: HTTPCacheKey) async throws -> [CachedResponse]
+
+    /// Stores `response` for `key`, replacing the one stored for the same key and
+    /// ``CachedResponse/variant``, if any.
+    func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws
+
+    /// Removes every response stored for `resource`, whatever its partition (``HTTPCacheKey/resource``).
+    func removeResponses(forResource resource: String) async throws
+}
+
+/// What a stored response is filed under.
+public struct HTTPCacheKey: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The absolute URL of the request, without a fragment. An unsafe request invalidates every key of
+    /// its resource.
+    public var resource: String
+    /// The method (`GET` or `HEAD`) and, for a request that carried a credential, an opaque identity of that
+    /// credential: a 128-bit keyed hash, with a key drawn at random for each ``HTTPCache``. The credential
+    /// cannot be recovered from it, and two credentials never share a partition. Because the hash key is
+    /// per cache, a response to a request with a credential is never found by another process, even
+    /// through a shared store; one without a credential is.
+    public var partition: String
+
+    /// Creates a key.
+    public init(resource: String, partition: String) {
+        self.resource = resource
+        self.partition = partition
+    }
+
+    /// The partition and the resource, with secrets in the URL redacted.
+    public var description: String {
+        "\(partition) \(Redaction.redactedURLString(resource))"
+    }
+}

@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+
+@testable import Courier
+
+@Suite("InMemoryHTTPCacheStore's LRU entries (synchronous)")
+struct LRUEntriesTests {
+    private func response(_ bytes: Int, variant: String = "") -> CachedResponse {
+        CachedResponse(
+            statusCode: 200,
+            headers: [:],
+            body: Data(repeating: 0, count: bytes),
+            requestDate: .distantPast,
+            responseDate: .distantPast,
+            variant: variant
+        )
+    }
+
+    private func key(_ path: String, _ partition: String = "GET") -> HTTPCacheKey {
+        HTTPCacheKey(resource: "https://a.test/" + path, partition: partition)
+    }
+
+    @Test("past the entry limit the least recently used goes; a read counts as a use")
+    func evictsByCount() {
+        var entries = LRUEntries(maximumCount: 2, maximumSize: 1_000)
+        entries.store(response(1), for: key("a"))
+        entries.store(response(1), for: key("b"))
+        #expect(entries.responses(for: key("a")).count == 1)
+        let evicted = entries.store(response(1), for: key("c"))
+        #expect(evicted.map(\.key) == [key("b")])
+        #expect(entries.order.map(\.key) == [key("c"), key("a")])
+        #expect(entries.responses(for: key("b")).isEmpty)
+    }
+
+    @Test("past the byte limit the oldest go until the total fits; a response larger than the limit is not kept")
+    func evictsBySize() {
+        var entries = LRUEntries(maximumCount: 10, maximumSize: 100)
+        entries.store(response(40), for: key("a"))
+        entries.store(response(40), for: key("b"))
+        entries.store(response(50), for: key("c"))
+        #expect(entries.order.map(\.key) == [key("c"), key("b")])
+        #expect(entries.size == 90)
+        entries.store(response(101), for: key("d"))
+        #expect(entries.count == 2 && entries.size == 90)
+    }
+
+    @Test("one response per key and variant: storing again replaces; other variants stay")
+    func replacesVariant() {
+        var entries = LRUEntries(maximumCount: 10, maximumSize: 1_000)
+        entries.store(response(1, variant: "accept:a"), for: key("x"))
+        entries.store(response(2, variant: "accept:b"), for: key("x"))
+        entries.store(response(3, variant: "accept:a"), for: key("x"))
+        #expect(entries.count == 2)
+        #expect(entries.size == 2 + 3 + 16)
+        #expect(Set(entries.responses(for: key("x")).map(\.body.count)) == [2, 3])
+    }
+
+    @Test("removing a resource removes it under every partition and no other resource")
+    func removesResource() {
+        var entries = LRUEntries(maximumCount: 10, maximumSize: 1_000)
+        entries.store(response(1), for: key("x", "GET"))
+        entries.store(response(1), for: key("x", "GET 0123"))
+        entries.store(response(1), for: key("x", "HEAD"))
+        entries.store(response(1), for: key("y"))
+        entries.removeAll(forResource: "https://a.test/x")
+        #expect(entries.order.map(\.key) == [key("y")])
+        #expect(entries.size == 1)
+    }
+}
