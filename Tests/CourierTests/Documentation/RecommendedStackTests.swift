@@ -18,7 +18,8 @@ struct RecommendedStackTests {
     static let order = [
         "counting", "metrics", "tracing (whole call)", "logging", "timeout (whole call)", "idempotencyKey", "retry",
         "authenticating",
-        "coalescing", "circuitBreaker", "hedging", "limitingConcurrency", "tracing", "timeout (per attempt)",
+        "coalescing", "circuitBreaker", "hedging", "limitingConcurrency", "rateLimiting", "tracing",
+        "timeout (per attempt)",
         "validatingStatus", "followingRedirects",
     ]
 

@@ -21,6 +21,7 @@ enum TestRouter {
         self.addFaultRoutes(to: router, state: state)
         self.addAuthRoutes(to: router, state: state)
         self.addRedirectRoutes(to: router, state: state)
+        self.addRateLimitRoutes(to: router)
         return router
     }
 
