@@ -33,6 +33,14 @@ struct RateLimitStateMachineTests {
         RateLimitObservation(limit: limit, remaining: remaining, reset: reset, window: window)
     }
 
+    /// A machine whose probe has come back with `headers`.
+    static func probed(_ headers: RateLimitObservation, settings: Machine.Settings = settings()) throws -> Machine {
+        var machine = Machine(settings: settings)
+        let probe = try #require(arrive(&machine, 0))
+        _ = machine.complete(probe, observation: headers, now: .zero)
+        return machine
+    }
+
     /// Sends or enqueues request `waiter`; returns the ticket when it was let through at once.
     @discardableResult
     static func arrive(
@@ -99,9 +107,7 @@ struct RateLimitStateMachineTests {
 
     @Test("in-flight requests count against remaining before their responses come back")
     func reservations() throws {
-        var machine = Machine(settings: Self.settings())
-        let probe = try #require(Self.arrive(&machine, 0))
-        _ = machine.complete(probe, observation: Self.headers(remaining: 4, reset: .seconds(60)), now: .zero)
+        var machine = try Self.probed(Self.headers(remaining: 4, reset: .seconds(60)))
         let tickets = (1...4).compactMap { Self.arrive(&machine, $0) }
         #expect(tickets.count == 4)
         #expect(Self.arrive(&machine, 5) == nil)
@@ -112,9 +118,7 @@ struct RateLimitStateMachineTests {
 
     @Test("the server's lower count wins within a window; a higher one does not raise it")
     func reconcileDown() throws {
-        var machine = Machine(settings: Self.settings())
-        let probe = try #require(Self.arrive(&machine, 0))
-        _ = machine.complete(probe, observation: Self.headers(remaining: 10, reset: .seconds(60)), now: .zero)
+        var machine = try Self.probed(Self.headers(remaining: 10, reset: .seconds(60)))
         let a = try #require(Self.arrive(&machine, 1))
         let b = try #require(Self.arrive(&machine, 2))
         #expect(machine.remaining == 8)
@@ -128,9 +132,7 @@ struct RateLimitStateMachineTests {
 
     @Test("responses that arrive out of order do not count twice the requests the server has counted already")
     func outOfOrder() throws {
-        var machine = Machine(settings: Self.settings())
-        let probe = try #require(Self.arrive(&machine, 0))
-        _ = machine.complete(probe, observation: Self.headers(limit: 10, remaining: 9, reset: .seconds(60)), now: .zero)
+        var machine = try Self.probed(Self.headers(limit: 10, remaining: 9, reset: .seconds(60)))
         let tickets = (1...3).compactMap { Self.arrive(&machine, $0) }
         #expect(machine.remaining == 6)
         // The server counted all three (9 → 6); the last one's answer comes first, two are still in flight.
@@ -150,9 +152,7 @@ struct RateLimitStateMachineTests {
 
     @Test("at the reset the quota comes back, waiters go in FIFO order, and the next reset is predicted")
     func newWindow() throws {
-        var machine = Machine(settings: Self.settings())
-        let probe = try #require(Self.arrive(&machine, 0))
-        _ = machine.complete(probe, observation: Self.headers(limit: 2, remaining: 0, reset: .seconds(10)), now: .zero)
+        var machine = try Self.probed(Self.headers(limit: 2, remaining: 0, reset: .seconds(10)))
         for waiter in 1...5 { Self.arrive(&machine, waiter) }
         #expect(machine.tick(now: .seconds(9)).sends.isEmpty)
         let output = machine.tick(now: .seconds(10))
@@ -183,9 +183,7 @@ struct RateLimitStateMachineTests {
 
     @Test("requests in flight at the reset count in the new window until they show they were counted in the old")
     func carriedOver() throws {
-        var machine = Machine(settings: Self.settings())
-        let probe = try #require(Self.arrive(&machine, 0))
-        _ = machine.complete(probe, observation: Self.headers(limit: 3, remaining: 3, reset: .seconds(10)), now: .zero)
+        var machine = try Self.probed(Self.headers(limit: 3, remaining: 3, reset: .seconds(10)))
         let late = try #require(Self.arrive(&machine, 1, now: .seconds(9)))
         _ = Self.arrive(&machine, 2, now: .seconds(9))
         _ = machine.tick(now: .seconds(10))
@@ -254,9 +252,10 @@ struct RateLimitStateMachineTests {
 
     @Test("queue full, wait too long and past the deadline are refused at once when the slot time is known")
     func refusals() throws {
-        var machine = Machine(settings: Self.settings(queue: 2, maximumWait: .seconds(100)))
-        let probe = try #require(Self.arrive(&machine, 0))
-        _ = machine.complete(probe, observation: Self.headers(limit: 1, remaining: 0, reset: .seconds(60)), now: .zero)
+        var machine = try Self.probed(
+            Self.headers(limit: 1, remaining: 0, reset: .seconds(60)),
+            settings: Self.settings(queue: 2, maximumWait: .seconds(100))
+        )
         // The next slot opens at 60: a deadline at 30 cannot be met.
         #expect(machine.acquire(now: .zero, deadline: .seconds(30)) == .reject(.pastDeadline(opensIn: .seconds(60))))
         #expect(machine.acquire(now: .zero, deadline: .seconds(60)) == .reject(.pastDeadline(opensIn: .seconds(60))))
@@ -311,9 +310,7 @@ struct RateLimitStateMachineTests {
 
     @Test("a cancelled waiter leaves the queue; a ticket returned unused frees its slot")
     func cancellation() throws {
-        var machine = Machine(settings: Self.settings())
-        let probe = try #require(Self.arrive(&machine, 0))
-        _ = machine.complete(probe, observation: Self.headers(remaining: 1, reset: .seconds(60)), now: .zero)
+        var machine = try Self.probed(Self.headers(remaining: 1, reset: .seconds(60)))
         let ticket = try #require(Self.arrive(&machine, 1))
         guard case .suspend(let id) = machine.acquire(now: .zero, deadline: nil) else {
             Issue.record("expected to wait")

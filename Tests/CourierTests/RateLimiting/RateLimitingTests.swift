@@ -72,6 +72,17 @@ final class WindowedServer: Sendable {
 struct RateLimitingTests {
     private let url = URL(string: "https://api.example.test/items")!
 
+    /// A manual clock, a server allowing `limit` per minute on it, and a client limiting by `policy`.
+    private func limited(
+        _ limit: Int = 1,
+        _ policy: RateLimitPolicy = RateLimitPolicy()
+    ) -> (clock: ManualClock, server: WindowedServer, limiter: RateLimiter, client: Client) {
+        let clock = ManualClock()
+        let server = WindowedServer(limit: limit, clock: clock)
+        let limiter = RateLimiter(policy, clock: clock)
+        return (clock, server, limiter, Client(transport: server.transport, middleware: [.rateLimiting(limiter)]))
+    }
+
     @Test(
         "1,000 concurrent callers against 50 per window: zero 429s, in the minimum number of windows",
         .timeLimit(.minutes(1)),
@@ -224,16 +235,13 @@ struct RateLimitingTests {
 
     @Test("past the maximum queue length or the maximum wait, a request fails at once with rateLimited")
     func bounds() async throws {
-        let clock = ManualClock()
-        let server = WindowedServer(limit: 1, clock: clock)
         let events = Locked<[RateLimitEvent]>([])
         let policy = RateLimitPolicy(
             maximumWait: .seconds(90),
             maximumQueueLength: 1,
             onEvent: { event in events.withLock { $0.append(event) } }
         )
-        let limiter = RateLimiter(policy, clock: clock)
-        let client = Client(transport: server.transport, middleware: [.rateLimiting(limiter)])
+        let (clock, _, limiter, client) = limited(1, policy)
         _ = try await client.send(URLRequest(url: url))
         let waiting = Task { try await client.send(URLRequest(url: url)).1.statusCode }
         await clock.waitForSleepers(count: 1)
@@ -262,10 +270,7 @@ struct RateLimitingTests {
 
     @Test("a waiting request is cancellable: it throws CancellationError, leaves the queue and sends nothing")
     func cancellation() async throws {
-        let clock = ManualClock()
-        let server = WindowedServer(limit: 1, clock: clock)
-        let limiter = RateLimiter(RateLimitPolicy(), clock: clock)
-        let client = Client(transport: server.transport, middleware: [.rateLimiting(limiter)])
+        let (clock, server, limiter, client) = limited()
         _ = try await client.send(URLRequest(url: url))
         let waiting = Task { try await client.send(URLRequest(url: url)) }
         await clock.waitForSleepers(count: 1)
