@@ -49,8 +49,8 @@ public protocol RateLimitStore: Sendable {
 
 /// A ``RateLimitStore`` in the process's memory: the default.
 ///
-/// It keeps one entry per partition, the last recorded; entries whose window reset more than a minute ago
-/// are dropped when a new entry is recorded, so it does not grow with the number of partitions seen.
+/// It keeps one entry per partition, the last recorded. Once it holds more than 64, recording drops the
+/// entries whose window reset more than a minute ago, so it does not grow with the number of partitions seen.
 public final class InMemoryRateLimitStore: RateLimitStore {
     // No state machine: a dictionary under a lock, with no waiters.
     private let quotas = LockedState<[String: RateLimitQuota]>([:])

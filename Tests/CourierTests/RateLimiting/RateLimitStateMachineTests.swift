@@ -150,6 +150,22 @@ struct RateLimitStateMachineTests {
         #expect(machine.remaining == 6)
     }
 
+    @Test("a response showing a later window starts it at once, before the predicted reset")
+    func laterWindowFromResponse() throws {
+        var machine = try Self.probed(Self.headers(limit: 5, remaining: 4, reset: .seconds(10)))
+        let sent = (1...4).compactMap { Self.arrive(&machine, $0) }
+        Self.arrive(&machine, 5)
+        // The server's window turned over early (its clock runs ahead): the answer shows a reset 60 s on.
+        let output = machine.complete(
+            sent[0],
+            observation: Self.headers(limit: 5, remaining: 4, reset: .seconds(60)),
+            now: .seconds(1)
+        )
+        #expect(machine.resetAt == .seconds(61))
+        // 4 left by the server, 3 of ours still in flight and maybe not counted yet: 1 may go, to waiter 5.
+        #expect(output.sends.map(\.waiter) == [5])
+    }
+
     @Test("at the reset the quota comes back, waiters go in FIFO order, and the next reset is predicted")
     func newWindow() throws {
         var machine = try Self.probed(Self.headers(limit: 2, remaining: 0, reset: .seconds(10)))

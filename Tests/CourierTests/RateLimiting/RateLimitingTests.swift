@@ -136,6 +136,8 @@ struct RateLimitingTests {
         // The probe said 4 are left: 4 go, the other 3 wait for the next window.
         await server.answered.wait(for: 5)
         await clock.waitForSleepers(count: 1)
+        // One timer for the window, however many wait.
+        #expect(clock.sleeperCount == 1)
         clock.advance(by: .seconds(60))
         var statuses: [Int] = []
         for call in calls { statuses.append(try await call.value) }
@@ -376,6 +378,20 @@ struct RateLimitingTests {
         clock.advance(by: .seconds(60))
         #expect(try await waiting.value == 200)
         #expect(server.refusals.value == 0)
+    }
+
+    @Test("the in-memory store drops entries whose window is long over once it holds more than 64")
+    func storePrunes() async throws {
+        let date = Date(timeIntervalSince1970: 1_767_225_600)
+        let store = InMemoryRateLimitStore(currentDate: { date })
+        let old = RateLimitQuota(limit: 1, remaining: 0, resetsAt: date.addingTimeInterval(-120), window: nil)
+        let fresh = RateLimitQuota(limit: 1, remaining: 0, resetsAt: date.addingTimeInterval(30), window: nil)
+        await store.record(old, for: "old")
+        for index in 0..<63 { await store.record(fresh, for: "fresh-\(index)") }
+        #expect(await store.quota(for: "old") == old)
+        await store.record(fresh, for: "one-more")
+        #expect(await store.quota(for: "old") == nil)
+        #expect(await store.quota(for: "fresh-0") == fresh)
     }
 
     @Test("events report what a response said")

@@ -23,12 +23,12 @@ extension RateLimitEvent {
             metadata["reason"] = .string(reason.description)
             logger.warning("Rate limit refused a request", metadata: metadata)
         case .updated(_, let limit, let remaining, let resetIn):
-            if let limit { metadata["limit"] = .stringConvertible(limit) }
-            metadata["remaining"] = .stringConvertible(remaining)
+            if let limit { metadata["limit"] = .string(String(limit)) }
+            metadata["remaining"] = .string(String(remaining))
             if let resetIn { metadata["reset_in_ms"] = .string(LogRecord.milliseconds(resetIn)) }
             logger.debug("Rate limit updated", metadata: metadata)
         case .throttled(_, let status, let retryAfter):
-            metadata["http.status_code"] = .stringConvertible(status)
+            metadata["http.status_code"] = .string(String(status))
             if let retryAfter { metadata["retry_after_ms"] = .string(LogRecord.milliseconds(retryAfter)) }
             logger.notice("Rate limited by the server", metadata: metadata)
         }
