@@ -4,7 +4,7 @@
 // This snippet writes four, each in a factory that builds its state once:
 //
 // - `requestID`: changes the request and calls `next` once;
-// - `caching`: answers repeated GETs from memory, calling `next` zero times on a hit;
+// - `memoizing`: answers repeated GETs from memory, calling `next` zero times on a hit;
 // - `retryingOnce(on:)`: calls `next` a second time when the first answer is a 503;
 // - `readOnly`: calls `next` zero times and throws a `CourierError`, which then names it.
 //
@@ -44,10 +44,11 @@ extension Middleware {
         }
     }
 
-    /// Answers repeated GETs with the first successful response (a toy cache: no expiry, no size limit).
-    static func caching() -> Middleware {
+    /// Answers repeated GETs with the first successful response (a toy: no expiry, no size limit; Courier's
+    /// own `.caching()` follows HTTP's caching rules).
+    static func memoizing() -> Middleware {
         let stored = Mutex<[URL: (Data, HTTPURLResponse)]>([:])
-        return Middleware(name: "caching") { request, next in
+        return Middleware(name: "memoizing") { request, next in
             guard request.httpMethod ?? "GET" == "GET", let url = request.url else {
                 return try await next(request)
             }
@@ -100,7 +101,7 @@ func report(_ step: String, _ text: String, _ api: MockTransport) {
 // a cache hit gets none at all.
 let client = Client(
     transport: api,
-    middleware: [.readOnly, .validatingStatus(), .caching(), .retryingOnce(on: 503), .requestID(prefix: "req")]
+    middleware: [.readOnly, .validatingStatus(), .memoizing(), .retryingOnce(on: 503), .requestID(prefix: "req")]
 )
 
 let (user, _) = try await client.send(get("/users/42"))

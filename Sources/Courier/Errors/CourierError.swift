@@ -40,6 +40,7 @@ public struct CourierError: Error, Sendable {
             case clientShutDown
             case circuitOpen
             case concurrencyLimited
+            case rateLimited
         }
 
         private let base: Base
@@ -83,6 +84,9 @@ public struct CourierError: Error, Sendable {
         public static let circuitOpen = Code(.circuitOpen)
         /// A concurrency limiter refused the request.
         public static let concurrencyLimited = Code(.concurrencyLimited)
+        /// A rate limiter refused the request without sending it: its partition's queue was full, or the wait
+        /// for a slot would have been longer than the policy's maximum.
+        public static let rateLimited = Code(.rateLimited)
 
         /// The code's stable name, for example `timedOut`.
         public var description: String { base.rawValue }

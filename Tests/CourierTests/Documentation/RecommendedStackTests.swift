@@ -17,8 +17,9 @@ struct RecommendedStackTests {
     /// A stack in the docs may leave layers out, but never lists two in another order.
     static let order = [
         "counting", "metrics", "tracing (whole call)", "logging", "timeout (whole call)", "idempotencyKey", "retry",
-        "authenticating",
-        "coalescing", "circuitBreaker", "hedging", "limitingConcurrency", "tracing", "timeout (per attempt)",
+        "authenticating", "caching",
+        "coalescing", "circuitBreaker", "hedging", "limitingConcurrency", "rateLimiting", "tracing",
+        "timeout (per attempt)",
         "validatingStatus", "followingRedirects",
     ]
 
@@ -143,6 +144,17 @@ struct RecommendedStackTests {
                 "timeout (per attempt)", "validatingStatus", "followingRedirects",
             ]
         )
+    }
+
+    @Test("the README's paragraph on the optional layers names them in the recommended order")
+    func readmeOptionalLayers() throws {
+        let readme = try String(contentsOf: packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let paragraph = try #require(
+            readme.components(separatedBy: "\n\n").first { $0.hasPrefix("Optional layers have their place") }
+        )
+        let names = paragraph.components(separatedBy: "`.").dropFirst().map { String($0.prefix { $0.isLetter }) }
+        let optional = Self.order.drop { $0 != "authenticating" }.dropFirst().prefix { $0 != "tracing" }
+        #expect(Self.named(names).filter { optional.contains($0) } == Array(optional))
     }
 
     @Test("a stack out of order is caught: the check fails for the Authentication article's old stack")

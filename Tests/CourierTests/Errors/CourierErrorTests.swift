@@ -29,6 +29,7 @@ struct CourierErrorTests {
             (.clientShutDown, "clientShutDown"),
             (.circuitOpen, "circuitOpen"),
             (.concurrencyLimited, "concurrencyLimited"),
+            (.rateLimited, "rateLimited"),
         ]
     )
     func stableCodes(code: CourierError.Code, name: String) {

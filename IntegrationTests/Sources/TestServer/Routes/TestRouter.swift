@@ -22,6 +22,7 @@ enum TestRouter {
         self.addAuthRoutes(to: router, state: state)
         self.addRedirectRoutes(to: router, state: state)
         self.addCachingRoutes(to: router, state: CachingState())
+        self.addRateLimitRoutes(to: router)
         return router
     }
 

@@ -1,0 +1,68 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension Middleware {
+    /// Paces requests by the rate limits the server announces, so that they wait for the next window instead
+    /// of being sent into a `429`.
+    ///
+    /// ```swift
+    /// let client = Client(
+    ///     baseURL: baseURL,
+    ///     middleware: [
+    ///         .timeout(.seconds(30)),          // the whole call: bounds the wait for a window too
+    ///         .retry(.default),
+    ///         .authenticating(with: auth),
+    ///         .rateLimiting(RateLimitPolicy(maximumWait: .seconds(20))),
+    ///         .timeout(.seconds(5)),           // each attempt: time spent waiting does not count
+    ///         .validatingStatus(),
+    ///     ]
+    /// )
+    /// ```
+    ///
+    /// See ``RateLimiter`` for the fields it reads and how it paces, and <doc:RateLimiting> for a guide.
+    ///
+    /// **Where it goes**: inside `retry`, so that each attempt takes a slot and a retry after a `429` waits
+    /// for the window instead of going straight into another `429`; inside `authenticating`, so that a
+    /// refresh-and-restart is counted as the second request it is and a per-credential partition can read
+    /// the credential; outside the per-attempt timeout, so waiting for a window does not eat an attempt's
+    /// time. It works with `validatingStatus` on either side (it reads a `429` from the error too).
+    ///
+    /// - Parameters:
+    ///   - policy: How to pace; the defaults follow the server, wait at most 60 seconds and partition by host.
+    ///   - clock: The clock windows are measured on; `ContinuousClock` by default, a `ManualClock` in tests.
+    /// - Returns: The middleware, named `"rateLimiting"`.
+    public static func rateLimiting<C: Clock<Duration>>(
+        _ policy: RateLimitPolicy = RateLimitPolicy(),
+        clock: C = ContinuousClock()
+    ) -> Middleware {
+        .rateLimiting(RateLimiter(policy, clock: clock))
+    }
+
+    /// Rate limiting with a limiter you keep, to read its state or share one quota between clients.
+    ///
+    /// ```swift
+    /// let limiter = RateLimiter(RateLimitPolicy())
+    /// let a = Client(baseURL: base, middleware: [.rateLimiting(limiter)])
+    /// let b = Client(baseURL: base, middleware: [.rateLimiting(limiter)])   // one quota for both
+    /// ```
+    ///
+    /// - Returns: The middleware, named `"rateLimiting"`.
+    public static func rateLimiting(_ limiter: RateLimiter) -> Middleware {
+        Middleware(name: "rateLimiting") { request, next in
+            let lease = try await limiter.acquire(request)
+            let result: (Data, HTTPURLResponse)
+            do {
+                result = try await next(request)
+            } catch {
+                // A status validation layer inside turns a 429 into an error that still carries the response.
+                await limiter.complete(lease, response: (error as? CourierError)?.response)
+                throw error
+            }
+            await limiter.complete(lease, response: result.1)
+            return result
+        }
+    }
+}

@@ -1,0 +1,224 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// What one response says about a rate limit: the quota, what is left of it, when it comes back, and
+/// whether the server refused the request for being over it.
+struct RateLimitObservation: Sendable, Equatable {
+    /// Requests allowed per window, when the server says.
+    var limit: Int?
+    /// Requests left in the current window, when the server says.
+    var remaining: Int?
+    /// Time from now until the window resets (the quota is restored), when the server says.
+    var reset: Duration?
+    /// The length of a window, when the server says (`RateLimit-Policy`'s `w`).
+    var window: Duration?
+    /// The delay a `429` or `503` asked for with `Retry-After`.
+    var retryAfter: Duration?
+    /// Whether the status was `429` or `503`: the server refused the request.
+    var isThrottled = false
+
+    /// Whether the response said anything about the rate limit.
+    var isEmpty: Bool { limit == nil && remaining == nil && reset == nil && window == nil && !isThrottled }
+}
+
+/// Reads the rate-limit fields of a response.
+///
+/// In order of preference (the first family present wins):
+/// 1. The IETF fields of draft-ietf-httpapi-ratelimit-headers (drafts 08 and later), structured-field lists
+///    of named policies: `RateLimit: "default";r=50;t=30` (`r` remaining, `t` seconds until the quota is
+///    restored) and `RateLimit-Policy: "default";q=100;w=60` (`q` quota, `w` window in seconds). When several
+///    policies are listed, the most restrictive one (least remaining) applies.
+/// 2. The earlier drafts' forms: a dictionary `RateLimit: limit=100, remaining=50, reset=30`, or the separate
+///    `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` fields, with `RateLimit-Policy: 100;w=60`.
+/// 3. The common `X-RateLimit-Limit`, `X-RateLimit-Remaining` and `X-RateLimit-Reset`.
+///
+/// A reset is delta seconds or, in the `X-` form as GitHub and others send it, an epoch time in seconds. A
+/// value larger than half the current epoch time (about 28 years in seconds today) is an epoch time: no
+/// window lasts that long, and no server's clock is that far behind. An epoch time in the past means "now".
+///
+/// A `429` or `503` also carries `Retry-After` (seconds or an HTTP-date; see ``RetryAfter``).
+enum RateLimitHeaders {
+    /// Reads `response`'s fields; `now` is the wall-clock time, for epoch resets and HTTP-dates.
+    static func observe(_ response: HTTPURLResponse, now: Date) -> RateLimitObservation {
+        observe(status: response.statusCode, now: now) { response.value(forHTTPHeaderField: $0) }
+    }
+
+    /// Reads the fields `field` returns (by name, case-insensitively) of a response with `status`.
+    static func observe(status: Int, now: Date, field: (String) -> String?) -> RateLimitObservation {
+        var observation = RateLimitObservation()
+        if let rateLimit = field("RateLimit") {
+            let members = StructuredFieldList.parse(rateLimit)
+            if members.contains(where: { $0.value("r") != nil }) {
+                observation = ietf(members, policies: field("RateLimit-Policy").map(StructuredFieldList.parse) ?? [])
+            } else {
+                observation = dictionaryForm(members)
+                observation.window = field("RateLimit-Policy").flatMap(olderPolicyWindow)
+            }
+        } else if field("RateLimit-Remaining") != nil || field("RateLimit-Limit") != nil {
+            observation.limit = field("RateLimit-Limit").flatMap(leadingInteger)
+            observation.remaining = field("RateLimit-Remaining").flatMap(leadingInteger)
+            observation.reset = field("RateLimit-Reset").flatMap { reset($0, now: now) }
+            observation.window = field("RateLimit-Policy").flatMap(olderPolicyWindow)
+        } else {
+            observation.limit = field("X-RateLimit-Limit").flatMap(leadingInteger)
+            observation.remaining = field("X-RateLimit-Remaining").flatMap(leadingInteger)
+            observation.reset = field("X-RateLimit-Reset").flatMap { reset($0, now: now) }
+        }
+        if status == 429 || status == 503 {
+            observation.isThrottled = true
+            observation.retryAfter = field("Retry-After").flatMap { RetryAfter.delay($0, now: now) }
+        }
+        return observation
+    }
+
+    /// The IETF form: the policy with the least remaining, with its quota and window from `policies`.
+    private static func ietf(
+        _ members: [StructuredFieldList.Member],
+        policies: [StructuredFieldList.Member]
+    ) -> RateLimitObservation {
+        var observation = RateLimitObservation()
+        var chosen: StructuredFieldList.Member?
+        for member in members {
+            guard let remaining = member.value("r").flatMap(leadingInteger) else { continue }
+            if let current = observation.remaining, current <= remaining { continue }
+            observation.remaining = remaining
+            chosen = member
+        }
+        guard let chosen else { return observation }
+        observation.reset = chosen.value("t").flatMap(seconds)
+        let policy = policies.first { $0.item == chosen.item } ?? (policies.count == 1 ? policies.first : nil)
+        observation.limit = policy?.value("q").flatMap(leadingInteger)
+        observation.window = policy?.value("w").flatMap(seconds)
+        return observation
+    }
+
+    /// The dictionary form of draft 07: `limit=100, remaining=50, reset=30`.
+    private static func dictionaryForm(_ members: [StructuredFieldList.Member]) -> RateLimitObservation {
+        var observation = RateLimitObservation()
+        for member in members {
+            let parts = member.item.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            switch parts[0].lowercased() {
+            case "limit": observation.limit = leadingInteger(parts[1])
+            case "remaining": observation.remaining = leadingInteger(parts[1])
+            case "reset": observation.reset = seconds(parts[1])
+            default: break
+            }
+        }
+        return observation
+    }
+
+    /// The window of an earlier draft's policy, `100;w=60`: the first policy's `w`.
+    private static func olderPolicyWindow(_ value: String) -> Duration? {
+        StructuredFieldList.parse(value).lazy.compactMap { $0.value("w").flatMap(seconds) }.first
+    }
+
+    /// A reset as delta seconds or an epoch time (see the type's overview), from `now`.
+    static func reset(_ value: String, now: Date) -> Duration? {
+        guard let number = Double(value.trimmingCharacters(in: .whitespaces)), number.isFinite, number >= 0 else {
+            return nil
+        }
+        let epochNow = now.timeIntervalSince1970
+        if number > epochNow / 2 {
+            return .seconds(max(0, number - epochNow))
+        }
+        return .seconds(number)
+    }
+
+    /// A non-negative number of seconds, possibly fractional.
+    private static func seconds<S: StringProtocol>(_ value: S) -> Duration? {
+        guard let number = Double(value.trimmingCharacters(in: .whitespaces)), number.isFinite, number >= 0 else {
+            return nil
+        }
+        return .seconds(number)
+    }
+
+    /// The integer a value starts with (`"100"`, `"100, 100;w=60"`), when it is one and not negative.
+    private static func leadingInteger<S: StringProtocol>(_ value: S) -> Int? {
+        let digits = value.drop { $0 == " " || $0 == "\t" }.prefix { $0.isASCII && $0.isNumber }
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        return Int(digits)
+    }
+}
+
+/// A lenient reader of RFC 9651 structured-field lists: members separated by commas, each an item followed by
+/// `;key=value` parameters. Quoted strings may contain commas and semicolons; a malformed member is kept as
+/// well as it can be rather than failing the whole field, since a client should pace itself from whatever
+/// the server sends.
+enum StructuredFieldList {
+    struct Member: Equatable {
+        /// The bare item, unquoted when it was a string: `default`, `100`, or `limit=100` in a dictionary.
+        var item: String
+        /// The parameters in order, keys lowercased; a parameter without a value has the value `"?1"`.
+        var parameters: [(key: String, value: String)]
+
+        /// The first parameter named `key`.
+        func value(_ key: String) -> String? {
+            parameters.first { $0.key == key }?.value
+        }
+
+        static func == (lhs: Member, rhs: Member) -> Bool {
+            lhs.item == rhs.item && lhs.parameters.elementsEqual(rhs.parameters) { $0 == $1 }
+        }
+    }
+
+    static func parse(_ value: String) -> [Member] {
+        split(value, on: ",").compactMap { text in
+            let parts = split(text, on: ";")
+            let item = unquoted(parts[0])
+            guard !item.isEmpty || parts.count > 1 else { return nil }
+            let parameters = parts.dropFirst().compactMap { part -> (key: String, value: String)? in
+                let pair = part.split(separator: "=", maxSplits: 1)
+                guard let key = pair.first?.trimmingCharacters(in: .whitespaces).lowercased(), !key.isEmpty else {
+                    return nil
+                }
+                return (key, pair.count == 2 ? unquoted(String(pair[1])) : "?1")
+            }
+            return Member(item: item, parameters: parameters)
+        }
+    }
+
+    /// Splits `text` on `separator` outside double quotes (a backslash escapes the next character in quotes).
+    private static func split(_ text: String, on separator: Character) -> [String] {
+        var parts: [String] = []
+        var current = ""
+        var inQuotes = false
+        var escaped = false
+        for character in text {
+            if escaped {
+                escaped = false
+            } else if inQuotes, character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                inQuotes.toggle()
+            } else if character == separator, !inQuotes {
+                parts.append(current)
+                current = ""
+                continue
+            }
+            current.append(character)
+        }
+        parts.append(current)
+        return parts
+    }
+
+    /// Trims spaces and removes the quotes (and escapes) of a quoted string.
+    private static func unquoted(_ text: String) -> String {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard trimmed.count >= 2, trimmed.hasPrefix("\""), trimmed.hasSuffix("\"") else { return trimmed }
+        var result = ""
+        var escaped = false
+        for character in trimmed.dropFirst().dropLast() {
+            if !escaped, character == "\\" {
+                escaped = true
+                continue
+            }
+            escaped = false
+            result.append(character)
+        }
+        return result
+    }
+}

@@ -1,0 +1,94 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// How ``Middleware/rateLimiting(_:clock:)`` paces requests: how long and how many may wait, how requests
+/// are grouped, and the limit to keep when a server says nothing.
+///
+/// ```swift
+/// var policy = RateLimitPolicy()
+/// policy.maximumWait = .seconds(30)
+/// policy.clientLimit = .init(maxRequests: 100, per: .seconds(60))   // until the server says otherwise
+/// policy.partition = { request in request.value(forHTTPHeaderField: "X-Tenant") ?? "" }
+/// policy.onEvent = { event in logger.debug("\(event)") }
+/// let client = Client(baseURL: base, middleware: [.retry(.default), .rateLimiting(policy)])
+/// ```
+public struct RateLimitPolicy: Sendable {
+    /// A limit the client keeps on its own: `maxRequests` per `window`, the window starting with its first
+    /// request.
+    public struct ClientLimit: Sendable, Hashable {
+        /// The most requests per window; at least 1.
+        public var maxRequests: Int
+        /// The length of a window.
+        public var window: Duration
+
+        /// Creates a limit of `maxRequests` per `window`.
+        public init(maxRequests: Int, per window: Duration) {
+            precondition(maxRequests > 0, "a client-side limit must allow at least one request")
+            precondition(window > .zero, "a client-side window must be longer than zero")
+            self.maxRequests = maxRequests
+            self.window = window
+        }
+    }
+
+    /// The limit to keep while the server has sent no rate-limit fields for a partition, or `nil` (the
+    /// default): then the first request to a partition goes alone as a probe, the others wait for its
+    /// response, and a partition whose server sends no fields is not paced at all. Once the server sends
+    /// numbers, they replace this limit.
+    public var clientLimit: ClientLimit?
+
+    /// The longest a request waits for its slot; one that would wait longer fails at once with
+    /// ``CourierError/Code/rateLimited`` (or as soon as the wait is known, or when it has waited this long).
+    /// 60 seconds by default; `nil` for no limit (the call's deadline still applies).
+    public var maximumWait: Duration?
+
+    /// The most requests that may wait in one partition; one more fails at once with
+    /// ``CourierError/Code/rateLimited``. 10,000 by default; `nil` for no limit.
+    public var maximumQueueLength: Int?
+
+    /// How long to hold requests when the server refuses one (`429`/`503`) or reports nothing left without
+    /// saying until when. One second by default.
+    public var fallbackDelay: Duration
+
+    /// The partition a request belongs to: requests in one partition share one quota. By default
+    /// ``host(of:)``, the host and port. Return, for example, a tenant or an account identifier to follow a
+    /// quota per account (when the key is derived from a credential, return a hash of it, not the secret:
+    /// keys appear in events and stores).
+    public var partition: @Sendable (URLRequest) -> String
+
+    /// Called when a request waited or was refused, and when a response changed a quota; for logs and
+    /// metrics. It runs synchronously on the request's path and must be quick.
+    public var onEvent: (@Sendable (RateLimitEvent) -> Void)?
+
+    /// The wall clock, for epoch-time resets and HTTP-date `Retry-After` values. Inject a fixed date in tests.
+    public var currentDate: @Sendable () -> Date
+
+    /// Creates a policy; see each property for what it means.
+    public init(
+        clientLimit: ClientLimit? = nil,
+        maximumWait: Duration? = .seconds(60),
+        maximumQueueLength: Int? = 10_000,
+        fallbackDelay: Duration = .seconds(1),
+        partition: @escaping @Sendable (URLRequest) -> String = RateLimitPolicy.host(of:),
+        onEvent: (@Sendable (RateLimitEvent) -> Void)? = nil,
+        currentDate: @escaping @Sendable () -> Date = { Date() }
+    ) {
+        precondition((maximumQueueLength ?? 0) >= 0, "maximumQueueLength must not be negative")
+        precondition(fallbackDelay > .zero, "fallbackDelay must be longer than zero")
+        self.clientLimit = clientLimit
+        self.maximumWait = maximumWait
+        self.maximumQueueLength = maximumQueueLength
+        self.fallbackDelay = fallbackDelay
+        self.partition = partition
+        self.onEvent = onEvent
+        self.currentDate = currentDate
+    }
+
+    /// The default partition: the request's host, lowercased, and port, for example `api.example.com:443`.
+    @Sendable
+    public static func host(of request: URLRequest) -> String {
+        HostKey.of(request.url)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Testing
+
+@testable import Courier
+
+@Suite("RateLimitHeaders")
+struct RateLimitHeadersTests {
+    /// 2026-01-01T00:00:00Z.
+    private let now = Date(timeIntervalSince1970: 1_767_225_600)
+
+    private func observe(_ fields: [String: String], status: Int = 200) -> RateLimitObservation {
+        RateLimitHeaders.observe(status: status, now: now) { name in
+            fields.first { $0.key.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    @Test("the IETF fields: remaining and reset from RateLimit, quota and window from the named policy")
+    func ietf() {
+        let observation = observe([
+            "RateLimit": #""default";r=50;t=30"#,
+            "RateLimit-Policy": #""burst";q=10;w=1, "default";q=100;w=60"#,
+        ])
+        #expect(observation.remaining == 50)
+        #expect(observation.reset == .seconds(30))
+        #expect(observation.limit == 100)
+        #expect(observation.window == .seconds(60))
+        #expect(!observation.isThrottled)
+    }
+
+    @Test("with several IETF policies, the one with the least remaining applies")
+    func mostRestrictive() {
+        let observation = observe([
+            "RateLimit": #""day";r=900;t=40000, "minute";r=3;t=12"#,
+            "RateLimit-Policy": #""day";q=1000;w=86400, "minute";q=60;w=60"#,
+        ])
+        #expect(observation.remaining == 3)
+        #expect(observation.reset == .seconds(12))
+        #expect(observation.limit == 60)
+        #expect(observation.window == .seconds(60))
+    }
+
+    @Test("quoted policy names may contain commas and semicolons; tokens work as names too")
+    func quotedNames() {
+        let quoted = observe(["RateLimit": #""a,b;c";r=7;t=3"#, "RateLimit-Policy": #""a,b;c";q=9;w=5"#])
+        #expect(quoted.remaining == 7)
+        #expect(quoted.limit == 9)
+        let token = observe(["RateLimit": "default;r=4;t=2", "RateLimit-Policy": "default;q=8;w=10"])
+        #expect(token.remaining == 4)
+        #expect(token.limit == 8)
+    }
+
+    @Test("the earlier drafts: the RateLimit dictionary, and separate RateLimit-Limit/-Remaining/-Reset")
+    func earlierDrafts() {
+        let dictionary = observe(["RateLimit": "limit=100, remaining=50, reset=30", "RateLimit-Policy": "100;w=60"])
+        #expect(dictionary.limit == 100)
+        #expect(dictionary.remaining == 50)
+        #expect(dictionary.reset == .seconds(30))
+        #expect(dictionary.window == .seconds(60))
+        let separate = observe([
+            "RateLimit-Limit": "100", "RateLimit-Remaining": "5", "RateLimit-Reset": "7",
+            "RateLimit-Policy": "100;w=60",
+        ])
+        #expect(separate.limit == 100)
+        #expect(separate.remaining == 5)
+        #expect(separate.reset == .seconds(7))
+        #expect(separate.window == .seconds(60))
+    }
+
+    @Test("X-RateLimit-*: a reset as delta seconds")
+    func xDelta() {
+        let observation = observe(["X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "42"])
+        #expect(observation.limit == 60)
+        #expect(observation.remaining == 0)
+        #expect(observation.reset == .seconds(42))
+    }
+
+    @Test("X-RateLimit-Reset as an epoch time: more than half the current epoch time")
+    func xEpoch() {
+        let future = observe(["X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "1767225690"])
+        #expect(future.reset == .seconds(90))
+        let past = observe(["X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "1767225000"])
+        #expect(past.reset == .zero)
+        // A year of delta seconds is still a delta.
+        let long = observe(["X-RateLimit-Remaining": "1", "X-RateLimit-Reset": "31536000"])
+        #expect(long.reset == .seconds(31_536_000))
+    }
+
+    @Test("a limit field in the older list form reads its first number")
+    func listLimit() {
+        let observation = observe(["X-RateLimit-Limit": "100, 100;w=60", "X-RateLimit-Remaining": "9"])
+        #expect(observation.limit == 100)
+        #expect(observation.remaining == 9)
+    }
+
+    @Test("429 and 503 are throttled and carry Retry-After (seconds or an HTTP-date); other statuses ignore it")
+    func retryAfter() {
+        let seconds = observe(["Retry-After": "120"], status: 429)
+        #expect(seconds.isThrottled)
+        #expect(seconds.retryAfter == .seconds(120))
+        let date = observe(["Retry-After": "Thu, 01 Jan 2026 00:00:30 GMT"], status: 503)
+        #expect(date.isThrottled)
+        #expect(date.retryAfter == .seconds(30))
+        let ok = observe(["Retry-After": "120"], status: 200)
+        #expect(!ok.isThrottled)
+        #expect(ok.retryAfter == nil)
+        #expect(ok.isEmpty)
+    }
+
+    @Test("the IETF fields win over the X- fields when both are sent")
+    func precedence() {
+        let observation = observe([
+            "RateLimit": #""default";r=5;t=10"#,
+            "X-RateLimit-Remaining": "99",
+            "X-RateLimit-Reset": "1",
+        ])
+        #expect(observation.remaining == 5)
+        #expect(observation.reset == .seconds(10))
+    }
+
+    @Test("malformed values are ignored rather than misread")
+    func malformed() {
+        let observation = observe(["X-RateLimit-Remaining": "-3", "X-RateLimit-Reset": "soon", "X-RateLimit-Limit": ""])
+        #expect(observation.isEmpty)
+        let ietf = observe(["RateLimit": #""default";t=5"#])
+        #expect(ietf.remaining == nil)
+    }
+}

@@ -1,0 +1,211 @@
+import CourierTesting
+import Testing
+
+@testable import Courier
+
+/// A seeded simulation of one partition: callers arrive at random, some with deadlines, some cancel while they
+/// wait; a server with fixed windows counts each request when it processes it (after a random latency) and
+/// answers after another random latency, so responses cross window boundaries and come back out of order.
+/// The machine is driven exactly as the limiter drives it, ticks included.
+@Suite("RateLimitStateMachine model")
+struct RateLimitModelTests {
+    typealias Machine = RateLimitStateMachine<Int>
+
+    private enum Event {
+        case arrive(caller: Int, deadline: Duration?)
+        case cancel(caller: Int)
+        case process(caller: Int, ticket: Machine.Ticket)
+        case respond(ticket: Machine.Ticket, observation: RateLimitObservation)
+        case tick
+    }
+
+    private enum Fate: Equatable {
+        case waiting(id: Int)
+        case sent(at: Duration)
+        case refused(at: Duration, Machine.Rejection)
+        case cancelled
+    }
+
+    /// The server: `limit` requests per `window`, windows starting at multiples of `window`.
+    private struct Server {
+        let limit: Int
+        let window: Duration
+        var counts: [Int: Int] = [:]
+        var refusals = 0
+
+        mutating func process(at time: Duration) -> RateLimitObservation {
+            let index = Int((time / window).rounded(.down))
+            let end = window * (index + 1)
+            let count = counts[index, default: 0]
+            guard count < limit else {
+                refusals += 1
+                return RateLimitObservation(
+                    limit: limit,
+                    remaining: 0,
+                    reset: end - time,
+                    window: window,
+                    retryAfter: end - time,
+                    isThrottled: true
+                )
+            }
+            counts[index] = count + 1
+            return RateLimitObservation(limit: limit, remaining: limit - count - 1, reset: end - time, window: window)
+        }
+    }
+
+    private struct Simulation {
+        var random: SplitMix64
+        var machine: Machine
+        var server: Server
+        var queue: [(time: Duration, order: Int, event: Event)] = []
+        var order = 0
+        var fates: [Int: Fate] = [:]
+        var resumptions: [Int: Int] = [:]
+        var now: Duration = .zero
+        var violations: [String] = []
+
+        mutating func schedule(_ event: Event, at time: Duration) {
+            order += 1
+            queue.append((time, order, event))
+        }
+
+        mutating func milliseconds(_ range: ClosedRange<Int>) -> Duration {
+            .milliseconds(range.lowerBound + Int(random.next() % UInt64(range.count)))
+        }
+
+        mutating func chance(_ probability: Double) -> Bool { random.nextUnitInterval() < probability }
+
+        mutating func send(_ caller: Int, _ ticket: Machine.Ticket) {
+            resumptions[caller, default: 0] += 1
+            fates[caller] = .sent(at: now)
+            if chance(0.03) {
+                // Cancelled just as it was handed its slot: the middleware gives the slot back unused.
+                carryOut(machine.returnUnused(ticket, now: now))
+                return
+            }
+            schedule(.process(caller: caller, ticket: ticket), at: now + milliseconds(0...1_000))
+        }
+
+        mutating func carryOut(_ output: Machine.Output) {
+            for (caller, ticket, _) in output.sends { send(caller, ticket) }
+            for (caller, rejection) in output.rejections {
+                resumptions[caller, default: 0] += 1
+                fates[caller] = .refused(at: now, rejection)
+            }
+            if let tick = output.scheduleTick { schedule(.tick, at: tick) }
+        }
+
+        mutating func handle(_ event: Event) {
+            switch event {
+            case .arrive(let caller, let deadline):
+                switch machine.acquire(now: now, deadline: deadline) {
+                case .send(let ticket):
+                    fates[caller] = .waiting(id: -1)
+                    send(caller, ticket)
+                case .reject(let rejection):
+                    fates[caller] = .refused(at: now, rejection)
+                case .suspend(let id):
+                    switch machine.enqueue(caller, id: id, now: now, deadline: deadline, isCancelled: false) {
+                    case .send(let ticket):
+                        fates[caller] = .waiting(id: id)
+                        send(caller, ticket)
+                    case .waiting(let tick):
+                        fates[caller] = .waiting(id: id)
+                        if let tick { schedule(.tick, at: tick) }
+                    case .reject(let rejection):
+                        fates[caller] = .refused(at: now, rejection)
+                    case .cancelled:
+                        violations.append("caller \(caller) cancelled without being cancelled")
+                    }
+                    if chance(0.1) { schedule(.cancel(caller: caller), at: now + milliseconds(0...20_000)) }
+                }
+            case .cancel(let caller):
+                guard case .waiting(let id) = fates[caller] else { return }
+                if let waiter = machine.cancel(id: id) {
+                    if waiter != caller { violations.append("cancelling \(caller) returned \(waiter)") }
+                    resumptions[caller, default: 0] += 1
+                    fates[caller] = .cancelled
+                }
+            case .process(_, let ticket):
+                let observation = server.process(at: now)
+                schedule(.respond(ticket: ticket, observation: observation), at: now + milliseconds(0...1_000))
+            case .respond(let ticket, let observation):
+                carryOut(machine.complete(ticket, observation: observation, now: now))
+            case .tick:
+                carryOut(machine.tick(now: now))
+            }
+        }
+
+        mutating func run() {
+            while let index = queue.indices.min(by: {
+                (queue[$0].time, queue[$0].order) < (queue[$1].time, queue[$1].order)
+            }) {
+                let (time, _, event) = queue.remove(at: index)
+                precondition(time >= now, "time went backwards")
+                now = time
+                handle(event)
+                if queue.allSatisfy({ $0.time > now }) { checkDeadlines() }
+            }
+        }
+
+        /// Nobody still waits once its deadline has come.
+        mutating func checkDeadlines() {
+            for (caller, fate) in fates {
+                guard case .waiting(let id) = fate, id >= 0 else { continue }
+                if let deadline = deadlines[caller], deadline <= now {
+                    violations.append("caller \(caller) still waits at \(now), past its deadline \(deadline)")
+                }
+            }
+        }
+
+        var deadlines: [Int: Duration] = [:]
+    }
+
+    @Test(
+        "never more requests in a server window than it allows; nobody waits past its deadline; nobody leaks",
+        arguments: 0..<60
+    )
+    func model(seed: UInt64) {
+        var random = SplitMix64.derived(seed: seed, 18)
+        let limit = 1 + Int(random.next() % 20)
+        let window = Duration.seconds(5 + Int(random.next() % 20))
+        let maximumWait: Duration? = random.next() % 2 == 0 ? nil : .seconds(30 + Int(random.next() % 90))
+        let settings = Machine.Settings(
+            maximumQueueLength: random.next() % 3 == 0 ? 40 : nil,
+            maximumWait: maximumWait,
+            clientLimit: nil,
+            clientWindow: nil,
+            fallbackDelay: .seconds(1)
+        )
+        var simulation = Simulation(
+            random: random,
+            machine: Machine(settings: settings),
+            server: Server(limit: limit, window: window)
+        )
+        let callers = 200
+        for caller in 0..<callers {
+            let arrival = simulation.milliseconds(0...120_000)
+            let deadline: Duration? = simulation.chance(0.4) ? arrival + simulation.milliseconds(1...60_000) : nil
+            simulation.deadlines[caller] = deadline
+            simulation.schedule(.arrive(caller: caller, deadline: deadline), at: arrival)
+        }
+        simulation.run()
+
+        #expect(simulation.violations == [], "seed \(seed)")
+        #expect(simulation.server.refusals == 0, "seed \(seed): the server refused requests")
+        #expect(simulation.server.counts.values.allSatisfy { $0 <= limit })
+        #expect(simulation.machine.waiterCount == 0)
+        #expect(simulation.machine.inFlight == 0)
+        #expect(simulation.fates.count == callers)
+        for (caller, fate) in simulation.fates {
+            if case .waiting = fate { Issue.record("seed \(seed): caller \(caller) never resumed") }
+            if case .refused(let at, .pastDeadline) = fate, let deadline = simulation.deadlines[caller] {
+                #expect(at <= deadline, "seed \(seed): caller \(caller) refused after its deadline")
+            }
+            if case .sent(let at) = fate, let deadline = simulation.deadlines[caller] {
+                #expect(at < deadline, "seed \(seed): caller \(caller) sent at or after its deadline")
+            }
+        }
+        #expect(simulation.resumptions.values.allSatisfy { $0 <= 1 }, "seed \(seed): a caller was resumed twice")
+    }
+}

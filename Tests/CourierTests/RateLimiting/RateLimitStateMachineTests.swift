@@ -1,0 +1,368 @@
+import Testing
+
+@testable import Courier
+
+@Suite("RateLimitStateMachine")
+struct RateLimitStateMachineTests {
+    typealias Machine = RateLimitStateMachine<Int>
+
+    static func settings(
+        queue: Int? = nil,
+        maximumWait: Duration? = nil,
+        clientLimit: Int? = nil,
+        clientWindow: Duration? = nil
+    ) -> Machine.Settings {
+        Machine.Settings(
+            maximumQueueLength: queue,
+            maximumWait: maximumWait,
+            clientLimit: clientLimit,
+            clientWindow: clientWindow,
+            fallbackDelay: .seconds(1)
+        )
+    }
+
+    /// What a server with `limit` per `window` says with `remaining` left and the window ending in `reset`.
+    static func headers(
+        limit: Int = 50,
+        remaining: Int,
+        reset: Duration,
+        window: Duration = .seconds(60)
+    )
+        -> RateLimitObservation
+    {
+        RateLimitObservation(limit: limit, remaining: remaining, reset: reset, window: window)
+    }
+
+    /// A machine whose probe has come back with `headers`.
+    static func probed(_ headers: RateLimitObservation, settings: Machine.Settings = settings()) throws -> Machine {
+        var machine = Machine(settings: settings)
+        let probe = try #require(arrive(&machine, 0))
+        _ = machine.complete(probe, observation: headers, now: .zero)
+        return machine
+    }
+
+    /// Sends or enqueues request `waiter`; returns the ticket when it was let through at once.
+    @discardableResult
+    static func arrive(
+        _ machine: inout Machine,
+        _ waiter: Int,
+        now: Duration = .zero,
+        deadline: Duration? = nil
+    ) -> Machine.Ticket? {
+        switch machine.acquire(now: now, deadline: deadline) {
+        case .send(let ticket): return ticket
+        case .reject(let rejection): Issue.record("rejected: \(rejection)")
+        case .suspend(let id):
+            if case .send(let ticket) = machine.enqueue(
+                waiter,
+                id: id,
+                now: now,
+                deadline: deadline,
+                isCancelled: false
+            ) {
+                return ticket
+            }
+        }
+        return nil
+    }
+
+    @Test("nothing known: one probe goes, the rest wait for its response")
+    func probe() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        #expect(probe.isProbe)
+        for waiter in 1...5 { #expect(Self.arrive(&machine, waiter) == nil) }
+        #expect(machine.waiterCount == 5)
+
+        let output = machine.complete(probe, observation: Self.headers(remaining: 3, reset: .seconds(60)), now: .zero)
+        #expect(output.sends.map(\.waiter) == [1, 2, 3])
+        #expect(machine.remaining == 0)
+        #expect(machine.inFlight == 3)
+        #expect(output.scheduleTick == .seconds(60))
+        #expect(output.updated == .init(limit: 50, remaining: 3, resetAt: .seconds(60), window: .seconds(60)))
+    }
+
+    @Test("a probe answered without rate-limit fields makes the partition unlimited")
+    func unlimited() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        for waiter in 1...3 { Self.arrive(&machine, waiter) }
+        let output = machine.complete(probe, observation: RateLimitObservation(), now: .zero)
+        #expect(output.sends.count == 3)
+        #expect(machine.isUnlimited)
+        #expect(Self.arrive(&machine, 4) != nil)
+    }
+
+    @Test("a probe that fails without a response lets the next waiter probe")
+    func failedProbe() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1)
+        Self.arrive(&machine, 2)
+        let output = machine.complete(probe, observation: nil, now: .zero)
+        #expect(output.sends.map(\.waiter) == [1])
+        #expect(output.sends.first?.ticket.isProbe == true)
+        #expect(machine.waiterCount == 1)
+    }
+
+    @Test("in-flight requests count against remaining before their responses come back")
+    func reservations() throws {
+        var machine = try Self.probed(Self.headers(remaining: 4, reset: .seconds(60)))
+        let tickets = (1...4).compactMap { Self.arrive(&machine, $0) }
+        #expect(tickets.count == 4)
+        #expect(Self.arrive(&machine, 5) == nil)
+        // A response saying 3 are left while 3 others are still in flight: nothing more may go.
+        _ = machine.complete(tickets[0], observation: Self.headers(remaining: 3, reset: .seconds(60)), now: .zero)
+        #expect(machine.remaining == 0)
+    }
+
+    @Test("the server's lower count wins within a window; a higher one does not raise it")
+    func reconcileDown() throws {
+        var machine = try Self.probed(Self.headers(remaining: 10, reset: .seconds(60)))
+        let a = try #require(Self.arrive(&machine, 1))
+        let b = try #require(Self.arrive(&machine, 2))
+        #expect(machine.remaining == 8)
+        // Another client used the quota: the server says 2 left, one of ours is still in flight.
+        _ = machine.complete(a, observation: Self.headers(remaining: 2, reset: .seconds(59.5)), now: .seconds(1))
+        #expect(machine.remaining == 1)
+        // A reordered response with an older, higher count does not give slots back.
+        _ = machine.complete(b, observation: Self.headers(remaining: 9, reset: .seconds(59)), now: .seconds(1))
+        #expect(machine.remaining == 1)
+    }
+
+    @Test("responses that arrive out of order do not count twice the requests the server has counted already")
+    func outOfOrder() throws {
+        var machine = try Self.probed(Self.headers(limit: 10, remaining: 9, reset: .seconds(60)))
+        let tickets = (1...3).compactMap { Self.arrive(&machine, $0) }
+        #expect(machine.remaining == 6)
+        // The server counted all three (9 → 6); the last one's answer comes first, two are still in flight.
+        _ = machine.complete(
+            tickets[2],
+            observation: Self.headers(limit: 10, remaining: 6, reset: .seconds(60)),
+            now: .zero
+        )
+        #expect(machine.remaining == 6)
+        _ = machine.complete(
+            tickets[0],
+            observation: Self.headers(limit: 10, remaining: 8, reset: .seconds(60)),
+            now: .zero
+        )
+        #expect(machine.remaining == 6)
+    }
+
+    @Test("a response showing a later window starts it at once, before the predicted reset")
+    func laterWindowFromResponse() throws {
+        var machine = try Self.probed(Self.headers(limit: 5, remaining: 4, reset: .seconds(10)))
+        let sent = (1...4).compactMap { Self.arrive(&machine, $0) }
+        Self.arrive(&machine, 5)
+        // The server's window turned over early (its clock runs ahead): the answer shows a reset 60 s on.
+        let output = machine.complete(
+            sent[0],
+            observation: Self.headers(limit: 5, remaining: 4, reset: .seconds(60)),
+            now: .seconds(1)
+        )
+        #expect(machine.resetAt == .seconds(61))
+        // 4 left by the server, 3 of ours still in flight and maybe not counted yet: 1 may go, to waiter 5.
+        #expect(output.sends.map(\.waiter) == [5])
+    }
+
+    @Test("at the reset the quota comes back, waiters go in FIFO order, and the next reset is predicted")
+    func newWindow() throws {
+        var machine = try Self.probed(Self.headers(limit: 2, remaining: 0, reset: .seconds(10)))
+        for waiter in 1...5 { Self.arrive(&machine, waiter) }
+        #expect(machine.tick(now: .seconds(9)).sends.isEmpty)
+        let output = machine.tick(now: .seconds(10))
+        #expect(output.sends.map(\.waiter) == [1, 2])
+        #expect(machine.resetAt == .seconds(70))
+        #expect(output.scheduleTick == .seconds(70))
+        for (_, ticket, _) in output.sends {
+            _ = machine.complete(
+                ticket,
+                observation: Self.headers(limit: 2, remaining: 0, reset: .seconds(59)),
+                now: .seconds(11)
+            )
+        }
+        #expect(machine.tick(now: .seconds(70)).sends.map(\.waiter) == [3, 4])
+    }
+
+    @Test("waiters go in arrival order: a later arrival never takes a slot before an earlier one")
+    func fifo() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1)
+        Self.arrive(&machine, 2)
+        let output = machine.complete(probe, observation: Self.headers(remaining: 1, reset: .seconds(5)), now: .zero)
+        #expect(output.sends.map(\.waiter) == [1])
+        #expect(machine.waiterCount == 1)
+        #expect(machine.tick(now: .seconds(5)).sends.map(\.waiter) == [2])
+    }
+
+    @Test("requests in flight at the reset count in the new window until they show they were counted in the old")
+    func carriedOver() throws {
+        var machine = try Self.probed(Self.headers(limit: 3, remaining: 3, reset: .seconds(10)))
+        let late = try #require(Self.arrive(&machine, 1, now: .seconds(9)))
+        _ = Self.arrive(&machine, 2, now: .seconds(9))
+        _ = machine.tick(now: .seconds(10))
+        #expect(machine.remaining == 1)
+        #expect(machine.carried == 2)
+        // The late one comes back counted in the old window (reset at 10): its slot is free again.
+        _ = machine.complete(
+            late,
+            observation: Self.headers(limit: 3, remaining: 1, reset: .seconds(0.5)),
+            now: .seconds(10.5)
+        )
+        #expect(machine.remaining == 2)
+    }
+
+    @Test("a 429 with Retry-After holds everything until then, and then probes when no limit is known")
+    func throttled() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1)
+        let refusal = RateLimitObservation(retryAfter: .seconds(30), isThrottled: true)
+        let output = machine.complete(probe, observation: refusal, now: .zero)
+        #expect(output.sends.isEmpty)
+        #expect(output.scheduleTick == .seconds(30))
+        let reopened = machine.tick(now: .seconds(30))
+        #expect(reopened.sends.map(\.waiter) == [1])
+        #expect(reopened.sends.first?.ticket.isProbe == true)
+    }
+
+    @Test("a 429 without any timing holds for the fallback delay")
+    func throttledWithoutTiming() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1)
+        let output = machine.complete(probe, observation: RateLimitObservation(isThrottled: true), now: .zero)
+        #expect(output.scheduleTick == .seconds(1))
+    }
+
+    @Test("nothing left and no reset: hold for the fallback delay once nothing is in flight")
+    func noReset() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1)
+        let output = machine.complete(probe, observation: RateLimitObservation(limit: 5, remaining: 0), now: .zero)
+        #expect(output.scheduleTick == .seconds(1))
+        #expect(machine.tick(now: .seconds(1)).sends.map(\.waiter) == [1])
+    }
+
+    @Test("a client-side limit applies from the first request, its window starting then, until the server speaks")
+    func clientLimit() throws {
+        var machine = Machine(settings: Self.settings(clientLimit: 2, clientWindow: .seconds(10)))
+        let first = try #require(Self.arrive(&machine, 0, now: .seconds(3)))
+        #expect(!first.isProbe)
+        #expect(Self.arrive(&machine, 1, now: .seconds(3)) != nil)
+        #expect(Self.arrive(&machine, 2, now: .seconds(3)) == nil)
+        #expect(machine.resetAt == .seconds(13))
+        #expect(machine.tick(now: .seconds(13)).sends.map(\.waiter) == [2])
+        // The server's numbers replace the client's.
+        _ = machine.complete(
+            first,
+            observation: Self.headers(limit: 100, remaining: 90, reset: .seconds(60)),
+            now: .seconds(13)
+        )
+        #expect(machine.limit == 100)
+        #expect(machine.remaining == 88)
+    }
+
+    @Test("queue full, wait too long and past the deadline are refused at once when the slot time is known")
+    func refusals() throws {
+        var machine = try Self.probed(
+            Self.headers(limit: 1, remaining: 0, reset: .seconds(60)),
+            settings: Self.settings(queue: 2, maximumWait: .seconds(100))
+        )
+        // The next slot opens at 60: a deadline at 30 cannot be met.
+        #expect(machine.acquire(now: .zero, deadline: .seconds(30)) == .reject(.pastDeadline(opensIn: .seconds(60))))
+        #expect(machine.acquire(now: .zero, deadline: .seconds(60)) == .reject(.pastDeadline(opensIn: .seconds(60))))
+        Self.arrive(&machine, 1)
+        // Position 1 opens a window later, at 120: beyond the maximum wait of 100.
+        #expect(
+            machine.acquire(now: .zero, deadline: nil)
+                == .reject(.waitTooLong(opensIn: .seconds(120), maximum: .seconds(100)))
+        )
+        var full = Machine(settings: Self.settings(queue: 1))
+        _ = Self.arrive(&full, 0)
+        Self.arrive(&full, 1)
+        #expect(full.acquire(now: .zero, deadline: nil) == .reject(.queueFull(maximum: 1)))
+    }
+
+    @Test("a waiter whose slot time becomes known too late for its deadline is failed then, not at the deadline")
+    func lateKnowledge() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1, deadline: .seconds(20))
+        Self.arrive(&machine, 2, deadline: .seconds(90))
+        let output = machine.complete(
+            probe,
+            observation: Self.headers(limit: 5, remaining: 0, reset: .seconds(30)),
+            now: .seconds(1)
+        )
+        #expect(output.rejections.map(\.waiter) == [1])
+        #expect(output.rejections.first?.rejection == .pastDeadline(opensIn: .seconds(30)))
+        #expect(machine.waiterCount == 1)
+    }
+
+    @Test("waiters with an unknown slot time are woken at their deadline and at the maximum wait")
+    func timedTicks() throws {
+        var machine = Machine(settings: Self.settings(maximumWait: .seconds(50)))
+        _ = try #require(Self.arrive(&machine, 0))
+        switch machine.acquire(now: .zero, deadline: .seconds(20)) {
+        case .suspend(let id):
+            #expect(
+                machine.enqueue(1, id: id, now: .zero, deadline: .seconds(20), isCancelled: false)
+                    == .waiting(scheduleTick: .seconds(20))
+            )
+        default: Issue.record("expected to wait")
+        }
+        Self.arrive(&machine, 2)
+        let atDeadline = machine.tick(now: .seconds(20))
+        #expect(atDeadline.rejections.map(\.waiter) == [1])
+        #expect(atDeadline.scheduleTick == .seconds(50))
+        let atMaximum = machine.tick(now: .seconds(50))
+        #expect(atMaximum.rejections.map(\.waiter) == [2])
+        #expect(atMaximum.rejections.first?.rejection == .waitTooLong(opensIn: nil, maximum: .seconds(50)))
+    }
+
+    @Test("a cancelled waiter leaves the queue; a ticket returned unused frees its slot")
+    func cancellation() throws {
+        var machine = try Self.probed(Self.headers(remaining: 1, reset: .seconds(60)))
+        let ticket = try #require(Self.arrive(&machine, 1))
+        guard case .suspend(let id) = machine.acquire(now: .zero, deadline: nil) else {
+            Issue.record("expected to wait")
+            return
+        }
+        #expect(
+            machine.enqueue(2, id: id, now: .zero, deadline: nil, isCancelled: false)
+                == .waiting(scheduleTick: .seconds(60))
+        )
+        #expect(machine.cancel(id: id) == 2)
+        #expect(machine.cancel(id: id) == nil)
+        #expect(machine.waiterCount == 0)
+        _ = machine.returnUnused(ticket, now: .zero)
+        #expect(machine.remaining == 1)
+        #expect(machine.inFlight == 0)
+    }
+
+    @Test("a request cancelled before it enqueues is told so and does not wait")
+    func cancelledBeforeEnqueue() throws {
+        var machine = Machine(settings: Self.settings())
+        _ = try #require(Self.arrive(&machine, 0))
+        guard case .suspend(let id) = machine.acquire(now: .zero, deadline: nil) else {
+            Issue.record("expected to wait")
+            return
+        }
+        #expect(machine.enqueue(1, id: id, now: .zero, deadline: nil, isCancelled: true) == .cancelled)
+        #expect(machine.waiterCount == 0)
+    }
+
+    @Test("a stored quota seeds a partition until its reset; an expired one is ignored")
+    func seed() throws {
+        var machine = Machine(settings: Self.settings())
+        machine.seed(.init(limit: 10, remaining: 0, resetAt: .seconds(30), window: .seconds(60)), now: .zero)
+        #expect(machine.acquire(now: .zero, deadline: nil) == .suspend(id: 1))
+        var expired = Machine(settings: Self.settings())
+        expired.seed(.init(limit: 10, remaining: 0, resetAt: .seconds(30), window: nil), now: .seconds(31))
+        #expect(expired.remaining == nil)
+    }
+}
