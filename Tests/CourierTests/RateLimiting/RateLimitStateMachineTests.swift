@@ -97,8 +97,7 @@ struct RateLimitStateMachineTests {
     func failedProbe() throws {
         var machine = Machine(settings: Self.settings())
         let probe = try #require(Self.arrive(&machine, 0))
-        Self.arrive(&machine, 1)
-        Self.arrive(&machine, 2)
+        for waiter in 1...2 { Self.arrive(&machine, waiter) }
         let output = machine.complete(probe, observation: nil, now: .zero)
         #expect(output.sends.map(\.waiter) == [1])
         #expect(output.sends.first?.ticket.isProbe == true)
@@ -189,8 +188,7 @@ struct RateLimitStateMachineTests {
     func fifo() throws {
         var machine = Machine(settings: Self.settings())
         let probe = try #require(Self.arrive(&machine, 0))
-        Self.arrive(&machine, 1)
-        Self.arrive(&machine, 2)
+        for waiter in 1...2 { Self.arrive(&machine, waiter) }
         let output = machine.complete(probe, observation: Self.headers(remaining: 1, reset: .seconds(5)), now: .zero)
         #expect(output.sends.map(\.waiter) == [1])
         #expect(machine.waiterCount == 1)

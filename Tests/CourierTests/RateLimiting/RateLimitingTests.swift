@@ -70,6 +70,18 @@ final class WindowedServer: Sendable {
 
 @Suite("Middleware.rateLimiting")
 struct RateLimitingTests {
+    private let clock = ManualClock()
+    private let events = Locked<[RateLimitEvent]>([])
+
+    /// A policy that records every event in `events`.
+    private var recordingPolicy: RateLimitPolicy {
+        RateLimitPolicy(onEvent: { [events] event in events.withLock { $0.append(event) } })
+    }
+
+    /// A transport that answers its first request with 429 and `Retry-After: 30`, then 200.
+    private static func throttlingOnce() -> MockTransport {
+        MockTransport { request in request.callIndex == 0 ? .tooManyRequests(retryAfter: .seconds(30)) : .ok }
+    }
     private let url = URL(string: "https://api.example.test/items")!
 
     /// A manual clock, a server allowing `limit` per minute on it, and a client limiting by `policy`.
@@ -77,7 +89,6 @@ struct RateLimitingTests {
         _ limit: Int = 1,
         _ policy: RateLimitPolicy = RateLimitPolicy()
     ) -> (clock: ManualClock, server: WindowedServer, limiter: RateLimiter, client: Client) {
-        let clock = ManualClock()
         let server = WindowedServer(limit: limit, clock: clock)
         let limiter = RateLimiter(policy, clock: clock)
         return (clock, server, limiter, Client(transport: server.transport, middleware: [.rateLimiting(limiter)]))
@@ -89,7 +100,6 @@ struct RateLimitingTests {
         arguments: [WindowedServer.Style.ietf, .x]
     )
     func thousandCallers(style: WindowedServer.Style) async throws {
-        let clock = ManualClock()
         let server = WindowedServer(limit: 50, clock: clock, style: style)
         let limiter = RateLimiter(RateLimitPolicy(maximumWait: nil), clock: clock)
         let client = Client(transport: server.transport, middleware: [.rateLimiting(limiter)])
@@ -123,7 +133,6 @@ struct RateLimitingTests {
 
     @Test("the first request goes alone as a probe; the others wait for its headers", .timeLimit(.minutes(1)))
     func probeFirst() async throws {
-        let clock = ManualClock()
         let server = WindowedServer(limit: 5, clock: clock)
         let holding = HoldingTransport(wrapping: server.transport)
         let client = Client(transport: holding, middleware: [.rateLimiting(RateLimitPolicy(), clock: clock)])
@@ -148,12 +157,8 @@ struct RateLimitingTests {
 
     @Test("a 429 is returned as it is, not re-sent; later requests wait Retry-After, then one probes")
     func retryAfterOnly() async throws {
-        let clock = ManualClock()
-        let transport = MockTransport { request in
-            request.callIndex == 0 ? .tooManyRequests(retryAfter: .seconds(30)) : .ok
-        }
-        let events = Locked<[RateLimitEvent]>([])
-        let policy = RateLimitPolicy(onEvent: { event in events.withLock { $0.append(event) } })
+        let transport = Self.throttlingOnce()
+        let policy = recordingPolicy
         let client = Client(transport: transport, middleware: [.rateLimiting(policy, clock: clock)])
 
         let (_, first) = try await client.send(URLRequest(url: url))
@@ -174,16 +179,12 @@ struct RateLimitingTests {
 
     @Test("with retry outside: a 429 is retried once after Retry-After, with no second wait and one budget token")
     func withRetry() async throws {
-        let clock = ManualClock()
-        let transport = MockTransport { request in
-            request.callIndex == 0 ? .tooManyRequests(retryAfter: .seconds(30)) : .ok
-        }
-        let events = Locked<[RateLimitEvent]>([])
+        let transport = Self.throttlingOnce()
         let retries = Locked<[RetryEvent]>([])
         let budget = RetryBudget(clock: clock)
         var retryPolicy = RetryPolicy(budget: budget, random: { 0 })
         retryPolicy.onRetry = { event in retries.withLock { $0.append(event) } }
-        let policy = RateLimitPolicy(onEvent: { event in events.withLock { $0.append(event) } })
+        let policy = recordingPolicy
         let client = Client(
             transport: transport,
             middleware: [.retry(retryPolicy, clock: clock), .rateLimiting(policy, clock: clock)]
@@ -202,7 +203,6 @@ struct RateLimitingTests {
 
     @Test("a status validation layer inside turns the 429 into an error; the limiter still learns from it")
     func validationInside() async throws {
-        let clock = ManualClock()
         let transport = MockTransport(.tooManyRequests(retryAfter: .seconds(10)), then: .ok)
         let client = Client(
             transport: transport,
@@ -219,7 +219,6 @@ struct RateLimitingTests {
 
     @Test("a slot that opens after the call's deadline fails at once with the timeout error, nothing sent")
     func deadline() async throws {
-        let clock = ManualClock()
         let server = WindowedServer(limit: 1, clock: clock)
         let client = Client(
             transport: server.transport,
@@ -237,7 +236,6 @@ struct RateLimitingTests {
 
     @Test("past the maximum queue length or the maximum wait, a request fails at once with rateLimited")
     func bounds() async throws {
-        let events = Locked<[RateLimitEvent]>([])
         let policy = RateLimitPolicy(
             maximumWait: .seconds(90),
             maximumQueueLength: 1,
@@ -288,7 +286,6 @@ struct RateLimitingTests {
 
     @Test("partitions are per host by default, or per the key the policy returns")
     func partitions() async throws {
-        let clock = ManualClock()
         let server = WindowedServer(limit: 1, clock: clock)
         let client = Client(transport: server.transport, middleware: [.rateLimiting(RateLimitPolicy(), clock: clock)])
         _ = try await client.send(URLRequest(url: url))
@@ -312,7 +309,6 @@ struct RateLimitingTests {
 
     @Test("a client-side limit paces a server that sends no fields")
     func clientLimit() async throws {
-        let clock = ManualClock()
         let server = WindowedServer(limit: 1_000, clock: clock, style: .none)
         let limiter = RateLimiter(RateLimitPolicy(clientLimit: .init(maxRequests: 2, per: .seconds(10))), clock: clock)
         let client = Client(transport: server.transport, middleware: [.rateLimiting(limiter)])
@@ -327,7 +323,6 @@ struct RateLimitingTests {
 
     @Test("a server that sends no fields is not paced at all after the probe")
     func unlimited() async throws {
-        let clock = ManualClock()
         let server = WindowedServer(limit: 1_000, clock: clock, style: .none)
         let limiter = RateLimiter(RateLimitPolicy(), clock: clock)
         let client = Client(transport: server.transport, middleware: [.rateLimiting(limiter)])
@@ -342,7 +337,6 @@ struct RateLimitingTests {
 
     @Test("an epoch-time X-RateLimit-Reset is read against the injected date")
     func epochReset() async throws {
-        let clock = ManualClock()
         let date = Date(timeIntervalSince1970: 1_767_225_600)
         let transport = MockTransport(
             .status(200, headers: ["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1767225645"]),
@@ -356,7 +350,6 @@ struct RateLimitingTests {
 
     @Test("a shared store lets a second replica start from the first one's quota instead of probing")
     func sharedStore() async throws {
-        let clock = ManualClock()
         let date = Date(timeIntervalSince1970: 1_767_225_600)
         let store = InMemoryRateLimitStore(currentDate: { date })
         let server = WindowedServer(limit: 1, clock: clock)
@@ -396,10 +389,8 @@ struct RateLimitingTests {
 
     @Test("events report what a response said")
     func updatedEvents() async throws {
-        let clock = ManualClock()
-        let events = Locked<[RateLimitEvent]>([])
         let server = WindowedServer(limit: 3, clock: clock)
-        let policy = RateLimitPolicy(onEvent: { event in events.withLock { $0.append(event) } })
+        let policy = recordingPolicy
         let client = Client(transport: server.transport, middleware: [.rateLimiting(policy, clock: clock)])
         _ = try await client.send(URLRequest(url: url))
         #expect(
