@@ -49,6 +49,17 @@ public struct Request<Response>: Sendable {
     public var acceptableStatus: Range<Int>
     /// How to decode an API error body on an unacceptable status; `nil` uses the client's.
     public var errorBody: ErrorBodyDecoder?
+    /// The longest the whole call may take, middleware included; `nil` for no limit of its own.
+    ///
+    /// It works with or without a ``Middleware/timeout(_:clock:)`` in the client's middleware: the client
+    /// sets it as the call's ``Deadline`` around the whole chain, and a timeout middleware inside waits for
+    /// the earlier of its own duration and the time left. When it passes, the call throws a
+    /// ``CourierError`` with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to it.
+    ///
+    /// ```swift
+    /// let user: User = try await client.send(.get("/users/42", timeout: .seconds(2)))
+    /// ```
+    public var timeout: Duration?
     /// Turns the response into a `Response`.
     public var decode: @Sendable (Data, HTTPURLResponse, ResponseDecodingContext) throws -> Response
 
@@ -115,20 +126,36 @@ extension Request where Response: Decodable & SendableMetatype {
     /// - Parameters:
     ///   - path: A path relative to the base URL, or an absolute `http(s)://` URL string.
     ///   - query: Query items; see ``Query``.
-    public static func get(_ path: String, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
-        Request(method: .get, target: .path(path), query: query.items, headers: headers)
+    ///   - timeout: The longest the call may take; see ``timeout``.
+    public static func get(
+        _ path: String,
+        query: Query = [],
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
+    ) -> Request {
+        Request(method: .get, target: .path(path), query: query.items, headers: headers).timingOut(timeout)
     }
 
     /// A `GET` request to an absolute URL.
-    public static func get(_ url: URL, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
-        Request(method: .get, target: .url(url), query: query.items, headers: headers)
+    public static func get(
+        _ url: URL,
+        query: Query = [],
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
+    ) -> Request {
+        Request(method: .get, target: .url(url), query: query.items, headers: headers).timingOut(timeout)
     }
 
     /// A `HEAD` request. Use ``EmptyResponse`` or an `Optional` as the response type.
     ///
     /// - Parameter path: A path or an absolute URL string.
-    public static func head(_ path: String, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
-        Request(method: .head, target: .path(path), query: query.items, headers: headers)
+    public static func head(
+        _ path: String,
+        query: Query = [],
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
+    ) -> Request {
+        Request(method: .head, target: .path(path), query: query.items, headers: headers).timingOut(timeout)
     }
 
     /// A `DELETE` request.
@@ -140,9 +167,11 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
         Request(method: .delete, target: .path(path), query: query.items, headers: headers, body: body)
+            .timingOut(timeout)
     }
 
     /// A `POST` request.
@@ -152,9 +181,11 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
         Request(method: .post, target: .path(path), query: query.items, headers: headers, body: body)
+            .timingOut(timeout)
     }
 
     /// A `POST` request with a JSON body.
@@ -164,9 +195,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         json: some Encodable & Sendable,
         query: Query = [],
-        headers: HTTPHeaders = [:]
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
     ) -> Request {
-        post(path, query: query, headers: headers, body: .json(json))
+        post(path, query: query, headers: headers, body: .json(json), timeout: timeout)
     }
 
     /// A `PUT` request.
@@ -176,9 +208,11 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
         Request(method: .put, target: .path(path), query: query.items, headers: headers, body: body)
+            .timingOut(timeout)
     }
 
     /// A `PUT` request with a JSON body.
@@ -188,9 +222,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         json: some Encodable & Sendable,
         query: Query = [],
-        headers: HTTPHeaders = [:]
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
     ) -> Request {
-        put(path, query: query, headers: headers, body: .json(json))
+        put(path, query: query, headers: headers, body: .json(json), timeout: timeout)
     }
 
     /// A `PATCH` request.
@@ -200,9 +235,11 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
         Request(method: .patch, target: .path(path), query: query.items, headers: headers, body: body)
+            .timingOut(timeout)
     }
 
     /// A `PATCH` request with a JSON body.
@@ -212,9 +249,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         json: some Encodable & Sendable,
         query: Query = [],
-        headers: HTTPHeaders = [:]
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
     ) -> Request {
-        patch(path, query: query, headers: headers, body: .json(json))
+        patch(path, query: query, headers: headers, body: .json(json), timeout: timeout)
     }
 }
 
@@ -227,6 +265,14 @@ extension Request {
     public func header(_ name: String, _ value: String?) -> Request {
         var copy = self
         copy.headers[name] = value
+        return copy
+    }
+
+    /// Returns a copy whose ``timeout`` is `duration`.
+    func timingOut(_ duration: Duration?) -> Request {
+        guard let duration else { return self }
+        var copy = self
+        copy.timeout = duration
         return copy
     }
 

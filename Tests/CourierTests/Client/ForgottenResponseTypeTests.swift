@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+
+/// `client.send(.get("/x"))` without a response type must not compile, and the compiler's error must say how
+/// to write it. Checked by type-checking a small file against the Courier module this test bundle was built
+/// with (`swiftc -typecheck`, about a tenth of a second); skipped where no compiler or module is found.
+@Suite("A forgotten response type", .enabled(if: CompilerCheck.isAvailable), .timeLimit(.minutes(1)))
+struct ForgottenResponseTypeTests {
+    @Test("send without a response type is a compile error that shows how to write one")
+    func send() throws {
+        let output = try CompilerCheck.typecheck(
+            """
+            func f(client: Client) async throws {
+                let user = try await client.send(.get("/x"))
+                _ = user
+            }
+            """
+        )
+        #expect(output.contains("error: 'send' is unavailable: write the response type"))
+        #expect(output.contains("let user: User = try await client.send(.get(…))"))
+        #expect(!output.contains("has no member 'get'"))
+    }
+
+    @Test("response(for:) without a response type is a compile error that shows how to write one")
+    func response() throws {
+        let output = try CompilerCheck.typecheck(
+            """
+            func f(client: Client) async throws {
+                let (user, response) = try await client.response(for: .get("/x"))
+                _ = (user, response)
+            }
+            """
+        )
+        #expect(output.contains("error: 'response(for:)' is unavailable: write the response type"))
+    }
+
+    @Test("with the response type written, every send still compiles, the URLRequest one too")
+    func typedCallsCompile() throws {
+        let output = try CompilerCheck.typecheck(
+            """
+            struct User: Decodable, Sendable {}
+            func f(client: Client, request: URLRequest) async throws {
+                let user: User = try await client.send(.get("/x"))
+                let _: EmptyResponse = try await client.send(.delete("/x"))
+                let (again, response) = try await client.response(for: Request<User>.get("/x"))
+                let (data, raw) = try await client.send(request)
+                _ = (user, again, response, data, raw)
+            }
+            func g<T: Decodable & Sendable>(client: Client) async throws -> T { try await client.send(.get("/x")) }
+            """
+        )
+        #expect(!output.contains("error:"), "\(output)")
+    }
+}
+
+/// Runs `swiftc -typecheck` on a snippet that imports Courier, against the modules next to this test bundle.
+enum CompilerCheck {
+    /// The directory holding `Courier.swiftmodule`, beside the test bundle (`.build/debug/Modules`).
+    static let modules: URL? = {
+        var directory = Bundle.main.bundleURL
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("Modules")
+            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("Courier.swiftmodule").path) {
+                return candidate
+            }
+            directory.deleteLastPathComponent()
+        }
+        return nil
+    }()
+
+    static let swiftc: URL? = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"
+        return path.split(separator: ":").map { URL(fileURLWithPath: String($0)).appendingPathComponent("swiftc") }
+            .first { FileManager.default.isExecutableFile(atPath: $0.path) }
+    }()
+
+    static var isAvailable: Bool { modules != nil && swiftc != nil }
+
+    /// The compiler's output for `body` (with `import Courier` and Foundation above it).
+    static func typecheck(_ body: String) throws -> String {
+        guard let modules, let swiftc else { throw CocoaError(.fileNoSuchFile) }
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-typecheck-\(UUID()).swift")
+        let source = """
+            import Courier
+            import Foundation
+            #if canImport(FoundationNetworking)
+            import FoundationNetworking
+            #endif
+            \(body)
+            """
+        try source.write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let process = Process()
+        process.executableURL = swiftc
+        process.arguments = ["-typecheck", "-swift-version", "6", "-I", modules.path, file.path]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: output, as: UTF8.self)
+    }
+}
