@@ -55,18 +55,8 @@ struct ForgottenResponseTypeTests {
 
 /// Runs `swiftc -typecheck` on a snippet that imports Courier, against the modules next to this test bundle.
 enum CompilerCheck {
-    /// The directory holding `Courier.swiftmodule`, beside the test bundle (`.build/debug/Modules`).
-    static let modules: URL? = {
-        var directory = Bundle.main.bundleURL
-        for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("Modules")
-            if FileManager.default.fileExists(atPath: candidate.appendingPathComponent("Courier.swiftmodule").path) {
-                return candidate
-            }
-            directory.deleteLastPathComponent()
-        }
-        return nil
-    }()
+    /// The directory holding `Courier.swiftmodule`.
+    static var modules: URL? { BuildProducts.directory?.appendingPathComponent("Modules") }
 
     static let swiftc: URL? = {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin"
