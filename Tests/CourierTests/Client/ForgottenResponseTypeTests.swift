@@ -66,18 +66,15 @@ enum CompilerCheck {
 
     static var isAvailable: Bool { modules != nil && swiftc != nil }
 
-    /// The compiler's output for `body` (with `import Courier` and Foundation above it).
-    static func typecheck(_ body: String) throws -> String {
+    /// The compiler's output for `body`, with `import Courier`, `import Foundation` and (unless told not to)
+    /// `import FoundationNetworking` above it.
+    static func typecheck(_ body: String, importingFoundationNetworking: Bool = true) throws -> String {
         guard let modules, let swiftc else { throw CocoaError(.fileNoSuchFile) }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-typecheck-\(UUID()).swift")
-        let source = """
-            import Courier
-            import Foundation
-            #if canImport(FoundationNetworking)
-            import FoundationNetworking
-            #endif
-            \(body)
-            """
+        let networking =
+            importingFoundationNetworking
+            ? "#if canImport(FoundationNetworking)\nimport FoundationNetworking\n#endif" : ""
+        let source = "import Courier\nimport Foundation\n\(networking)\n\(body)\n"
         try source.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
         let process = Process()
