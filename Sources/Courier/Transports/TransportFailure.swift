@@ -56,8 +56,15 @@ enum TransportFailure {
 
     /// An underlying error as an error's description shows it, redacted. A `URLError` is shown by its code's
     /// name and number and its client's explanation (`URLError.cannotConnectToHost (Code=-1004): Failed to
-    /// connect to 127.0.0.1 port 1`) rather than as the `NSError` it prints as; other errors as they print.
+    /// connect to 127.0.0.1 port 1`) rather than as the `NSError` it prints as, a `POSIXError` (what the
+    /// AsyncHTTPClient transport puts under a socket failure) by its code's name, number and text
+    /// (`POSIXError.ECONNREFUSED (Code=111): Connection refused`); other errors as they print.
     static func describeUnderlying(_ error: any Error) -> String {
+        if let error = error as? POSIXError {
+            let number = error.code.rawValue
+            let name = posixName(error.code).map { "POSIXError.\($0)" } ?? "POSIXError"
+            return "\(name) (Code=\(number)): \(String(cString: strerror(number)))"
+        }
         guard let error = error as? URLError else { return Redaction.redactedText(String(describing: error)) }
         let number = error.code.rawValue
         var text = urlErrorNames[number].map { "URLError.\($0)" } ?? "URLError"
@@ -66,6 +73,23 @@ enum TransportFailure {
             text += ": " + Redaction.redactedText(explanation)
         }
         return text
+    }
+
+    /// The names of the socket errors a connection reports.
+    private static func posixName(_ code: POSIXErrorCode) -> String? {
+        switch code {
+        case .ECONNREFUSED: "ECONNREFUSED"
+        case .ECONNRESET: "ECONNRESET"
+        case .ECONNABORTED: "ECONNABORTED"
+        case .ETIMEDOUT: "ETIMEDOUT"
+        case .EHOSTUNREACH: "EHOSTUNREACH"
+        case .EHOSTDOWN: "EHOSTDOWN"
+        case .ENETUNREACH: "ENETUNREACH"
+        case .ENETDOWN: "ENETDOWN"
+        case .EPIPE: "EPIPE"
+        case .EADDRNOTAVAIL: "EADDRNOTAVAIL"
+        default: nil
+        }
     }
 
     /// The names of `URLError.Code`s, by number (the codes print as numbers on Darwin).

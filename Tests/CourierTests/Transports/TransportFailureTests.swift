@@ -79,6 +79,22 @@ struct TransportFailureTests {
         )
     }
 
+    @Test(
+        "a POSIXError underneath is shown by its code's name, number and text",
+        arguments: [
+            (POSIXErrorCode.ECONNREFUSED, "ECONNREFUSED"), (.ECONNRESET, "ECONNRESET"), (.ETIMEDOUT, "ETIMEDOUT"),
+            (.EHOSTUNREACH, "EHOSTUNREACH"),
+        ]
+    )
+    func posixErrorNames(code: POSIXErrorCode, name: String) {
+        let error = CourierError(.transport, message: "m", underlying: POSIXError(code))
+        let text = String(cString: strerror(code.rawValue))
+        #expect(
+            error.description.hasSuffix("(underlying: POSIXError.\(name) (Code=\(code.rawValue)): \(text))"),
+            "\(error.description)"
+        )
+    }
+
     @Test("a socket error code the platform reports with a URLError is named in the message")
     func posixReasonFromURLError() {
         let request = URLRequest(url: URL(string: "https://api.example.test:8443/a")!)
