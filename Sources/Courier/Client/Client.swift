@@ -201,7 +201,7 @@ public actor Client {
         fatalError("unavailable")
     }
 
-    /// The same compile-time error for ``response(for:)``.
+    /// The same compile-time error for `response(for:)` without a response type.
     @available(
         *,
         unavailable,

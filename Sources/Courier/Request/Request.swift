@@ -68,6 +68,7 @@ public struct Request<Response>: Sendable {
     /// - Parameters:
     ///   - target: A path or an absolute URL.
     ///   - acceptableStatus: Statuses that decode as `Response`.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     ///   - decode: Turns the body and response into a `Response`.
     public init(
         method: HTTPMethod,
@@ -76,6 +77,7 @@ public struct Request<Response>: Sendable {
         headers: HTTPHeaders = [:],
         body: RequestBody? = nil,
         acceptableStatus: Range<Int> = 200..<300,
+        timeout: Duration? = nil,
         decode: @escaping @Sendable (Data, HTTPURLResponse, ResponseDecodingContext) throws -> Response
     ) {
         self.method = method
@@ -84,6 +86,7 @@ public struct Request<Response>: Sendable {
         self.headers = headers
         self.body = body
         self.acceptableStatus = acceptableStatus
+        self.timeout = timeout
         self.decode = decode
     }
 }
@@ -94,13 +97,16 @@ extension Request where Response: Decodable & SendableMetatype {
     /// Creates a request whose response is decoded with the client's decoder (or as a special type: `Data`,
     /// `String`, ``EmptyResponse``, `Optional`).
     ///
-    /// - Parameter target: A path or an absolute URL.
+    /// - Parameters:
+    ///   - target: A path or an absolute URL.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public init(
         method: HTTPMethod,
         target: Target,
         query: [URLQueryItem] = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) {
         self.init(
             method: method,
@@ -108,6 +114,7 @@ extension Request where Response: Decodable & SendableMetatype {
             query: query,
             headers: headers,
             body: body,
+            timeout: timeout,
             decode: Self.decodeAsDecodable
         )
     }
@@ -133,7 +140,7 @@ extension Request where Response: Decodable & SendableMetatype {
         headers: HTTPHeaders = [:],
         timeout: Duration? = nil
     ) -> Request {
-        Request(method: .get, target: .path(path), query: query.items, headers: headers).timingOut(timeout)
+        Request(method: .get, target: .path(path), query: query.items, headers: headers, timeout: timeout)
     }
 
     /// A `GET` request to an absolute URL.
@@ -143,7 +150,7 @@ extension Request where Response: Decodable & SendableMetatype {
         headers: HTTPHeaders = [:],
         timeout: Duration? = nil
     ) -> Request {
-        Request(method: .get, target: .url(url), query: query.items, headers: headers).timingOut(timeout)
+        Request(method: .get, target: .url(url), query: query.items, headers: headers, timeout: timeout)
     }
 
     /// A `HEAD` request. Use ``EmptyResponse`` or an `Optional` as the response type.
@@ -155,7 +162,7 @@ extension Request where Response: Decodable & SendableMetatype {
         headers: HTTPHeaders = [:],
         timeout: Duration? = nil
     ) -> Request {
-        Request(method: .head, target: .path(path), query: query.items, headers: headers).timingOut(timeout)
+        Request(method: .head, target: .path(path), query: query.items, headers: headers, timeout: timeout)
     }
 
     /// A `DELETE` request.
@@ -170,8 +177,14 @@ extension Request where Response: Decodable & SendableMetatype {
         body: RequestBody? = nil,
         timeout: Duration? = nil
     ) -> Request {
-        Request(method: .delete, target: .path(path), query: query.items, headers: headers, body: body)
-            .timingOut(timeout)
+        Request(
+            method: .delete,
+            target: .path(path),
+            query: query.items,
+            headers: headers,
+            body: body,
+            timeout: timeout
+        )
     }
 
     /// A `POST` request.
@@ -184,8 +197,7 @@ extension Request where Response: Decodable & SendableMetatype {
         body: RequestBody? = nil,
         timeout: Duration? = nil
     ) -> Request {
-        Request(method: .post, target: .path(path), query: query.items, headers: headers, body: body)
-            .timingOut(timeout)
+        Request(method: .post, target: .path(path), query: query.items, headers: headers, body: body, timeout: timeout)
     }
 
     /// A `POST` request with a JSON body.
@@ -211,8 +223,7 @@ extension Request where Response: Decodable & SendableMetatype {
         body: RequestBody? = nil,
         timeout: Duration? = nil
     ) -> Request {
-        Request(method: .put, target: .path(path), query: query.items, headers: headers, body: body)
-            .timingOut(timeout)
+        Request(method: .put, target: .path(path), query: query.items, headers: headers, body: body, timeout: timeout)
     }
 
     /// A `PUT` request with a JSON body.
@@ -238,8 +249,7 @@ extension Request where Response: Decodable & SendableMetatype {
         body: RequestBody? = nil,
         timeout: Duration? = nil
     ) -> Request {
-        Request(method: .patch, target: .path(path), query: query.items, headers: headers, body: body)
-            .timingOut(timeout)
+        Request(method: .patch, target: .path(path), query: query.items, headers: headers, body: body, timeout: timeout)
     }
 
     /// A `PATCH` request with a JSON body.
@@ -265,14 +275,6 @@ extension Request {
     public func header(_ name: String, _ value: String?) -> Request {
         var copy = self
         copy.headers[name] = value
-        return copy
-    }
-
-    /// Returns a copy whose ``timeout`` is `duration`.
-    func timingOut(_ duration: Duration?) -> Request {
-        guard let duration else { return self }
-        var copy = self
-        copy.timeout = duration
         return copy
     }
 

@@ -62,7 +62,7 @@ struct RequestTimeoutTests {
         #expect(seen.withLock { $0 } == [.seconds(30), .seconds(20), nil])
     }
 
-    @Test("every factory takes a timeout")
+    @Test("every factory and initializer takes a timeout")
     func factories() {
         let requests: [Request<EmptyResponse>] = [
             .get("/r", timeout: .seconds(1)), .get(URL(string: "https://h.test/r")!, timeout: .seconds(1)),
@@ -71,7 +71,11 @@ struct RequestTimeoutTests {
             .put("/r", timeout: .seconds(1)), .put("/r", json: 1, timeout: .seconds(1)),
             .patch("/r", timeout: .seconds(1)), .patch("/r", json: 1, timeout: .seconds(1)),
         ]
-        #expect(requests.allSatisfy { $0.timeout == .seconds(1) })
+        let initialized: [Request<EmptyResponse>] = [
+            Request(method: .get, target: .path("/r"), timeout: .seconds(1)),
+            Request(method: .get, target: .path("/r"), timeout: .seconds(1)) { _, _, _ in EmptyResponse() },
+        ]
+        #expect((requests + initialized).allSatisfy { $0.timeout == .seconds(1) })
         #expect(Request<EmptyResponse>.get("/r").timeout == nil)
     }
 }
