@@ -1,110 +1,127 @@
-// A quick tour of Courier: compose middleware in front of a transport, send a typed request, read a typed
-// API error, and watch bad input get refused before anything is sent.
+// A quick tour of what Courier is for, in six steps, each printing one line: token refresh under load, retry
+// with backoff, a timeout, a fan-out and its counter, a typed error body, and bad input refused.
 //
-// It runs against a small fake API that lives in memory (no network): `swift run QuickTour`.
+// Everything runs in memory against a small fake API (no network), in well under 2 seconds:
+// `swift run QuickTour`. The backoff is real but tiny (10 ms, then 20 ms) so that the tour is quick.
 
 // snippet.hide
 import Courier
+import CourierTesting
 import Foundation
-import Synchronization
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
 
-/// A fake API in memory: `GET /users/42` needs the demo token; `/admin` is always forbidden.
-final class FakeAPI: Transport {
-    let received = Mutex(0)
-
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        try RequestValidation.validate(request)  // every transport refuses what could not be sent safely
-        received.withLock { $0 += 1 }
-        let authorized = request.value(forHTTPHeaderField: "Authorization") == "Bearer demo-token"
-        let forbidden = #"{"error":true,"code":999,"reason":"Invalid Token."}"#
-        switch (request.httpMethod ?? "GET", request.url?.path ?? "") {
-        case ("GET", "/v1/users/42") where authorized:
-            return Self.reply(200, #"{"id":42,"name":"Ada Lovelace"}"#, for: request)
-        case ("GET", "/v1/users/42"), ("GET", "/v1/admin"):
-            return Self.reply(403, forbidden, for: request)
-        default:
-            return Self.reply(404, #"{"error":true,"code":404,"reason":"Not found."}"#, for: request)
-        }
-    }
-
-    private static func reply(_ status: Int, _ body: String, for request: URLRequest) -> (Data, HTTPURLResponse) {
-        let response = HTTPURLResponse(
-            url: request.url!,
-            statusCode: status,
-            httpVersion: "HTTP/1.1",
-            headerFields: ["Content-Type": "application/json"]
-        )!
-        return (Data(body.utf8), response)
-    }
-}
-
-let api = FakeAPI()
-// snippet.show
-
-struct User: Decodable, Sendable {
+struct User: Codable, Sendable {
     let id: Int
     let name: String
 }
 
-/// The API's error body: `{"error":true,"code":999,"reason":"Invalid Token."}`.
+/// The API's error body: `{"code":999,"reason":"Invalid Token."}`.
 struct APIError: Decodable, Sendable {
-    let error: Bool
     let code: Int
     let reason: String
 }
 
-// 1. Composition: the first middleware listed is the outermost; it sees the request first and the
-//    response last. Built-in middleware and your own closures mix freely.
+/// The fake API: it accepts only the fresh token; `/flaky` fails twice with 503 and then answers; `/hung` never
+/// answers; `/admin` is forbidden, with an error body; every other path is a user, after 20 ms.
+let flakyCalls = Locked(0)
+let api = MockTransport { request in
+    guard request.header("Authorization") == "Bearer fresh-token" else { return .unauthorized() }
+    switch request.path {
+    case "/flaky":
+        let call = flakyCalls.withLock { calls in
+            calls += 1
+            return calls
+        }
+        return call <= 2 ? .status(503) : .json(User(id: 7, name: "Grace Hopper"))
+    case "/hung":
+        return .hang
+    case "/admin":
+        return .json(#"{"code":999,"reason":"Invalid Token."}"#, status: 403)
+    default:
+        try await Task.sleep(for: .milliseconds(20))
+        return .json(User(id: 1, name: "Ada Lovelace"))
+    }
+}
+
+/// `10 ms`, or `10 ms and 20 ms`.
+func milliseconds(_ durations: [Duration]) -> String {
+    durations.map { "\(Int($0 / .milliseconds(1))) ms" }.joined(separator: " and ")
+}
+// snippet.show
+
+// The client: middleware in the recommended order, outermost first, in front of the (fake) transport.
+let refreshes = Locked(0)
+let auth = TokenRefresher(token: .init("expired-token")) { _ in
+    refreshes.withLock { $0 += 1 }  // in an app: call your token endpoint
+    return .init("fresh-token", expiresIn: .seconds(3600))
+}
+let backoffs = Locked<[Duration]>([])
+let retry = RetryPolicy(
+    backoff: .exponential(base: .milliseconds(10), jitter: .none),
+    onRetry: { event in backoffs.withLock { $0.append(event.delay) } }
+)
+let counter = RequestCounter()
 let client = Client(
-    baseURL: URL(string: "https://api.example.com/v1")!,
+    baseURL: URL(string: "https://api.example.com")!,
     transport: api,
-    middleware: [
-        .logging(to: LogSink { record in print("  log: \(record.message)") }),
-        .authenticating(token: "demo-token"),
-        .jsonHeaders,
-        .validatingStatus(),
-    ],
+    middleware: [.counting(counter), .retry(retry), .authenticating(with: auth), .validatingStatus()],
     errorBody: ErrorBodyDecoder(APIError.self)
 )
-let userAgent = Middleware(name: "user-agent") { request, next in
-    var request = request
-    request.setValue("courier-quick-tour", forHTTPHeaderField: "User-Agent")
-    return try await next(request)
+
+// 1. 100 concurrent calls find their token expired: one refresh, and each call is sent again with the new token.
+let users = await client.sendAll((1...100).map { Request<User>.get("/users/\($0)") }, maxConcurrency: 100)
+print(
+    "1. 100 concurrent calls with an expired token: \(users.count { (try? $0.get()) != nil }) succeeded,"
+        + " \(refreshes.value) token refresh"
+)
+
+// 2. A flaky endpoint: two 503s, then an answer. The retry middleware backs off between attempts.
+let grace: User = try await client.send(.get("/flaky"))
+print(
+    "2. a flaky endpoint (503, 503, 200): \(grace.name) on attempt \(flakyCalls.value),"
+        + " after backing off \(milliseconds(backoffs.value))"
+)
+
+// 3. A hung endpoint: the request's own timeout cuts it.
+do {
+    let _: User = try await client.send(.get("/hung", timeout: .milliseconds(50)))
+} catch let error as CourierError {
+    print("3. a hung endpoint: cut by its timeout after \(milliseconds([error.timeout ?? .zero])) (\(error.code))")
 }
-await client.update { $0.middleware.append(userAgent) }  // the configuration can change while requests run
 
-// 2. A typed request: the path joins the base URL, the JSON body decodes into `User`.
-print("1. Typed decode")
-let user: User = try await client.send(.get("/users/42"))
-print("  user #\(user.id): \(user.name)")
+// 4. A fan-out: 20 calls, at most 5 at a time; the request counter sees them in flight and back to zero.
+let fanOutCounter = RequestCounter()
+let fanOut = Client(
+    baseURL: URL(string: "https://api.example.com")!,
+    transport: api,
+    middleware: [.counting(fanOutCounter), .authenticating(with: auth), .validatingStatus()]
+)
+let fanned = await fanOut.sendAll((1...20).map { Request<User>.get("/users/\($0)") }, maxConcurrency: 5)
+await fanOutCounter.waitUntilIdle()
+let fanOutCount = fanOutCounter.snapshot
+print(
+    "4. a fan-out of \(fanned.count) calls, at most 5 at a time: peak \(fanOutCount.peak) in flight,"
+        + " \(fanOutCount.inFlight) in flight after"
+)
 
-// 3. A typed API error: a 403 whose body the client decodes as `APIError`.
-print("2. Typed API error")
+// 5. A typed error body: a 403 whose JSON body the client decodes as `APIError`.
 do {
     let _: User = try await client.send(.get("/admin"))
 } catch let error as CourierError {
-    if let apiError = error.apiError(as: APIError.self) {
-        print("  \(error.code), status \(error.statusCode ?? 0), API error \(apiError.code): \(apiError.reason)")
-    }
-    // Descriptions are safe to log: the Authorization header, tokens and URL user-info are redacted.
-    print("  \(error.description)")
+    let body = error.apiError(as: APIError.self)
+    print(
+        "5. a forbidden call: \(error.code) \(error.statusCode ?? 0)"
+            + " with API error \(body?.code ?? 0): \(body?.reason ?? "none")"
+    )
 }
 
-// 4. Bad input never leaves the process: a header value with CR/LF, and a URL that cannot be formed.
-print("3. Validation")
-let sentBefore = api.received.withLock { $0 }
-for request in [
-    Request<User>.get("/users/42", headers: ["X-Note": "hello\r\nX-Injected: 1"]),
-    Request<User>.get("https://bad host/users"),
-] {
-    do {
-        _ = try await client.send(request)
-    } catch let error as CourierError {
-        print("  \(error.code): \(error.message)")
-    }
+// 6. Bad input never leaves the process: a header value with CR and LF could inject a header.
+let callsBefore = api.callCount
+do {
+    let _: User = try await client.send(.get("/users/1", headers: ["X-Note": "hi\r\nX-Injected: 1"]))
+} catch let error as CourierError {
+    print("6. a header value with CR LF: refused (\(error.code)); \(api.callCount - callsBefore) requests sent")
 }
-print("  requests that reached the API: \(api.received.withLock { $0 } - sentBefore)")

@@ -140,7 +140,11 @@ public actor Client {
         )
         let (data, response): (Data, HTTPURLResponse)
         do {
-            (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
+            if let timeout = request.timeout {
+                (data, response) = try await sendTimingOut(urlRequest, after: timeout, through: snapshot.chain)
+            } else {
+                (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
+            }
         } catch let error as CourierError where error.code == .unacceptableStatus {
             // A status-validating middleware threw before this request's own check: decode the error body
             // the request (or the client) declares, unless the middleware already did.
@@ -179,6 +183,47 @@ public actor Client {
                 body: data,
                 underlying: error
             ).attributed(toMiddleware: nil)
+        }
+    }
+
+    // MARK: A forgotten response type
+
+    /// What `send(.get("/x"))` resolves to when the response type cannot be inferred: a compile-time error
+    /// that says how to write it. Without it, the compiler would try the `URLRequest` overload and report
+    /// that `URLRequest` has no member `get`.
+    @available(
+        *,
+        unavailable,
+        message:
+            "write the response type: `let user: User = try await client.send(.get(…))`, or `let _: EmptyResponse = …` to ignore the body"
+    )
+    public nonisolated func send(_ request: Request<Never>) async throws -> Never {
+        fatalError("unavailable")
+    }
+
+    /// The same compile-time error for `response(for:)` without a response type.
+    @available(
+        *,
+        unavailable,
+        message:
+            "write the response type: `let (user, response): (User, HTTPURLResponse) = try await client.response(for: .get(…))`"
+    )
+    public nonisolated func response(
+        for request: Request<Never>
+    ) async throws -> (value: Never, response: HTTPURLResponse) {
+        fatalError("unavailable")
+    }
+
+    /// Sends `request` under a deadline `duration` from now (a ``Request/timeout``), the same race a
+    /// ``Middleware/timeout(_:clock:)`` runs, around the whole chain.
+    private nonisolated func sendTimingOut(
+        _ request: URLRequest,
+        after duration: Duration,
+        through chain: Chain
+    ) async throws -> (Data, HTTPURLResponse) {
+        let lifecycle = self.lifecycle
+        return try await TimeoutRunner.run(duration, clock: ContinuousClock(), request: request) {
+            try await lifecycle.send($0, through: chain)
         }
     }
 }

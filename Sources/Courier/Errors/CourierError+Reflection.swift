@@ -18,7 +18,7 @@ extension CourierError: CustomReflectable {
                 "responseHeaders": responseHeaders.mapValues(Redaction.redactedText),
                 "bodyPreview": bodyPreview as Any,
                 "middleware": middleware as Any,
-                "underlying": underlying.map { Redaction.redactedText(String(describing: $0)) } as Any,
+                "underlying": underlying.map(TransportFailure.describeUnderlying) as Any,
                 "timeout": timeout as Any,
             ],
             displayStyle: .struct

@@ -227,7 +227,7 @@ extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, L
             text += " [middleware: \(middleware)]"
         }
         if let underlying {
-            text += " (underlying: \(Redaction.redactedText(String(describing: underlying))))"
+            text += " (underlying: \(TransportFailure.describeUnderlying(underlying)))"
         }
         return text
     }

@@ -168,7 +168,7 @@ private struct RequestLogger: Sendable {
         }
         var text = Redaction.redactedText(error.message)
         if let underlying = error.underlying {
-            text += " (underlying: \(Redaction.redactedText(String(describing: underlying))))"
+            text += " (underlying: \(TransportFailure.describeUnderlying(underlying)))"
         }
         return text
     }

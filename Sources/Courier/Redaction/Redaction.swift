@@ -225,9 +225,30 @@ public enum Redaction {
         return nil
     }
 
-    /// A header name quoted for messages, shortened if it is long.
+    /// A header name quoted for messages as it was typed, shortened if it is long. Control characters
+    /// (C0, DEL, C1 and the Unicode line and paragraph separators) are written as escapes (`\r`, `\n`,
+    /// `\u{0}`), so a name cannot break a log line.
     static func quotedHeaderName(_ name: String) -> String {
-        let printable = name.unicodeScalars.map { $0.properties.isWhitespace || $0.value < 0x20 ? "?" : String($0) }
-        return "\"" + String(printable.joined().prefix(64)) + "\""
+        var text = ""
+        for scalar in name.unicodeScalars.prefix(64) {
+            if scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value) || scalar == "\u{2028}"
+                || scalar == "\u{2029}"
+            {
+                text += escapedControl(scalar)
+            } else {
+                text.unicodeScalars.append(scalar)
+            }
+        }
+        return "\"" + text + "\""
+    }
+
+    /// A control character as a Swift escape: `\r`, `\n`, `\t`, or `\u{1B}`.
+    static func escapedControl(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case "\r": "\\r"
+        case "\n": "\\n"
+        case "\t": "\\t"
+        default: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+        }
     }
 }

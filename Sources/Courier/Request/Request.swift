@@ -49,6 +49,17 @@ public struct Request<Response>: Sendable {
     public var acceptableStatus: Range<Int>
     /// How to decode an API error body on an unacceptable status; `nil` uses the client's.
     public var errorBody: ErrorBodyDecoder?
+    /// The longest the whole call may take, middleware included; `nil` for no limit of its own.
+    ///
+    /// It works with or without a ``Middleware/timeout(_:clock:)`` in the client's middleware: the client
+    /// sets it as the call's ``Deadline`` around the whole chain, and a timeout middleware inside waits for
+    /// the earlier of its own duration and the time left. When it passes, the call throws a
+    /// ``CourierError`` with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to it.
+    ///
+    /// ```swift
+    /// let user: User = try await client.send(.get("/users/42", timeout: .seconds(2)))
+    /// ```
+    public var timeout: Duration?
     /// Turns the response into a `Response`.
     public var decode: @Sendable (Data, HTTPURLResponse, ResponseDecodingContext) throws -> Response
 
@@ -57,6 +68,7 @@ public struct Request<Response>: Sendable {
     /// - Parameters:
     ///   - target: A path or an absolute URL.
     ///   - acceptableStatus: Statuses that decode as `Response`.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     ///   - decode: Turns the body and response into a `Response`.
     public init(
         method: HTTPMethod,
@@ -65,6 +77,7 @@ public struct Request<Response>: Sendable {
         headers: HTTPHeaders = [:],
         body: RequestBody? = nil,
         acceptableStatus: Range<Int> = 200..<300,
+        timeout: Duration? = nil,
         decode: @escaping @Sendable (Data, HTTPURLResponse, ResponseDecodingContext) throws -> Response
     ) {
         self.method = method
@@ -73,6 +86,7 @@ public struct Request<Response>: Sendable {
         self.headers = headers
         self.body = body
         self.acceptableStatus = acceptableStatus
+        self.timeout = timeout
         self.decode = decode
     }
 }
@@ -83,13 +97,16 @@ extension Request where Response: Decodable & SendableMetatype {
     /// Creates a request whose response is decoded with the client's decoder (or as a special type: `Data`,
     /// `String`, ``EmptyResponse``, `Optional`).
     ///
-    /// - Parameter target: A path or an absolute URL.
+    /// - Parameters:
+    ///   - target: A path or an absolute URL.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public init(
         method: HTTPMethod,
         target: Target,
         query: [URLQueryItem] = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) {
         self.init(
             method: method,
@@ -97,6 +114,7 @@ extension Request where Response: Decodable & SendableMetatype {
             query: query,
             headers: headers,
             body: body,
+            timeout: timeout,
             decode: Self.decodeAsDecodable
         )
     }
@@ -115,20 +133,36 @@ extension Request where Response: Decodable & SendableMetatype {
     /// - Parameters:
     ///   - path: A path relative to the base URL, or an absolute `http(s)://` URL string.
     ///   - query: Query items; see ``Query``.
-    public static func get(_ path: String, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
-        Request(method: .get, target: .path(path), query: query.items, headers: headers)
+    ///   - timeout: The longest the call may take; see ``timeout``.
+    public static func get(
+        _ path: String,
+        query: Query = [],
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
+    ) -> Request {
+        Request(method: .get, target: .path(path), query: query.items, headers: headers, timeout: timeout)
     }
 
     /// A `GET` request to an absolute URL.
-    public static func get(_ url: URL, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
-        Request(method: .get, target: .url(url), query: query.items, headers: headers)
+    public static func get(
+        _ url: URL,
+        query: Query = [],
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
+    ) -> Request {
+        Request(method: .get, target: .url(url), query: query.items, headers: headers, timeout: timeout)
     }
 
     /// A `HEAD` request. Use ``EmptyResponse`` or an `Optional` as the response type.
     ///
     /// - Parameter path: A path or an absolute URL string.
-    public static func head(_ path: String, query: Query = [], headers: HTTPHeaders = [:]) -> Request {
-        Request(method: .head, target: .path(path), query: query.items, headers: headers)
+    public static func head(
+        _ path: String,
+        query: Query = [],
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
+    ) -> Request {
+        Request(method: .head, target: .path(path), query: query.items, headers: headers, timeout: timeout)
     }
 
     /// A `DELETE` request.
@@ -140,9 +174,17 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
-        Request(method: .delete, target: .path(path), query: query.items, headers: headers, body: body)
+        Request(
+            method: .delete,
+            target: .path(path),
+            query: query.items,
+            headers: headers,
+            body: body,
+            timeout: timeout
+        )
     }
 
     /// A `POST` request.
@@ -152,9 +194,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
-        Request(method: .post, target: .path(path), query: query.items, headers: headers, body: body)
+        Request(method: .post, target: .path(path), query: query.items, headers: headers, body: body, timeout: timeout)
     }
 
     /// A `POST` request with a JSON body.
@@ -164,9 +207,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         json: some Encodable & Sendable,
         query: Query = [],
-        headers: HTTPHeaders = [:]
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
     ) -> Request {
-        post(path, query: query, headers: headers, body: .json(json))
+        post(path, query: query, headers: headers, body: .json(json), timeout: timeout)
     }
 
     /// A `PUT` request.
@@ -176,9 +220,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
-        Request(method: .put, target: .path(path), query: query.items, headers: headers, body: body)
+        Request(method: .put, target: .path(path), query: query.items, headers: headers, body: body, timeout: timeout)
     }
 
     /// A `PUT` request with a JSON body.
@@ -188,9 +233,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         json: some Encodable & Sendable,
         query: Query = [],
-        headers: HTTPHeaders = [:]
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
     ) -> Request {
-        put(path, query: query, headers: headers, body: .json(json))
+        put(path, query: query, headers: headers, body: .json(json), timeout: timeout)
     }
 
     /// A `PATCH` request.
@@ -200,9 +246,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         query: Query = [],
         headers: HTTPHeaders = [:],
-        body: RequestBody? = nil
+        body: RequestBody? = nil,
+        timeout: Duration? = nil
     ) -> Request {
-        Request(method: .patch, target: .path(path), query: query.items, headers: headers, body: body)
+        Request(method: .patch, target: .path(path), query: query.items, headers: headers, body: body, timeout: timeout)
     }
 
     /// A `PATCH` request with a JSON body.
@@ -212,9 +259,10 @@ extension Request where Response: Decodable & SendableMetatype {
         _ path: String,
         json: some Encodable & Sendable,
         query: Query = [],
-        headers: HTTPHeaders = [:]
+        headers: HTTPHeaders = [:],
+        timeout: Duration? = nil
     ) -> Request {
-        patch(path, query: query, headers: headers, body: .json(json))
+        patch(path, query: query, headers: headers, body: .json(json), timeout: timeout)
     }
 }
 

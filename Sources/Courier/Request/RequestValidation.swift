@@ -69,16 +69,43 @@ public enum RequestValidation {
     /// Throws ``CourierError/Code/invalidRequest`` unless `name` is a token and `value` has no CR, LF or NUL.
     static func validateHeader(name: String, value: String, request: URLRequest? = nil) throws {
         guard isToken(name) else {
-            throw CourierError.invalidRequest(
-                "the header name \(Redaction.quotedHeaderName(name)) is not a valid HTTP token",
-                request: request
-            )
+            throw CourierError.invalidRequest(invalidNameMessage(name), request: request)
         }
         guard !containsLineBreakOrNUL(value) else {
             throw CourierError.invalidRequest(
                 "the value of header \(Redaction.quotedHeaderName(name)) contains CR, LF or NUL",
                 request: request
             )
+        }
+    }
+
+    /// Why `name` is not a valid header name, with the name as typed and its first character that may not
+    /// be in a token: `the header name "Bad Header" is not a valid HTTP token (it contains a space)`.
+    static func invalidNameMessage(_ name: String) -> String {
+        guard !name.isEmpty else { return "the header name is empty" }
+        let quoted = Redaction.quotedHeaderName(name)
+        guard let offending = name.unicodeScalars.first(where: { !$0.isASCII || !isTokenCharacter(UInt8($0.value)) })
+        else { return "the header name \(quoted) is not a valid HTTP token" }
+        return "the header name \(quoted) is not a valid HTTP token (it contains \(describe(offending)))"
+    }
+
+    /// A character that may not be in a token, in words: `a space`, `a carriage return (\r)`, `":"`,
+    /// `"Ü" (U+00DC), which is not ASCII`.
+    private static func describe(_ scalar: Unicode.Scalar) -> String {
+        switch scalar {
+        case " ": return "a space"
+        case "\t": return "a tab (\\t)"
+        case "\r": return "a carriage return (\\r)"
+        case "\n": return "a line feed (\\n)"
+        case "\u{0}": return "a NUL (\\u{0})"
+        default:
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                return "a control character (\(Redaction.escapedControl(scalar)))"
+            }
+            if scalar.isASCII { return "\"\(scalar)\"" }
+            let hex = String(scalar.value, radix: 16, uppercase: true)
+            let code = String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            return "\(Redaction.quotedHeaderName(String(scalar))) (U+\(code)), which is not ASCII"
         }
     }
 

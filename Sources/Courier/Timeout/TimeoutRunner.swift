@@ -29,6 +29,16 @@ enum TimeoutRunner {
         request: URLRequest,
         next: Next
     ) async throws -> (Data, HTTPURLResponse) {
+        try await run(duration, clock: clock, request: request) { try await next($0) }
+    }
+
+    /// The race around any operation: what a ``Request/timeout`` runs around the client's whole chain.
+    static func run<C: Clock<Duration>>(
+        _ duration: Duration,
+        clock: C,
+        request: URLRequest,
+        operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
         let now = clock.now
         let deadline: Deadline
         let wait: Duration
@@ -52,7 +62,7 @@ enum TimeoutRunner {
         let work: @Sendable () async throws -> Outcome = {
             defer { finished.set() }
             let (data, response) = try await Deadline.$current.withValue(deadline) {
-                try await next(request)
+                try await operation(request)
             }
             return .response(data, response)
         }

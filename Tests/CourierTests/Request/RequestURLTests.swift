@@ -127,6 +127,33 @@ struct QueryEncodingTests {
         #expect(request.encodedQuery == "z=1&tag=x&tag=y%20z&flag&a=true")
     }
 
+    @Test("variables of value types go into a query literal as their text, arrays of them as repeated keys")
+    func variableValues() async throws {
+        let id = 42
+        let active = false
+        let ratio = 0.5
+        let uuid = try #require(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
+        let ids: [Int] = [1, 2]
+        let missing: Int? = nil
+        let request = try #require(
+            try await sent(
+                Request<EmptyResponse>.get(
+                    "/s",
+                    query: ["id": id, "active": active, "r": ratio, "u": uuid, "ids": ids, "m": missing, "n": 7]
+                )
+            )
+        )
+        #expect(
+            request.encodedQuery == "id=42&active=false&r=0.5&u=E621E1F8-C36C-495A-93FC-0C247A3E6E5F&ids=1&ids=2&m&n=7"
+        )
+    }
+
+    @Test("a type of your own that prints itself conforms to QueryValueConvertible with an empty extension")
+    func customValue() async throws {
+        let request = try #require(try await sent(Request<EmptyResponse>.get("/s", query: ["o": OrderID(raw: 9)])))
+        #expect(request.encodedQuery == "o=order-9")
+    }
+
     @Test("query items are appended to a query written in the path", arguments: ["/s?q=1", "/s?q=1&"])
     func existingQuery(path: String) async throws {
         let request = try #require(try await sent(Request<EmptyResponse>.get(path, query: ["page": 2])))
@@ -152,4 +179,9 @@ struct QueryEncodingTests {
         let request = try #require(try await sent(Request<EmptyResponse>.get("/s", query: Query(items))))
         #expect(request.encodedQuery == "b=2&a")
     }
+}
+
+private struct OrderID: CustomStringConvertible, QueryValueConvertible {
+    let raw: Int
+    var description: String { "order-\(raw)" }
 }

@@ -72,6 +72,47 @@ struct RequestValidationTests {
     }
 
     @Test(
+        "an invalid header name is shown as typed, with the offending character named",
+        arguments: [
+            ("Bad Header", #"the header name "Bad Header" is not a valid HTTP token (it contains a space)"#),
+            ("X:Colon", #"the header name "X:Colon" is not a valid HTTP token (it contains ":")"#),
+            ("(paren)", #"the header name "(paren)" is not a valid HTTP token (it contains "(")"#),
+            (
+                "X-Bad\r\nInjected",
+                #"the header name "X-Bad\r\nInjected" is not a valid HTTP token (it contains a carriage return (\r))"#
+            ),
+            ("X\tTab", #"the header name "X\tTab" is not a valid HTTP token (it contains a tab (\t))"#),
+            ("X\u{0}Nul", #"the header name "X\u{0}Nul" is not a valid HTTP token (it contains a NUL (\u{0}))"#),
+            (
+                "Ünïcode",
+                #"the header name "Ünïcode" is not a valid HTTP token (it contains "Ü" (U+00DC), which is not ASCII)"#
+            ),
+            ("", "the header name is empty"),
+        ]
+    )
+    func badHeaderNameMessage(name: String, message: String) async throws {
+        let error = try #require(
+            await refusal(Request<EmptyResponse>.get("/x", headers: HTTPHeaders([.init(name: name, value: "v")])))
+        )
+        #expect(error.message == message)
+        #expect(!error.description.contains("\r") && !error.description.contains("\n"))
+    }
+
+    @Test(
+        "a header name's line breaks of any kind are escaped in the message",
+        arguments: ["\u{85}", "\u{2028}", "\u{2029}"]
+    )
+    func unicodeLineBreakInName(separator: String) async throws {
+        let error = try #require(
+            await refusal(
+                Request<EmptyResponse>.get("/x", headers: HTTPHeaders([.init(name: "A\(separator)B", value: "v")]))
+            )
+        )
+        #expect(!error.message.contains(separator))
+        #expect(error.message.contains(#""A\u{"#))
+    }
+
+    @Test(
         "a method that is not an HTTP token is an invalid request, and the error does not repeat it",
         arguments: ["GET /admin HTTP/1.1\r\nX-Injected: 1\r\n\r\nGET", "GET\n", "GE T", "DELETE\u{0}", "GET;"]
     )
