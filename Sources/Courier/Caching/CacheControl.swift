@@ -45,17 +45,20 @@ struct CacheControl: Sendable, Equatable {
         return Int(argument) ?? Int.max
     }
 
+    /// The comma-separated directives of `value` (commas inside quoted strings do not split), each name
+    /// lowercased and each argument unquoted. Works on Substrings with ASCII trimming: this runs on every
+    /// freshness check, and Foundation's `trimmingCharacters(in:)` cost more than the rest of a cache hit.
     private static func directives(_ value: String) -> [(name: String, argument: Substring?)] {
         var result: [(String, Substring?)] = []
         var inQuotes = false
         var start = value.startIndex
         var index = value.startIndex
         func flush(upTo end: String.Index) {
-            let item = value[start..<end].trimmingCharacters(in: .whitespaces)
+            let item = trimmed(value[start..<end])
             guard !item.isEmpty else { return }
-            if let equals = item.firstIndex(of: "=") {
-                let name = item[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-                var argument = item[item.index(after: equals)...].trimmingCharacters(in: .whitespaces)[...]
+            if let equals = item.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                let name = trimmed(item[..<equals]).lowercased()
+                var argument = trimmed(item[item.index(after: equals)...])
                 if argument.count >= 2, argument.first == "\"", argument.last == "\"" {
                     argument = argument.dropFirst().dropLast()
                 }
@@ -64,17 +67,28 @@ struct CacheControl: Sendable, Equatable {
                 result.append((item.lowercased(), nil))
             }
         }
-        while index < value.endIndex {
-            let character = value[index]
-            if character == "\"" {
+        // Byte by byte: the separators are ASCII, so every index found is also a character boundary.
+        let bytes = value.utf8
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") {
                 inQuotes.toggle()
-            } else if character == ",", !inQuotes {
+            } else if byte == UInt8(ascii: ","), !inQuotes {
                 flush(upTo: index)
-                start = value.index(after: index)
+                start = bytes.index(after: index)
             }
-            index = value.index(after: index)
+            index = bytes.index(after: index)
         }
         flush(upTo: value.endIndex)
         return result
+    }
+
+    /// `text` without leading and trailing spaces and tabs (the only whitespace HTTP allows around items).
+    private static func trimmed(_ text: Substring) -> Substring {
+        let isText: (UInt8) -> Bool = { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
+        guard let first = text.utf8.firstIndex(where: isText), let last = text.utf8.lastIndex(where: isText) else {
+            return text[text.endIndex...]
+        }
+        return text[first..<text.utf8.index(after: last)]
     }
 }

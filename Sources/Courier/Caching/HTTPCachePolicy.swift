@@ -218,11 +218,11 @@ enum HTTPCachePolicy {
 
     static func header(_ name: String, in headers: [String: String]) -> String? {
         if let value = headers[name] { return value }
-        return headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        return headers.first { $0.key.caseInsensitiveEquals(name) }?.value
     }
 
     static func setHeader(_ name: String, _ value: String, in headers: inout [String: String]) {
-        if let existing = headers.keys.first(where: { $0.caseInsensitiveCompare(name) == .orderedSame }) {
+        if let existing = headers.keys.first(where: { $0.caseInsensitiveEquals(name) }) {
             headers[existing] = value
         } else {
             headers[name] = value

@@ -68,7 +68,18 @@ public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, S
 }
 
 extension String {
+    /// Whether the two strings are equal ignoring case. Header names are ASCII tokens, so ASCII letters are
+    /// compared byte by byte without allocating; anything else falls back to `lowercased()`.
     func caseInsensitiveEquals(_ other: String) -> Bool {
-        utf8.count == other.utf8.count && lowercased() == other.lowercased()
+        guard utf8.count == other.utf8.count else { return false }
+        var isASCII = true
+        for (a, b) in zip(utf8, other.utf8) where a != b {
+            guard a < 0x80, b < 0x80 else {
+                isASCII = false
+                break
+            }
+            guard a | 0x20 == b | 0x20, (0x61...0x7A).contains(a | 0x20) else { return false }
+        }
+        return isASCII || lowercased() == other.lowercased()
     }
 }

@@ -59,6 +59,17 @@ struct HTTPCachePolicyTests {
         )
     }
 
+    @Test("Cache-Control items: tabs and spaces around them and their arguments, commas inside quotes, empty items")
+    func parsesWhitespaceAndQuotedCommas() {
+        let directives = CacheControl("\t no-cache=\"Set-Cookie, X-Session\" ,, max-age = 120\t, private ,")
+        #expect(directives.noCache)
+        #expect(directives.maxAge == 120)
+        #expect(directives.isPrivate)
+        #expect(!directives.isPublic && !directives.noStore)
+        #expect(CacheControl(" \t ") == CacheControl())
+        #expect(CacheControl("max-age=\"\"").maxAge == 0)
+    }
+
     @Test("freshness lifetime: max-age wins over Expires; s-maxage is ignored; Expires minus Date; none without either")
     func freshnessLifetime() {
         let expires = httpDate(Self.received.addingTimeInterval(300))
