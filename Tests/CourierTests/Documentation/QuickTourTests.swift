@@ -1,27 +1,27 @@
 import Foundation
 import Testing
 
-/// `swift run QuickTour`, the README's first command: it runs in memory in under 2 seconds, and each line it
-/// prints states what happened. The test runs the executable SwiftPM built beside this test bundle.
+/// `swift run QuickTour`, the README's first command: each line it prints states what happened. The test runs
+/// the executable SwiftPM built beside this test bundle. That the tour finishes within 2 seconds is checked
+/// by CI (`.ci/run`, the snippets step) on an otherwise idle machine, not here, where tests run in parallel
+/// and possibly under the thread sanitizer.
 @Suite(
     "The quick tour",
     .enabled(if: BuildProducts.executable("QuickTour") != nil, "the QuickTour executable was not built"),
     .timeLimit(.minutes(1))
 )
 struct QuickTourTests {
-    /// The tour's output, and how long it took.
-    static func run() throws -> (lines: [String], elapsed: Duration) {
+    /// The tour's output.
+    static func run() throws -> [String] {
         let process = Process()
         process.executableURL = BuildProducts.executable("QuickTour")
         let pipe = Pipe()
         process.standardOutput = pipe
-        let start = ContinuousClock.now
         try process.run()
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let elapsed = ContinuousClock.now - start
         #expect(process.terminationStatus == 0)
-        return (String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init), elapsed)
+        return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
     }
 
     /// The lines the tour must print, but for the fan-out's peak (`nil`), which depends on scheduling.
@@ -34,10 +34,9 @@ struct QuickTourTests {
         "6. a header value with CR LF: refused (invalidRequest); 0 requests sent",
     ]
 
-    @Test("it prints six steps, each stating what happened, in under 2 seconds")
+    @Test("it prints six steps, each stating what happened")
     func tour() throws {
-        let (lines, elapsed) = try Self.run()
-        #expect(elapsed < .seconds(2), "the tour took \(elapsed)")
+        let lines = try Self.run()
         try #require(lines.count == Self.expected.count, "\(lines)")
         for (line, expected) in zip(lines, Self.expected) where expected != nil {
             #expect(line == expected)
