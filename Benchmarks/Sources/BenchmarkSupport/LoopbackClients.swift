@@ -2,6 +2,7 @@ public import AsyncHTTPClient
 public import Courier
 public import Foundation
 public import NIOCore
+import NIOHTTP1
 
 #if canImport(FoundationNetworking)
 public import FoundationNetworking
