@@ -131,9 +131,11 @@ struct AsyncSemaphoreTests {
 
         await #expect(throws: AsyncSemaphore.QueueFull.self) { try await semaphore.acquire() }
 
+        // Either task may have queued first, so both are let through before either is awaited: awaiting
+        // `first` after one release would wait forever whenever `second` was ahead of it.
+        semaphore.release()
         semaphore.release()
         try await first.value
-        semaphore.release()
         try await second.value
         semaphore.release()
         #expect(semaphore.availablePermits == 1)
