@@ -50,7 +50,7 @@ public struct AuthenticationFailure: Sendable {
         /// - Returns: The value, or `nil` when the response has no such header.
         public func value(forHTTPHeaderField name: String) -> String? {
             if let response { return response.value(forHTTPHeaderField: name) }
-            return headers.first { $0.key.caseInsensitiveEquals(name) }?.value
+            return headers.headerValue(name)
         }
     }
 

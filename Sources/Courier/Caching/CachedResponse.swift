@@ -35,6 +35,6 @@ public struct CachedResponse: Sendable, Hashable, Codable, CustomStringConvertib
 
     /// The value of a header field, its name compared case-insensitively.
     func header(_ name: String) -> String? {
-        HTTPCachePolicy.header(name, in: headers)
+        headers.headerValue(name)
     }
 }

@@ -35,10 +35,10 @@ struct CredentialIdentity: Sendable {
         for name in names.sorted() {
             guard let value = request.value(forHTTPHeaderField: name) else { continue }
             found = true
-            for part in [name, value] {
-                first.combine(part)
-                second.combine(part)
-            }
+            first.combine(name)
+            first.combine(value)
+            second.combine(name)
+            second.combine(value)
         }
         guard found else { return nil }
         return Self.hex(UInt64(bitPattern: Int64(first.finalize())))
@@ -70,6 +70,7 @@ struct CredentialIdentity: Sendable {
 final class CredentialWitness: Sendable {
     @TaskLocal static var current: CredentialWitness?
 
+    // One flag, set at most once and read after the inner layers returned: an atomic, no state machine.
     private let attached = Atomic<Bool>(false)
 
     var sawCredential: Bool { attached.load(ordering: .acquiring) }

@@ -51,15 +51,15 @@ enum HTTPCachePolicy {
     ) -> String? {
         guard storableStatuses.contains(statusCode) else { return nil }
         if requestDirectives(request).noStore { return nil }
-        let directives = CacheControl(header("cache-control", in: headers))
+        let directives = CacheControl(headers.headerValue("cache-control"))
         if directives.noStore { return nil }
         if hasCredential, !directives.isPublic, !directives.mustRevalidate, directives.sharedMaxAge == nil {
             return nil
         }
-        let hasExplicitLifetime = directives.maxAge != nil || header("expires", in: headers) != nil
-        let hasValidator = header("etag", in: headers) != nil || header("last-modified", in: headers) != nil
+        let hasExplicitLifetime = directives.maxAge != nil || headers.headerValue("expires") != nil
+        let hasValidator = headers.headerValue("etag") != nil || headers.headerValue("last-modified") != nil
         guard hasExplicitLifetime || hasValidator else { return nil }
-        return variant(of: request, vary: header("vary", in: headers))
+        return variant(of: request, vary: headers.headerValue("vary"))
     }
 
     /// The values of the request headers `vary` names (lowercased name, a colon and the trimmed value, or the
@@ -187,7 +187,7 @@ enum HTTPCachePolicy {
         }
         var resources = [resource(url)]
         for name in ["location", "content-location"] {
-            guard let value = header(name, in: headers), let target = URL(string: value, relativeTo: url)?.absoluteURL,
+            guard let value = headers.headerValue(name), let target = URL(string: value, relativeTo: url)?.absoluteURL,
                 RedirectContext.isSameOrigin(url, target)
             else { continue }
             let targetResource = resource(target)
@@ -214,11 +214,6 @@ enum HTTPCachePolicy {
             directives.noCache = true
         }
         return directives
-    }
-
-    static func header(_ name: String, in headers: [String: String]) -> String? {
-        if let value = headers[name] { return value }
-        return headers.first { $0.key.caseInsensitiveEquals(name) }?.value
     }
 
     static func setHeader(_ name: String, _ value: String, in headers: inout [String: String]) {

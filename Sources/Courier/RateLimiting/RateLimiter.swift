@@ -127,10 +127,7 @@ public final class RateLimiter: Sendable {
         let deadline = Deadline.current
         let start = elapsed()
         let deadlineOffset = deadline.map { start + $0.timeLeft }
-        var action = partitions.withLock { partitions -> Machine.AcquireAction? in
-            guard partitions[partition] != nil else { return nil }
-            return partitions[partition]!.acquire(now: start, deadline: deadlineOffset)
-        }
+        var action = partitions.withLock { $0[partition]?.acquire(now: start, deadline: deadlineOffset) }
         if action == nil {
             // First use of the partition in this process: start from what another replica stored, if anything.
             let stored = try? await store.quota(for: partition)

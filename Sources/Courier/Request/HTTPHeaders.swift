@@ -83,3 +83,11 @@ extension String {
         return isASCII || lowercased() == other.lowercased()
     }
 }
+
+extension [String: String] {
+    /// The value of the header field `name` in a name-to-value dictionary such as
+    /// `HTTPURLResponse.allHeaderFields`, the name compared case-insensitively.
+    func headerValue(_ name: String) -> String? {
+        self[name] ?? first { $0.key.caseInsensitiveEquals(name) }?.value
+    }
+}
