@@ -26,10 +26,16 @@ public actor Client {
     final class Snapshot: Sendable {
         let configuration: Configuration
         let chain: Chain
+        /// The same middleware in front of the transport's streaming side (see `StreamCall`).
+        let streamingChain: Chain
 
         init(_ configuration: Configuration) {
             self.configuration = configuration
             self.chain = Chain(middleware: configuration.middleware, transport: configuration.transport)
+            self.streamingChain = Chain(
+                middleware: configuration.middleware,
+                transport: StreamingTransport(base: configuration.transport)
+            )
         }
     }
 
@@ -96,7 +102,7 @@ public actor Client {
         lifecycle.isCancellable = configuration.isCancellableOnShutdown
     }
 
-    private nonisolated var snapshot: Snapshot {
+    nonisolated var snapshot: Snapshot {
         current.withLock { $0 }
     }
 
@@ -138,36 +144,15 @@ public actor Client {
             baseURL: snapshot.configuration.baseURL,
             encoder: snapshot.configuration.encoder
         )
-        let (data, response): (Data, HTTPURLResponse)
-        do {
+        let (data, response) = try await Self.decodingAPIErrors(of: request, snapshot) {
             if let timeout = request.timeout {
-                (data, response) = try await sendTimingOut(urlRequest, after: timeout, through: snapshot.chain)
+                try await sendTimingOut(urlRequest, after: timeout, through: snapshot.chain)
             } else {
-                (data, response) = try await lifecycle.send(urlRequest, through: snapshot.chain)
+                try await lifecycle.send(urlRequest, through: snapshot.chain)
             }
-        } catch let error as CourierError where error.code == .unacceptableStatus {
-            // A status-validating middleware threw before this request's own check: decode the error body
-            // the request (or the client) declares, unless the middleware already did.
-            throw error.decodingAPIError(
-                with: request.errorBody ?? snapshot.configuration.errorBody,
-                decoder: snapshot.configuration.decoder
-            )
         }
+        try Self.checkStatus(of: response, body: data, for: request, urlRequest, snapshot)
         let context = ResponseDecodingContext(decoder: snapshot.configuration.decoder, request: urlRequest)
-        guard request.acceptableStatus.contains(response.statusCode) else {
-            let acceptable = request.acceptableStatus
-            let error = CourierError.unacceptableStatus(
-                request: urlRequest,
-                response: response,
-                body: data,
-                expected: "\(acceptable.lowerBound)..<\(acceptable.upperBound)"
-            )
-            throw error.decodingAPIError(
-                with: request.errorBody ?? snapshot.configuration.errorBody,
-                decoder: snapshot.configuration.decoder,
-                body: data
-            ).attributed(toMiddleware: nil)
-        }
         do {
             return (try request.decode(data, response, context), response)
         } catch let error as CourierError {
@@ -184,6 +169,48 @@ public actor Client {
                 underlying: error
             ).attributed(toMiddleware: nil)
         }
+    }
+
+    /// Runs `exchange`; a status-validating middleware's error gets the error body the request (or the
+    /// client) declares decoded, unless the middleware already did.
+    @inline(__always)
+    static func decodingAPIErrors<Response, Result>(
+        of request: Request<Response>,
+        _ snapshot: Snapshot,
+        _ exchange: () async throws -> Result
+    ) async throws -> Result {
+        do {
+            return try await exchange()
+        } catch let error as CourierError where error.code == .unacceptableStatus {
+            throw error.decodingAPIError(
+                with: request.errorBody ?? snapshot.configuration.errorBody,
+                decoder: snapshot.configuration.decoder
+            )
+        }
+    }
+
+    /// Throws ``CourierError/Code/unacceptableStatus``, with the declared error body decoded, when `request`
+    /// does not accept the response's status.
+    static func checkStatus<Response>(
+        of response: HTTPURLResponse,
+        body data: Data,
+        for request: Request<Response>,
+        _ urlRequest: URLRequest,
+        _ snapshot: Snapshot
+    ) throws {
+        guard !request.acceptableStatus.contains(response.statusCode) else { return }
+        let acceptable = request.acceptableStatus
+        let error = CourierError.unacceptableStatus(
+            request: urlRequest,
+            response: response,
+            body: data,
+            expected: "\(acceptable.lowerBound)..<\(acceptable.upperBound)"
+        )
+        throw error.decodingAPIError(
+            with: request.errorBody ?? snapshot.configuration.errorBody,
+            decoder: snapshot.configuration.decoder,
+            body: data
+        ).attributed(toMiddleware: nil)
     }
 
     // MARK: A forgotten response type

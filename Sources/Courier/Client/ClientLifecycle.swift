@@ -49,8 +49,28 @@ final class ClientLifecycle: Sendable {
         }
     }
 
-    // Guards the cancellable tasks, the idle waiters and the cancelling flag.
-    private let registry = LockedState(Registry<Task<(Data, HTTPURLResponse), any Error>>())
+    /// What a shutdown's grace period can cancel: a request's task, or the body of a streamed call.
+    enum Cancellable: Sendable {
+        case task(Task<(Data, HTTPURLResponse), any Error>)
+        case body(ChunkPipe)
+
+        func cancel() {
+            switch self {
+            case .task(let task):
+                task.cancel()
+            case .body(let pipe):
+                pipe.fail(
+                    CourierError(
+                        .clientShutDown,
+                        message: "the client shut down and stopped the streamed body when its grace period ended"
+                    )
+                )
+            }
+        }
+    }
+
+    // Guards the cancellable requests and bodies, the idle waiters and the cancelling flag.
+    private let registry = LockedState(Registry<Cancellable>())
 
     init() {}
 
@@ -79,16 +99,56 @@ final class ClientLifecycle: Sendable {
         let before = word.wrappingAdd(Self.oneRequest, ordering: .acquiringAndReleasing).oldValue
         defer { end() }
         if before & Self.closedBit != 0 {
-            throw CourierError(
-                .clientShutDown,
-                message: "the client is shut down and accepts no new requests",
-                request: request
-            )
+            throw Self.refusal(request)
         }
         if before & Self.cancellableBit == 0 {
             return try await chain.send(request, from: 0)
         }
-        return try await sendCancellably(request, through: chain)
+        return try await sendCancellably(request) { try await chain.send($0, from: 0) }
+    }
+
+    private static func refusal(_ request: URLRequest) -> CourierError {
+        CourierError(.clientShutDown, message: "the client is shut down and accepts no new requests", request: request)
+    }
+
+    /// Runs a streamed call: `operation` sends `request` through the streaming chain with `call` current.
+    /// The call counts in flight until its body ends, not only until its head arrives; when it runs
+    /// cancellably, a shutdown's grace period stops its body too.
+    func stream(
+        _ request: URLRequest,
+        call: StreamCall,
+        operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (StreamedBody, HTTPURLResponse) {
+        let before = word.wrappingAdd(Self.oneRequest, ordering: .acquiringAndReleasing).oldValue
+        var bodyEndsCall = false
+        defer { if !bodyEndsCall { end() } }
+        if before & Self.closedBit != 0 {
+            throw Self.refusal(request)
+        }
+        let isCancellable = before & Self.cancellableBit != 0
+        let (data, response): (Data, HTTPURLResponse)
+        do {
+            (data, response) = try await StreamCall.$current.withValue(call) {
+                isCancellable ? try await sendCancellably(request, operation) : try await operation(request)
+            }
+        } catch {
+            call.discardAll()
+            throw error
+        }
+        let body = call.take(for: response, data: data)
+        bodyEndsCall = true
+        let pipe = body.pipe
+        if isCancellable {
+            let (id, cancelNow) = registry.withLock { $0.track(.body(pipe)) }
+            pipe.onEnd { [self] in
+                registry.withLock { $0.untrack(id) }
+                end()
+            }
+            if cancelNow { Cancellable.body(pipe).cancel() }
+        } else {
+            pipe.onEnd { [self] in end() }
+        }
+        return (body, response)
     }
 
     private func end() {
@@ -102,10 +162,10 @@ final class ClientLifecycle: Sendable {
     /// cancelling the caller's task. Costs one task per request; used only when the client opted in.
     private func sendCancellably(
         _ request: URLRequest,
-        through chain: Chain
+        _ operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
     ) async throws -> (Data, HTTPURLResponse) {
-        let task = Task { try await chain.send(request, from: 0) }
-        let (id, cancelNow) = registry.withLock { $0.track(task) }
+        let task = Task { try await operation(request) }
+        let (id, cancelNow) = registry.withLock { $0.track(.task(task)) }
         if cancelNow { task.cancel() }
         defer { registry.withLock { $0.untrack(id) } }
         do {
@@ -135,8 +195,8 @@ final class ClientLifecycle: Sendable {
 
     /// Cancels every request running cancellably, and any that starts cancellably from now on.
     func cancelInFlight() {
-        let tasks = registry.withLock { $0.cancelAll() }
-        for task in tasks { task.cancel() }
+        let running = registry.withLock { $0.cancelAll() }
+        for request in running { request.cancel() }
     }
 
     /// Suspends until the client is closed and no request is in flight. A cancelled waiter returns early.

@@ -20,4 +20,25 @@ public protocol Transport: Sendable {
     /// - Parameter request: A complete request with an absolute URL.
     /// - Throws: `CancellationError` when the task is cancelled, or the transport's own error.
     func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse)
+
+    /// Sends `request` and returns as soon as the response head has arrived, with the body still arriving.
+    ///
+    /// ``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)`` calls it. A transport that
+    /// streams should:
+    /// - return when the head arrives, and write the body's chunks into the ``StreamedBody`` as they arrive,
+    ///   reading no further ahead than the body's backpressure allows;
+    /// - stop (cancel its task, close the connection) when the body is stopped or dropped by its reader;
+    /// - observe task cancellation while waiting for the head, and then throw `CancellationError`.
+    ///
+    /// The default implementation calls ``send(_:)`` and returns its body as one chunk, so a transport that
+    /// cannot stream still works (its bodies are held whole in memory).
+    func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse)
+}
+
+extension Transport {
+    /// Sends the request with ``send(_:)`` and returns its whole body as one chunk.
+    public func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        let (data, response) = try await send(request)
+        return (StreamedBody(data), response)
+    }
 }

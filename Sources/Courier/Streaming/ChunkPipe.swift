@@ -1,0 +1,237 @@
+import Foundation
+
+/// Carries one streamed response body from the transport that writes it to the caller that reads it, with
+/// backpressure; the transitions are ``ChunkPipeStateMachine``'s, carried out here outside the lock.
+///
+/// A transport writes with ``yield(_:)`` from a callback (URLSession's delegate: on `pause` it suspends its
+/// task until the ``onDemand`` handler runs) or with ``write(_:)`` from a task (it waits while the buffer is
+/// full), and ends with ``finish(error:)``. It learns that the reader is gone through the handler it gives
+/// ``onStop(_:)``, and must then stop (cancel its task or connection).
+final class ChunkPipe: Sendable {
+    typealias Consumer = CheckedContinuation<Data?, any Error>
+    typealias Producer = CheckedContinuation<Void, any Error>
+    typealias Machine = ChunkPipeStateMachine<Consumer, Producer>
+
+    /// The default high-water mark: 1 MiB buffered before the transport is paused.
+    static let defaultHighWater = 1 << 20
+
+    private struct State {
+        var machine: Machine
+        var stop: (@Sendable () -> Void)?
+        var demand: (@Sendable () -> Void)?
+        var endHooks: [@Sendable () -> Void] = []
+        var hasEnded = false
+        /// The idle watchdog's clock, as time elapsed since it started, and when the current wait began.
+        var elapsed: (@Sendable () -> Duration)?
+        var waitStartedAt: Duration?
+    }
+
+    private let state: LockedState<State>
+
+    init(highWater: Int = ChunkPipe.defaultHighWater) {
+        state = LockedState(State(machine: Machine(highWater: highWater)))
+    }
+
+    /// A pipe that holds `data` and has ended: a buffered body read as a stream.
+    convenience init(finished data: Data) {
+        self.init(highWater: max(data.count, 1))
+        _ = yield(data)
+        finish(error: nil)
+    }
+
+    // MARK: Wiring
+
+    /// Sets what stops the transport when the reader's side ends the body early. If the body is over already,
+    /// `stop` runs at once (stopping a transport that has finished does nothing).
+    func onStop(_ stop: @escaping @Sendable () -> Void) {
+        let endedAlready = state.withLock { state -> Bool in
+            guard state.machine.isEnded else {
+                state.stop = stop
+                return false
+            }
+            return true
+        }
+        if endedAlready { stop() }
+    }
+
+    /// Sets what a sync writer runs to go on after ``yield(_:)`` said `pause`.
+    func onDemand(_ demand: @escaping @Sendable () -> Void) {
+        state.withLock { $0.demand = demand }
+    }
+
+    /// Runs `hook` once when the body is over: read to its end, failed, or given up by the reader. If it is
+    /// over already, `hook` runs at once.
+    func onEnd(_ hook: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            if state.hasEnded { return true }
+            state.endHooks.append(hook)
+            return false
+        }
+        if runNow { hook() }
+    }
+
+    // MARK: The writer's side
+
+    /// Whether the body is over for the writer: it should stop.
+    var isEnded: Bool { state.withLock { $0.machine.isEnded } }
+
+    /// Hands a chunk to the reader, or buffers it.
+    ///
+    /// - Returns: `false` when the writer should pause until the ``onDemand(_:)`` handler runs, or stop
+    ///   because the body is over (check ``isEnded``).
+    @discardableResult
+    func yield(_ data: Data) -> Bool {
+        let action = state.withLock { state in
+            if state.machine.isReaderWaiting { state.waitStartedAt = nil }
+            return state.machine.yield(data)
+        }
+        switch action {
+        case .proceed:
+            return true
+        case .resumeConsumer(let consumer, let data):
+            consumer.resume(returning: data)
+            return true
+        case .pause, .drop:
+            return false
+        }
+    }
+
+    /// Hands a chunk to the reader, waiting while the buffer is full.
+    ///
+    /// - Throws: `CancellationError` when the body is over from the reader's side (stop writing).
+    func write(_ data: Data) async throws {
+        if yield(data) { return }
+        try await withCheckedThrowingContinuation { (producer: Producer) in
+            let waits = state.withLock { $0.machine.waitForDemand(producer) }
+            if !waits {
+                if isEnded {
+                    producer.resume(throwing: CancellationError())
+                } else {
+                    producer.resume()
+                }
+            }
+        }
+    }
+
+    /// Ends the body: cleanly (`error == nil`) or with a transport error, after the chunks already buffered.
+    func finish(error: (any Error)?) {
+        let consumer = state.withLock { state -> Consumer? in
+            let consumer = state.machine.finish(error: error)
+            if consumer != nil { state.waitStartedAt = nil }
+            return consumer
+        }
+        guard let consumer else { return }
+        if let error {
+            consumer.resume(throwing: error)
+        } else {
+            consumer.resume(returning: nil)
+        }
+        runEndHooks()
+    }
+
+    // MARK: The reader's side
+
+    /// The next chunk, or `nil` at the end.
+    ///
+    /// Cancelling the reading task ends the body (the transport is stopped) and throws `CancellationError`.
+    func next() async throws -> Data? {
+        // Fast path: a buffered chunk or the end, without making a continuation.
+        if let ready = takeReady() { return try ready.get() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (consumer: Consumer) in
+                let action = state.withLock { state in
+                    let action = state.machine.next(consumer: consumer)
+                    if case .wait = action { state.waitStartedAt = state.elapsed?() }
+                    return action
+                }
+                switch action {
+                case .wait:
+                    break
+                case .chunk(let data, let demand):
+                    wake(demand)
+                    consumer.resume(returning: data)
+                case .end(let error):
+                    endRead(error, consumer: consumer)
+                }
+            }
+        } onCancel: {
+            fail(CancellationError())
+        }
+    }
+
+    /// A chunk or the end when one is ready, without waiting.
+    private func takeReady() -> Result<Data?, any Error>? {
+        let action = state.withLock { $0.machine.next(consumer: nil) }
+        switch action {
+        case .wait:
+            return nil
+        case .chunk(let data, let demand):
+            wake(demand)
+            return .success(data)
+        case .end(let error):
+            runEndHooks()
+            if let error { return .failure(error) }
+            return .success(nil)
+        }
+    }
+
+    private func endRead(_ error: (any Error)?, consumer: Consumer) {
+        if let error {
+            consumer.resume(throwing: error)
+        } else {
+            consumer.resume(returning: nil)
+        }
+        runEndHooks()
+    }
+
+    private func wake(_ demand: Machine.Demand?) {
+        switch demand {
+        case .none:
+            break
+        case .continuation(let producer):
+            producer.resume()
+        case .handler:
+            state.withLock { $0.demand }?()
+        }
+    }
+
+    /// Ends the body from the reader's side: a cancelled read, a timeout, a body given up unread. Buffered
+    /// chunks are dropped, a waiting read throws `error`, and the transport is stopped if it still sends.
+    func fail(_ error: any Error) {
+        let (failure, stop) = state.withLock { state in
+            (state.machine.fail(error), state.stop)
+        }
+        guard let failure else { return }
+        failure.consumer?.resume(throwing: error)
+        failure.producer?.resume(throwing: CancellationError())
+        if failure.stopsTransport { stop?() }
+        runEndHooks()
+    }
+
+    private func runEndHooks() {
+        let hooks = state.withLock { state -> [@Sendable () -> Void] in
+            guard !state.hasEnded else { return [] }
+            state.hasEnded = true
+            state.stop = nil
+            state.demand = nil
+            defer { state.endHooks = [] }
+            return state.endHooks
+        }
+        for hook in hooks { hook() }
+    }
+
+    // MARK: The idle watchdog
+
+    /// Starts recording when each wait of the reader begins, on the watchdog's clock.
+    func recordWaits(elapsed: @escaping @Sendable () -> Duration) {
+        state.withLock { state in
+            state.elapsed = elapsed
+            if state.machine.isReaderWaiting { state.waitStartedAt = elapsed() }
+        }
+    }
+
+    /// When the reader's current wait began, if it is waiting; and whether the body is over.
+    var waitStartedAt: (since: Duration?, ended: Bool) {
+        state.withLock { ($0.waitStartedAt, $0.hasEnded || $0.machine.isEnded) }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Ends a streamed body that waits too long for its next chunk (the idle timeout) or runs past its total
+/// timeout, with one sleeping task per body rather than a timer per chunk.
+///
+/// The idle timeout counts only while the reader waits for a chunk: a reader that is slow to take buffered
+/// chunks is not the server's silence. The body records when each wait begins (one clock reading per wait);
+/// the watchdog sleeps until that wait would be too long, or, while the reader is not waiting, for one idle
+/// period, and then looks again. So it fires exactly one idle period after the wait began, and wakes at most
+/// once per idle period while chunks flow.
+enum StreamWatchdog {
+    /// Watches `body` until it ends.
+    ///
+    /// - Parameters:
+    ///   - idleTimeout: The longest a read may wait for the next chunk.
+    ///   - totalDeadline: How long from `start` the whole body may take.
+    static func watch<C: Clock<Duration>>(
+        _ body: StreamedBody,
+        idleTimeout: Duration?,
+        totalTimeout: Duration?,
+        from start: C.Instant,
+        clock: C,
+        request: URLRequest
+    ) {
+        guard idleTimeout != nil || totalTimeout != nil else { return }
+        let pipe = body.pipe
+        pipe.recordWaits { start.duration(to: clock.now) }
+        let watcher = Task {
+            while true {
+                let (waitingSince, ended) = pipe.waitStartedAt
+                if ended { return }
+                let now = start.duration(to: clock.now)
+                if let totalTimeout, now >= totalTimeout {
+                    pipe.fail(timedOut(request, after: totalTimeout, idle: false))
+                    return
+                }
+                if let idleTimeout, let waitingSince, now - waitingSince >= idleTimeout {
+                    pipe.fail(timedOut(request, after: idleTimeout, idle: true))
+                    return
+                }
+                let idleWake = idleTimeout.map { (waitingSince ?? now) + $0 }
+                // One of the two is set (checked above).
+                let wake = min(idleWake ?? totalTimeout ?? now, totalTimeout ?? idleWake ?? now)
+                do {
+                    try await clock.sleep(until: start.advanced(by: wake), tolerance: nil)
+                } catch {
+                    return
+                }
+            }
+        }
+        pipe.onEnd { watcher.cancel() }
+    }
+
+    static func timedOut(_ request: URLRequest, after duration: Duration, idle: Bool) -> CourierError {
+        let message =
+            idle
+            ? "the response body sent nothing for \(duration) (the stream's idle timeout)"
+            : "the streamed call took longer than its total timeout of \(duration)"
+        return CourierError(.timedOut, message: message, request: request)
+    }
+}
