@@ -1,3 +1,4 @@
+import Courier
 public import Foundation
 
 #if canImport(FoundationNetworking)
@@ -20,6 +21,7 @@ public import FoundationNetworking
 public struct MockResponse: Sendable {
     enum Kind: Sendable {
         case response(status: Int, headers: [String: String], body: Data)
+        case streamed(status: Int, headers: [String: String], chunks: [MockChunk])
         case failure(any Error)
         case hang
         case handler(MockHandler)
@@ -163,6 +165,25 @@ public struct MockResponse: Sendable {
         MockResponse(.handler(handler))
     }
 
+    /// A response whose body streams: the head is returned at once, and `chunks` run one by one as the caller
+    /// reads the body (a call that does not stream gets them all, or the drop's error).
+    ///
+    /// ```swift
+    /// MockRoute.get("/export").replies(.stream([.text("{\"id\":1}\n"), .delay(.seconds(1), on: clock), .drop()]))
+    /// ```
+    public static func stream(
+        _ chunks: [MockChunk],
+        status: Int = 200,
+        headers: [String: String] = [:]
+    ) -> MockResponse {
+        MockResponse(.streamed(status: status, headers: headers, chunks: chunks))
+    }
+
+    /// A `text/event-stream` response whose body streams `events` (see ``MockChunk/event(_:type:id:retry:)``).
+    public static func events(_ events: [MockChunk], status: Int = 200) -> MockResponse {
+        .stream(events, status: status, headers: ["Content-Type": "text/event-stream"])
+    }
+
     // MARK: Modifiers
 
     /// Returns this answer delayed by `duration` on `clock`.
@@ -213,6 +234,9 @@ public struct MockResponse: Sendable {
         case .response(let status, var headers, let body):
             headers[name] = value
             return MockResponse(status: status, headers: headers, body: body)
+        case .streamed(let status, var headers, let chunks):
+            headers[name] = value
+            return .stream(chunks, status: status, headers: headers)
         case .failure, .hang:
             return self
         case .handler(let handler):
@@ -234,20 +258,41 @@ public struct MockResponse: Sendable {
 
     /// Turns the answer into what a transport returns, or throws.
     func resolve(for request: MockRequest) async throws -> (Data, HTTPURLResponse) {
+        let (body, response) = try await resolveHead(for: request)
+        switch body {
+        case .whole(let data):
+            return (data, response)
+        case .chunks(let chunks):
+            return (try await ScriptedBody(steps: chunks).collect(), response)
+        }
+    }
+
+    /// Turns the answer into what a streaming transport returns, or throws: a streamed answer's steps run as
+    /// the body is read.
+    func resolveStream(for request: MockRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        let (body, response) = try await resolveHead(for: request)
+        switch body {
+        case .whole(let data):
+            return (StreamedBody(data), response)
+        case .chunks(let chunks):
+            return (StreamedBody(ScriptedBody(steps: chunks)), response)
+        }
+    }
+
+    private enum Body {
+        case whole(Data)
+        case chunks([MockChunk])
+    }
+
+    /// The head of the answer and its body, after any delay, hold or handler; or the answer's error.
+    private func resolveHead(for request: MockRequest) async throws -> (Body, HTTPURLResponse) {
         var answer = self
         while true {
             switch answer.kind {
             case .response(let status, let headers, let body):
-                let url = request.urlRequest.url ?? URL(string: "http://127.0.0.1/")!
-                // HTTPURLResponse's initializer only fails for an invalid HTTP version, which is fixed here.
-                // swift-format-ignore: NeverForceUnwrap
-                let response = HTTPURLResponse(
-                    url: url,
-                    statusCode: status,
-                    httpVersion: "HTTP/1.1",
-                    headerFields: headers
-                )!
-                return (body, response)
+                return (.whole(body), Self.head(status: status, headers: headers, for: request))
+            case .streamed(let status, let headers, let chunks):
+                return (.chunks(chunks), Self.head(status: status, headers: headers, for: request))
             case .failure(let error):
                 throw error
             case .hang:
@@ -258,6 +303,13 @@ public struct MockResponse: Sendable {
                 answer = try await handler(request)
             }
         }
+    }
+
+    private static func head(status: Int, headers: [String: String], for request: MockRequest) -> HTTPURLResponse {
+        let url = request.urlRequest.url ?? URL(string: "http://127.0.0.1/")!
+        // HTTPURLResponse's initializer only fails for an invalid HTTP version, which is fixed here.
+        // swift-format-ignore: NeverForceUnwrap
+        return HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: headers)!
     }
 }
 

@@ -179,6 +179,19 @@ public final class MockTransport: Transport, RequestRecording {
     ///   `CancellationError`, or `CourierError` (`.invalidRequest`) for a request that could not be sent
     ///   safely.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        try await answer(request) { response, mockRequest in try await response.resolve(for: mockRequest) }
+    }
+
+    /// Answers `request` as ``send(_:)`` does, with a ``MockResponse/stream(_:status:headers:)`` answer's body
+    /// streaming step by step as it is read.
+    public func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        try await answer(request) { response, mockRequest in try await response.resolveStream(for: mockRequest) }
+    }
+
+    private func answer<Result>(
+        _ request: URLRequest,
+        with resolve: (MockResponse, MockRequest) async throws -> Result
+    ) async throws -> Result {
         // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
         try RequestValidation.validate(request)
         let call = state.withLock { state in
@@ -190,10 +203,10 @@ public final class MockTransport: Transport, RequestRecording {
             try Task.checkCancellation()
             switch responder {
             case .script(let response):
-                return try await response.resolve(for: MockRequest(request, callIndex: call))
+                return try await resolve(response, MockRequest(request, callIndex: call))
             case .routes(let routes, let unmatched):
                 let (response, mockRequest) = try choose(request, routes: routes, unmatched: unmatched)
-                return try await response.resolve(for: mockRequest)
+                return try await resolve(response, mockRequest)
             }
         } catch is CancellationError {
             recordCancellation()

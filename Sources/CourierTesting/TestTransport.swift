@@ -60,6 +60,10 @@ public struct TestTransport: Transport {
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         // Like the real transports, refuse what could not be sent safely; such a request is not recorded.
         try RequestValidation.validate(request)
+        return try await installed(for: request).send(request)
+    }
+
+    private func installed(for request: URLRequest) throws -> any Transport {
         guard let transport = Self.current ?? fallback else {
             throw MockTransportError(
                 message: """
@@ -69,7 +73,13 @@ public struct TestTransport: Transport {
                     """
             )
         }
-        return try await transport.send(request)
+        return transport
+    }
+
+    /// Streams `request` through the transport installed for the current task, or the fallback.
+    public func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        try RequestValidation.validate(request)
+        return try await installed(for: request).stream(request)
     }
 }
 

@@ -84,7 +84,8 @@ public final class HTTPCache: Sendable {
         guard method == "GET" || method == "HEAD" else {
             return try await sendUnsafe(request, method: method, url: url, next: next)
         }
-        guard request.httpBody == nil, request.httpBodyStream == nil,
+        // A streamed call's body goes to its caller as it arrives: it is neither stored nor served from here.
+        guard request.httpBody == nil, request.httpBodyStream == nil, StreamCall.current == nil,
             !HTTPCachePolicy.bypassingRequestHeaders.contains(where: { request.value(forHTTPHeaderField: $0) != nil }),
             !HTTPCachePolicy.requestDirectives(request).noStore
         else {

@@ -1,7 +1,9 @@
 extension Middleware {
     /// A private HTTP cache (RFC 9111): fresh `GET` and `HEAD` responses answer without a request, stale ones
     /// are revalidated with `If-None-Match`/`If-Modified-Since`, and unsafe requests invalidate what they
-    /// change. See ``HTTPCache`` for the rules.
+    /// change. See ``HTTPCache`` for the rules. A streamed call
+    /// (``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)``) passes through: its body goes
+    /// to its caller as it arrives and is neither stored nor answered from the cache.
     ///
     /// ```swift
     /// let client = Client(

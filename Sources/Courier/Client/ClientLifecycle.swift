@@ -140,13 +140,13 @@ final class ClientLifecycle: Sendable {
         let pipe = body.pipe
         if isCancellable {
             let (id, cancelNow) = registry.withLock { $0.track(.body(pipe)) }
-            pipe.onEnd { [self] in
+            pipe.onEnd { [self] _ in
                 registry.withLock { $0.untrack(id) }
                 end()
             }
             if cancelNow { Cancellable.body(pipe).cancel() }
         } else {
-            pipe.onEnd { [self] in end() }
+            pipe.onEnd { [self] _ in end() }
         }
         return (body, response)
     }

@@ -13,7 +13,8 @@ extension Middleware {
     /// Requests are identical when their method, URL and header fields match, except for per-request
     /// tracing ids; `Authorization` and `Cookie` are always part of the comparison, so callers with
     /// different credentials never share a response. `POST` and the other methods, and requests with a
-    /// body, are never coalesced. See ``RequestCoalescer`` for the exact key and for cancellation: a
+    /// body, are never coalesced, nor is a streamed call (``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)``:
+    /// its body has one reader). See ``RequestCoalescer`` for the exact key and for cancellation: a
     /// cancelled caller stops waiting at once, and the shared call is cancelled only when every caller has
     /// gone. Likewise a caller's deadline (a whole-call timeout outside) ends only its own wait: the shared
     /// call runs under no caller's ``Deadline``.
@@ -42,7 +43,9 @@ extension Middleware {
     /// - Returns: The middleware, named `"coalescing"`.
     public static func coalescing(_ coalescer: RequestCoalescer) -> Middleware {
         Middleware(name: "coalescing") { request, next in
-            try await coalescer.send(request, next: next)
+            // A streamed body has one reader: a streamed call is never shared.
+            if StreamCall.current != nil { return try await next(request) }
+            return try await coalescer.send(request, next: next)
         }
     }
 }

@@ -102,6 +102,15 @@ public final class RequestCounter: Sendable {
         case succeeded
         case failed
         case cancelled
+
+        /// How a streamed call ended, from how its body ended.
+        init(bodyEnding error: (any Error)?) {
+            switch error {
+            case .none: self = .succeeded
+            case .some(let error) where error is CancellationError: self = .cancelled
+            case .some: self = .failed
+            }
+        }
     }
 
     private struct State {

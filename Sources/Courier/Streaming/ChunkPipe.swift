@@ -19,8 +19,9 @@ final class ChunkPipe: Sendable {
         var machine: Machine
         var stop: (@Sendable () -> Void)?
         var demand: (@Sendable () -> Void)?
-        var endHooks: [@Sendable () -> Void] = []
+        var endHooks: [@Sendable ((any Error)?) -> Void] = []
         var hasEnded = false
+        var endError: (any Error)?
         /// The idle watchdog's clock, as time elapsed since it started, and when the current wait began.
         var elapsed: (@Sendable () -> Duration)?
         var waitStartedAt: Duration?
@@ -59,15 +60,15 @@ final class ChunkPipe: Sendable {
         state.withLock { $0.demand = demand }
     }
 
-    /// Runs `hook` once when the body is over: read to its end, failed, or given up by the reader. If it is
-    /// over already, `hook` runs at once.
-    func onEnd(_ hook: @escaping @Sendable () -> Void) {
-        let runNow = state.withLock { state -> Bool in
-            if state.hasEnded { return true }
+    /// Runs `hook` once when the body is over: read to its end (`nil`), failed (the error), or given up by the
+    /// reader (`CancellationError`). If it is over already, `hook` runs at once with how it ended.
+    func onEnd(_ hook: @escaping @Sendable ((any Error)?) -> Void) {
+        let ended = state.withLock { state -> (any Error)?? in
+            if state.hasEnded { return .some(state.endError) }
             state.endHooks.append(hook)
-            return false
+            return .none
         }
-        if runNow { hook() }
+        if let ended { hook(ended) }
     }
 
     // MARK: The writer's side
@@ -126,7 +127,7 @@ final class ChunkPipe: Sendable {
         } else {
             consumer.resume(returning: nil)
         }
-        runEndHooks()
+        runEndHooks(error)
     }
 
     // MARK: The reader's side
@@ -169,7 +170,7 @@ final class ChunkPipe: Sendable {
             wake(demand)
             return .success(data)
         case .end(let error):
-            runEndHooks()
+            runEndHooks(error)
             if let error { return .failure(error) }
             return .success(nil)
         }
@@ -181,7 +182,7 @@ final class ChunkPipe: Sendable {
         } else {
             consumer.resume(returning: nil)
         }
-        runEndHooks()
+        runEndHooks(error)
     }
 
     private func wake(_ demand: Machine.Demand?) {
@@ -205,19 +206,20 @@ final class ChunkPipe: Sendable {
         failure.consumer?.resume(throwing: error)
         failure.producer?.resume(throwing: CancellationError())
         if failure.stopsTransport { stop?() }
-        runEndHooks()
+        runEndHooks(error)
     }
 
-    private func runEndHooks() {
-        let hooks = state.withLock { state -> [@Sendable () -> Void] in
+    private func runEndHooks(_ error: (any Error)?) {
+        let hooks = state.withLock { state -> [@Sendable ((any Error)?) -> Void] in
             guard !state.hasEnded else { return [] }
             state.hasEnded = true
+            state.endError = error
             state.stop = nil
             state.demand = nil
             defer { state.endHooks = [] }
             return state.endHooks
         }
-        for hook in hooks { hook() }
+        for hook in hooks { hook(error) }
     }
 
     // MARK: The idle watchdog

@@ -38,6 +38,16 @@ final class StreamCall: Sendable {
         bodies.withLock { $0.contains { $0.response === response } }
     }
 
+    /// Runs `hook` when the body of `response` ends: read to its end (`nil`), failed (the error) or stopped
+    /// (`CancellationError`, also when the chain discards it).
+    ///
+    /// - Returns: `false` when `response` does not stream (nothing is registered).
+    func whenBodyEnds(of response: HTTPURLResponse, _ hook: @escaping @Sendable ((any Error)?) -> Void) -> Bool {
+        guard let body = bodies.withLock({ $0.first { $0.response === response }?.body }) else { return false }
+        body.pipe.onEnd(hook)
+        return true
+    }
+
     /// The body of `response`, the response the chain returned with `data`; every other body left is stopped.
     ///
     /// A middleware that returns a response object of its own in place of a streamed one (to change a header,

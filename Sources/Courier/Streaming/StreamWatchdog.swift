@@ -52,7 +52,7 @@ enum StreamWatchdog {
                 }
             }
         }
-        pipe.onEnd { watcher.cancel() }
+        pipe.onEnd { _ in watcher.cancel() }
     }
 
     static func timedOut(_ request: URLRequest, after duration: Duration, idle: Bool) -> CourierError {
