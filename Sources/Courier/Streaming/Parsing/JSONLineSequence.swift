@@ -26,9 +26,9 @@ public struct JSONLineSequence<Base: AsyncSequence, Element: Decodable>: AsyncSe
     /// The base's errors, and ``CourierError`` for a line that does not decode or is too long.
     public typealias Failure = any Error
 
-    private let base: Base
-    private let decoder: JSONDecoder
-    private let maximumLineLength: Int
+    @usableFromInline let base: Base
+    @usableFromInline let decoder: JSONDecoder
+    @usableFromInline let maximumLineLength: Int
 
     /// Reads values from `base`.
     ///
@@ -51,6 +51,7 @@ public struct JSONLineSequence<Base: AsyncSequence, Element: Decodable>: AsyncSe
     }
 
     /// Starts reading the base.
+    @inlinable
     public func makeAsyncIterator() -> AsyncIterator {
         let parser = JSONLineParser<Element>(decoder: decoder, maximumLength: maximumLineLength)
         return AsyncIterator(parsing: ChunkedParsing(base: base.makeAsyncIterator(), parser: parser))
@@ -58,18 +59,21 @@ public struct JSONLineSequence<Base: AsyncSequence, Element: Decodable>: AsyncSe
 
     /// Reads values from the base's iterator.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        private var parsing: ChunkedParsing<Base.AsyncIterator, JSONLineParser<Element>>
+        @usableFromInline var parsing: ChunkedParsing<Base.AsyncIterator, JSONLineParser<Element>>
 
-        fileprivate init(parsing: ChunkedParsing<Base.AsyncIterator, JSONLineParser<Element>>) {
+        @inlinable
+        init(parsing: ChunkedParsing<Base.AsyncIterator, JSONLineParser<Element>>) {
             self.parsing = parsing
         }
 
         /// The next value, or `nil` at the end of the body.
+        @inlinable
         public mutating func next() async throws -> Element? {
             try await parsing.next(isolation: nil)
         }
 
-        /// The next value, or `nil` at the end of the body, reading the base in the caller's isolation.
+        /// The next value, or `nil` at the end of the body, for a caller isolated to `actor`.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
             try await parsing.next(isolation: actor)
         }
@@ -79,15 +83,18 @@ public struct JSONLineSequence<Base: AsyncSequence, Element: Decodable>: AsyncSe
 extension JSONLineSequence: Sendable where Base: Sendable {}
 
 /// Splits bytes into lines and decodes each non-blank one.
+@usableFromInline
 struct JSONLineParser<Value: Decodable>: ChunkParser {
     private let decoder: JSONDecoder
     private var scanner: LineScanner
 
+    @usableFromInline
     init(decoder: JSONDecoder, maximumLength: Int) {
         self.decoder = decoder
         self.scanner = LineScanner(endings: .lineFeed, maximumLength: maximumLength)
     }
 
+    @usableFromInline
     mutating func next(in bytes: UnsafeRawBufferPointer, from offset: inout Int) throws -> Value? {
         while offset < bytes.count {
             let line = try refusingLongLines { [decoder] scanner in
@@ -102,6 +109,7 @@ struct JSONLineParser<Value: Decodable>: ChunkParser {
         return nil
     }
 
+    @usableFromInline
     mutating func finish() throws -> Value? {
         let line = try refusingLongLines { [decoder] scanner in
             try scanner.finish { try Self.decode($0, with: decoder, lineNumber: $1) }

@@ -10,7 +10,7 @@ public import Foundation
 ///
 /// - A line ends with `LF` or `CRLF` (the `CR` is removed, also when the `LF` comes in the next chunk); a `CR`
 ///   elsewhere is part of the line. A last line without a line ending is returned too.
-/// - Empty lines are returned as `""` (Foundation's `AsyncLineSequence` drops them).
+/// - Empty lines are returned as `""`, not skipped.
 /// - Lines are decoded as UTF-8: a leading byte-order mark is removed, invalid bytes become U+FFFD.
 /// - A line longer than `maximumLineLength` bytes throws a ``CourierError`` with code
 ///   ``CourierError/Code/bodyTooLarge``, once that many bytes have arrived without a line ending: a server that
@@ -24,8 +24,8 @@ public struct LineSequence<Base: AsyncSequence>: AsyncSequence where Base.Elemen
     /// The base's errors, and ``CourierError`` for a line that is too long.
     public typealias Failure = any Error
 
-    private let base: Base
-    private let maximumLineLength: Int
+    @usableFromInline let base: Base
+    @usableFromInline let maximumLineLength: Int
 
     /// Reads lines from `base`.
     ///
@@ -40,6 +40,7 @@ public struct LineSequence<Base: AsyncSequence>: AsyncSequence where Base.Elemen
     }
 
     /// Starts reading the base.
+    @inlinable
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
             parsing: ChunkedParsing(
@@ -51,18 +52,21 @@ public struct LineSequence<Base: AsyncSequence>: AsyncSequence where Base.Elemen
 
     /// Reads lines from the base's iterator.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        private var parsing: ChunkedParsing<Base.AsyncIterator, LineParser>
+        @usableFromInline var parsing: ChunkedParsing<Base.AsyncIterator, LineParser>
 
-        fileprivate init(parsing: ChunkedParsing<Base.AsyncIterator, LineParser>) {
+        @inlinable
+        init(parsing: ChunkedParsing<Base.AsyncIterator, LineParser>) {
             self.parsing = parsing
         }
 
         /// The next line, or `nil` at the end of the body.
+        @inlinable
         public mutating func next() async throws -> String? {
             try await parsing.next(isolation: nil)
         }
 
-        /// The next line, or `nil` at the end of the body, reading the base in the caller's isolation.
+        /// The next line, or `nil` at the end of the body, for a caller isolated to `actor`.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> String? {
             try await parsing.next(isolation: actor)
         }
@@ -72,17 +76,21 @@ public struct LineSequence<Base: AsyncSequence>: AsyncSequence where Base.Elemen
 extension LineSequence: Sendable where Base: Sendable {}
 
 /// Splits bytes into `String` lines.
+@usableFromInline
 struct LineParser: ChunkParser {
     private var scanner: LineScanner
 
+    @usableFromInline
     init(maximumLength: Int) {
         scanner = LineScanner(endings: .lineFeed, maximumLength: maximumLength)
     }
 
+    @usableFromInline
     mutating func next(in bytes: UnsafeRawBufferPointer, from offset: inout Int) throws -> String? {
         try refusingLongLines { try $0.nextLine(in: bytes, from: &offset, Self.text) }
     }
 
+    @usableFromInline
     mutating func finish() throws -> String? {
         try refusingLongLines { try $0.finish(Self.text) }
     }

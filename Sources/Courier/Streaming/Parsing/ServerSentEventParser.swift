@@ -14,6 +14,7 @@
 /// It is internal: the public entry point is ``ServerSentEventSequence``, which turns any async sequence of
 /// `Data` into events. A reconnecting client carries ``lastEventID`` and ``reconnectionTime`` over to the
 /// parser of the next connection with ``init(maximumEventSize:lastEventID:reconnectionTime:)``.
+@usableFromInline
 struct ServerSentEventParser: Sendable {
     /// Why the stream was refused.
     enum Failure: Error, Equatable {
@@ -200,12 +201,18 @@ private enum FieldName {
     case other
 
     init(_ bytes: UnsafeRawBufferPointer) {
+        // Compared as bytes: a generic `elementsEqual` with a string's UTF-8 view costs more than the rest of
+        // the line's interpretation.
         switch bytes.count {
-        case 2 where bytes.elementsEqual("id".utf8): self = .id
-        case 4 where bytes.elementsEqual("data".utf8): self = .data
-        case 5 where bytes.elementsEqual("event".utf8): self = .event
-        case 5 where bytes.elementsEqual("retry".utf8): self = .retry
+        case 2 where Self.matches(bytes, "id"): self = .id
+        case 4 where Self.matches(bytes, "data"): self = .data
+        case 5 where Self.matches(bytes, "event"): self = .event
+        case 5 where Self.matches(bytes, "retry"): self = .retry
         default: self = .other
         }
+    }
+
+    private static func matches(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
+        name.withUTF8Buffer { $0.elementsEqual(bytes) }
     }
 }

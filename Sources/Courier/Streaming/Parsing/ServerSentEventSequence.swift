@@ -32,8 +32,8 @@ public struct ServerSentEventSequence<Base: AsyncSequence>: AsyncSequence where 
     /// The base's errors, and ``CourierError`` for a line or an event that is too large.
     public typealias Failure = any Error
 
-    private let base: Base
-    private let parser: ServerSentEventParser
+    @usableFromInline let base: Base
+    @usableFromInline let parser: ServerSentEventParser
 
     /// Reads events from `base`.
     ///
@@ -54,6 +54,7 @@ public struct ServerSentEventSequence<Base: AsyncSequence>: AsyncSequence where 
     }
 
     /// Starts reading the base.
+    @inlinable
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(
             parsing: ChunkedParsing(base: base.makeAsyncIterator(), parser: EventParser(parser: parser))
@@ -62,9 +63,10 @@ public struct ServerSentEventSequence<Base: AsyncSequence>: AsyncSequence where 
 
     /// Reads events from the base's iterator.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        private var parsing: ChunkedParsing<Base.AsyncIterator, EventParser>
+        @usableFromInline var parsing: ChunkedParsing<Base.AsyncIterator, EventParser>
 
-        fileprivate init(parsing: ChunkedParsing<Base.AsyncIterator, EventParser>) {
+        @inlinable
+        init(parsing: ChunkedParsing<Base.AsyncIterator, EventParser>) {
             self.parsing = parsing
         }
 
@@ -73,11 +75,13 @@ public struct ServerSentEventSequence<Base: AsyncSequence>: AsyncSequence where 
         var parser: ServerSentEventParser { parsing.parser.parser }
 
         /// The next event, or `nil` at the end of the body.
+        @inlinable
         public mutating func next() async throws -> ServerSentEvent? {
             try await parsing.next(isolation: nil)
         }
 
-        /// The next event, or `nil` at the end of the body, reading the base in the caller's isolation.
+        /// The next event, or `nil` at the end of the body, for a caller isolated to `actor`.
+        @inlinable
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> ServerSentEvent? {
             try await parsing.next(isolation: actor)
         }
@@ -87,9 +91,16 @@ public struct ServerSentEventSequence<Base: AsyncSequence>: AsyncSequence where 
 extension ServerSentEventSequence: Sendable where Base: Sendable {}
 
 /// A ``ServerSentEventParser`` whose failures are ``CourierError``s.
+@usableFromInline
 struct EventParser: ChunkParser {
     private(set) var parser: ServerSentEventParser
 
+    @usableFromInline
+    init(parser: ServerSentEventParser) {
+        self.parser = parser
+    }
+
+    @usableFromInline
     mutating func next(in bytes: UnsafeRawBufferPointer, from offset: inout Int) throws -> ServerSentEvent? {
         do {
             return try parser.nextEvent(in: bytes, from: &offset)
@@ -98,6 +109,7 @@ struct EventParser: ChunkParser {
         }
     }
 
+    @usableFromInline
     mutating func finish() throws -> ServerSentEvent? {
         do {
             try parser.finish()

@@ -28,6 +28,15 @@ struct JSONLineSequenceTests {
         #expect(rows == [Row(id: 1, name: "a"), Row(id: 2, name: "b")])
     }
 
+    @Test("the base is read only as far as the next value needs")
+    func readsLazily() async throws {
+        let body = EndlessChunks("1\n\n2\n")
+        var iterator = JSONLineSequence(body, of: Int.self).makeAsyncIterator()
+        #expect(try await iterator.next() == 1)
+        #expect(try await iterator.next() == 2)
+        #expect(body.bytesSent == body.chunk.count)
+    }
+
     @Test("the decoder given is used")
     func customDecoder() async throws {
         let decoder = JSONDecoder()

@@ -83,6 +83,15 @@ struct LineSequenceTests {
         #expect(body.bytesSent <= 5000 + 2 * body.chunk.count)
     }
 
+    @Test("the base is read only as far as the next line needs")
+    func readsLazily() async throws {
+        let body = EndlessChunks("a\nb\n")
+        var iterator = LineSequence(body).makeAsyncIterator()
+        #expect(try await iterator.next() == "a")
+        #expect(try await iterator.next() == "b")
+        #expect(body.bytesSent == body.chunk.count)
+    }
+
     @Test("after an error it ends; the base's error comes through unchanged")
     func endsAfterError() async throws {
         struct Dropped: Error, Equatable {}

@@ -145,6 +145,12 @@ struct ServerSentEventParserTests {
             lastEventID: "7"
         ),
         EventStreamCase(
+            "the empty line of a block without data commits its id as the last event ID",
+            "data: a\n\nid: 7\n\n",
+            [message("a")],
+            lastEventID: "7"
+        ),
+        EventStreamCase(
             "an id containing NUL is ignored",
             "id: 1\ndata: a\n\nid: 2\u{0}x\ndata: b\n\n",
             [message("a", id: "1"), message("b", id: "1")],

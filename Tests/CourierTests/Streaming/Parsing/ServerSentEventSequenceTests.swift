@@ -36,6 +36,22 @@ struct ServerSentEventSequenceTests {
         #expect(try await iterator.next() == nil)
     }
 
+    @Test("the base is read only as far as the next event needs")
+    func readsLazily() async throws {
+        let body = EndlessChunks("data: a\n\n")
+        var iterator = ServerSentEventSequence(body).makeAsyncIterator()
+        #expect(body.bytesSent == 0)
+        #expect(try await iterator.next() == ServerSentEvent(data: "a"))
+        #expect(body.bytesSent == body.chunk.count)
+    }
+
+    @Test("a sequence for a reconnection starts from the previous last event ID")
+    func resumes() async throws {
+        let parser = ServerSentEventParser(maximumEventSize: 100, lastEventID: "5", reconnectionTime: .seconds(1))
+        let events = try await ServerSentEventSequence(Chunks("data: a\n\n"), parser: parser).elements()
+        #expect(events == [ServerSentEvent(data: "a", id: "5")])
+    }
+
     @Test("the iterator keeps the last event ID and reconnection time for a reconnection")
     func iteratorState() async throws {
         let body = Chunks("retry: 2500\nid: 9\ndata: a\n\nid: 10\n\ndata: b\nid: 11\n")
