@@ -54,30 +54,11 @@ public struct JSONLineSequence<Base: AsyncSequence, Element: Decodable>: AsyncSe
     @inlinable
     public func makeAsyncIterator() -> AsyncIterator {
         let parser = JSONLineParser<Element>(decoder: decoder, maximumLength: maximumLineLength)
-        return AsyncIterator(parsing: ChunkedParsing(base: base.makeAsyncIterator(), parser: parser))
+        return AsyncIterator(base: base.makeAsyncIterator(), parser: parser)
     }
 
-    /// Reads values from the base's iterator.
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        @usableFromInline var parsing: ChunkedParsing<Base.AsyncIterator, JSONLineParser<Element>>
-
-        @inlinable
-        init(parsing: ChunkedParsing<Base.AsyncIterator, JSONLineParser<Element>>) {
-            self.parsing = parsing
-        }
-
-        /// The next value, or `nil` at the end of the body.
-        @inlinable
-        public mutating func next() async throws -> Element? {
-            try await parsing.next(isolation: nil)
-        }
-
-        /// The next value, or `nil` at the end of the body, for a caller isolated to `actor`.
-        @inlinable
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
-            try await parsing.next(isolation: actor)
-        }
-    }
+    /// Reads the base's chunks.
+    public typealias AsyncIterator = ParsingIterator<Base.AsyncIterator, Element>
 }
 
 extension JSONLineSequence: Sendable where Base: Sendable {}

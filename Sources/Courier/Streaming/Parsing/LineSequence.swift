@@ -42,35 +42,11 @@ public struct LineSequence<Base: AsyncSequence>: AsyncSequence where Base.Elemen
     /// Starts reading the base.
     @inlinable
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(
-            parsing: ChunkedParsing(
-                base: base.makeAsyncIterator(),
-                parser: LineParser(maximumLength: maximumLineLength)
-            )
-        )
+        AsyncIterator(base: base.makeAsyncIterator(), parser: LineParser(maximumLength: maximumLineLength))
     }
 
-    /// Reads lines from the base's iterator.
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        @usableFromInline var parsing: ChunkedParsing<Base.AsyncIterator, LineParser>
-
-        @inlinable
-        init(parsing: ChunkedParsing<Base.AsyncIterator, LineParser>) {
-            self.parsing = parsing
-        }
-
-        /// The next line, or `nil` at the end of the body.
-        @inlinable
-        public mutating func next() async throws -> String? {
-            try await parsing.next(isolation: nil)
-        }
-
-        /// The next line, or `nil` at the end of the body, for a caller isolated to `actor`.
-        @inlinable
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> String? {
-            try await parsing.next(isolation: actor)
-        }
-    }
+    /// Reads the base's chunks.
+    public typealias AsyncIterator = ParsingIterator<Base.AsyncIterator, String>
 }
 
 extension LineSequence: Sendable where Base: Sendable {}

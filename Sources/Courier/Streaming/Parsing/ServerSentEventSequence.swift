@@ -56,39 +56,20 @@ public struct ServerSentEventSequence<Base: AsyncSequence>: AsyncSequence where 
     /// Starts reading the base.
     @inlinable
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(
-            parsing: ChunkedParsing(base: base.makeAsyncIterator(), parser: EventParser(parser: parser))
-        )
+        AsyncIterator(base: base.makeAsyncIterator(), parser: EventParser(parser: parser))
     }
 
-    /// Reads events from the base's iterator.
-    public struct AsyncIterator: AsyncIteratorProtocol {
-        @usableFromInline var parsing: ChunkedParsing<Base.AsyncIterator, EventParser>
-
-        @inlinable
-        init(parsing: ChunkedParsing<Base.AsyncIterator, EventParser>) {
-            self.parsing = parsing
-        }
-
-        /// The state a reconnection carries over: the last event ID and the reconnection time so far (also
-        /// after the iterator threw).
-        var parser: ServerSentEventParser { parsing.parser.parser }
-
-        /// The next event, or `nil` at the end of the body.
-        @inlinable
-        public mutating func next() async throws -> ServerSentEvent? {
-            try await parsing.next(isolation: nil)
-        }
-
-        /// The next event, or `nil` at the end of the body, for a caller isolated to `actor`.
-        @inlinable
-        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> ServerSentEvent? {
-            try await parsing.next(isolation: actor)
-        }
-    }
+    /// Reads the base's chunks.
+    public typealias AsyncIterator = ParsingIterator<Base.AsyncIterator, ServerSentEvent>
 }
 
 extension ServerSentEventSequence: Sendable where Base: Sendable {}
+
+extension ParsingIterator where Element == ServerSentEvent {
+    /// The state a reconnection carries over: the last event ID and the reconnection time so far (also after
+    /// the iterator threw). `nil` only for an iterator that is not a ``ServerSentEventSequence``'s.
+    var eventParser: ServerSentEventParser? { (parser as? EventParser)?.parser }
+}
 
 /// A ``ServerSentEventParser`` whose failures are ``CourierError``s.
 @usableFromInline

@@ -57,8 +57,9 @@ struct ServerSentEventSequenceTests {
         let body = Chunks("retry: 2500\nid: 9\ndata: a\n\nid: 10\n\ndata: b\nid: 11\n")
         var iterator = ServerSentEventSequence(body).makeAsyncIterator()
         while try await iterator.next() != nil {}
-        #expect(iterator.parser.lastEventID == "10")
-        #expect(iterator.parser.reconnectionTime == .milliseconds(2500))
+        let state = try #require(iterator.eventParser)
+        #expect(state.lastEventID == "10")
+        #expect(state.reconnectionTime == .milliseconds(2500))
     }
 
     @Test("an event of exactly 1 MiB passes by default; a byte more is bodyTooLarge")

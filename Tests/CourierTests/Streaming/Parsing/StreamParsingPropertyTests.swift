@@ -26,8 +26,9 @@ struct StreamParsingPropertyTests {
                 while let event = try await iterator.next() { events.append(event) }
                 let context = Comment(rawValue: "seed \(seed), \(chunking.testDescription): \(stream)")
                 #expect(events == expected.events, context)
-                #expect(iterator.parser.lastEventID == expected.lastEventID, context)
-                #expect(iterator.parser.reconnectionTime == expected.reconnectionTime, context)
+                let state = try #require(iterator.eventParser)
+                #expect(state.lastEventID == expected.lastEventID, context)
+                #expect(state.reconnectionTime == expected.reconnectionTime, context)
             }
         }
     }

@@ -2,7 +2,7 @@ public import Foundation
 
 /// Something that turns bytes into values chunk by chunk: one of the parsers behind the public sequences.
 @usableFromInline
-protocol ChunkParser {
+protocol ChunkParser<Output> {
     associatedtype Output
 
     /// Returns the next value that the bytes of `bytes` from `offset` on complete, moving `offset` past what
@@ -13,38 +13,44 @@ protocol ChunkParser {
     mutating func finish() throws -> Output?
 }
 
-/// The loop behind the public sequences: pulls chunks from the base iterator and feeds them to a parser.
+/// The iterator of ``LineSequence``, ``ServerSentEventSequence`` and ``JSONLineSequence``: pulls the base's
+/// chunks and hands out what they parse into.
 ///
-/// It never starts a task: each value is produced in the caller's `next`, so cancelling the consuming task
-/// reaches the base iterator's `next`. After the base ends or anything throws, it returns `nil`.
-///
-/// It is inlinable so that a caller's module specializes it for its base: unspecialized generic code looks
-/// types up at run time for every value, which cost a third of the parsing time.
-@usableFromInline
-struct ChunkedParsing<Base: AsyncIteratorProtocol, Parser: ChunkParser> where Base.Element == Data {
+/// It reads the base only when asked for the next element, in the caller's task, and starts no task of its
+/// own: cancelling the consuming task reaches the base's `next`, and a `CancellationError` from the base comes
+/// through as it is. After the base ends or anything throws, it returns `nil`.
+public struct ParsingIterator<Base: AsyncIteratorProtocol, Element>: AsyncIteratorProtocol where Base.Element == Data {
+    // Inlinable so that a caller's module specializes it for its base: unspecialized generic code looks types
+    // up at run time for every element, which cost a third of the parsing time.
     @usableFromInline var base: Base
-    /// The parser, for state a caller reads between values (the last event ID of an event stream).
-    @usableFromInline var parser: Parser
+    @usableFromInline var parser: any ChunkParser<Element>
     /// The chunk being parsed, and how far.
     @usableFromInline var chunk = Data()
     @usableFromInline var offset = 0
     @usableFromInline var isFinished = false
 
     @inlinable
-    init(base: Base, parser: Parser) {
+    init(base: Base, parser: any ChunkParser<Element>) {
         self.base = base
         self.parser = parser
     }
 
+    /// The next element, or `nil` at the end of the body.
     @inlinable
-    mutating func next(isolation actor: isolated (any Actor)?) async throws -> Parser.Output? {
+    public mutating func next() async throws -> Element? {
+        try await next(isolation: nil)
+    }
+
+    /// The next element, or `nil` at the end of the body, for a caller isolated to `actor`.
+    @inlinable
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
         guard !isFinished else { return nil }
         do {
             while true {
                 if offset < chunk.count {
                     let chunk = self.chunk
-                    if let output = try chunk.withUnsafeBytes({ try parser.next(in: $0, from: &offset) }) {
-                        return output
+                    if let element = try chunk.withUnsafeBytes({ try parser.next(in: $0, from: &offset) }) {
+                        return element
                     }
                 }
                 guard let next = try await base.next(isolation: actor) else {
