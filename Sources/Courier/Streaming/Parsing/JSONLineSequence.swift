@@ -68,6 +68,7 @@ extension JSONLineSequence: Sendable where Base: Sendable {}
 struct JSONLineParser<Value: Decodable>: ChunkParser {
     private let decoder: JSONDecoder
     private var scanner: LineScanner
+    private static var streamName: String { "JSON Lines stream" }
 
     @usableFromInline
     init(decoder: JSONDecoder, maximumLength: Int) {
@@ -78,7 +79,7 @@ struct JSONLineParser<Value: Decodable>: ChunkParser {
     @usableFromInline
     mutating func next(in bytes: UnsafeRawBufferPointer, from offset: inout Int) throws -> Value? {
         while offset < bytes.count {
-            let line = try refusingLongLines { [decoder] scanner in
+            let line = try scanner.refusingLongLines(in: Self.streamName) { [decoder] scanner in
                 try scanner.nextLine(in: bytes, from: &offset) { try Self.decode($0, with: decoder, lineNumber: $1) }
             }
             switch line {
@@ -92,7 +93,7 @@ struct JSONLineParser<Value: Decodable>: ChunkParser {
 
     @usableFromInline
     mutating func finish() throws -> Value? {
-        let line = try refusingLongLines { [decoder] scanner in
+        let line = try scanner.refusingLongLines(in: Self.streamName) { [decoder] scanner in
             try scanner.finish { try Self.decode($0, with: decoder, lineNumber: $1) }
         }
         return line ?? nil
@@ -111,20 +112,6 @@ struct JSONLineParser<Value: Decodable>: ChunkParser {
             return try decoder.decode(Value.self, from: Data(line))
         } catch {
             throw CourierError.lineNotDecodable(Value.self, lineNumber: lineNumber, line: line, underlying: error)
-        }
-    }
-
-    private mutating func refusingLongLines<Result>(
-        _ body: (inout LineScanner) throws -> Result
-    ) throws -> Result {
-        do {
-            return try body(&scanner)
-        } catch let error as LineScanner.LineTooLong {
-            throw CourierError.lineTooLong(
-                lineNumber: error.lineNumber,
-                maximum: scanner.maximumLength,
-                in: "JSON Lines stream"
-            )
         }
     }
 }

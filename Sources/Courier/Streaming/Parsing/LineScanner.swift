@@ -110,6 +110,19 @@ struct LineScanner: Sendable {
         return try whole.withUnsafeBytes { try emit($0, body) }
     }
 
+    /// Runs `body` on the scanner, turning ``LineTooLong`` into a ``CourierError`` with code
+    /// ``CourierError/Code/bodyTooLarge`` whose message names `stream`.
+    mutating func refusingLongLines<Result>(
+        in stream: String,
+        _ body: (inout LineScanner) throws -> Result
+    ) throws -> Result {
+        do {
+            return try body(&self)
+        } catch let error as LineTooLong {
+            throw CourierError.lineTooLong(lineNumber: error.lineNumber, maximum: maximumLength, in: stream)
+        }
+    }
+
     /// The index of the first line-ending byte at or after `start`, or `bytes.count`.
     private func firstEnding(in bytes: UnsafeRawBufferPointer, from start: Int) -> Int {
         var index = start

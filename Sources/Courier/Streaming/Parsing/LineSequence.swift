@@ -63,27 +63,15 @@ struct LineParser: ChunkParser {
 
     @usableFromInline
     mutating func next(in bytes: UnsafeRawBufferPointer, from offset: inout Int) throws -> String? {
-        try refusingLongLines { try $0.nextLine(in: bytes, from: &offset, Self.text) }
+        try scanner.refusingLongLines(in: "streamed body") { try $0.nextLine(in: bytes, from: &offset, Self.text) }
     }
 
     @usableFromInline
     mutating func finish() throws -> String? {
-        try refusingLongLines { try $0.finish(Self.text) }
+        try scanner.refusingLongLines(in: "streamed body") { try $0.finish(Self.text) }
     }
 
     private static func text(_ line: UnsafeRawBufferPointer, _: Int) -> String {
         String(decoding: line, as: UTF8.self)
-    }
-
-    private mutating func refusingLongLines(_ body: (inout LineScanner) throws -> String?) throws -> String? {
-        do {
-            return try body(&scanner)
-        } catch let error as LineScanner.LineTooLong {
-            throw CourierError.lineTooLong(
-                lineNumber: error.lineNumber,
-                maximum: scanner.maximumLength,
-                in: "streamed body"
-            )
-        }
     }
 }
