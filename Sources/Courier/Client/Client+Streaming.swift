@@ -27,8 +27,9 @@ extension Client {
     ///
     /// - Parameters:
     ///   - request: The request; its ``Request/timeout`` bounds the time to the head.
-    ///   - idleTimeout: The longest a read of the body may wait for the next chunk; `nil` for no limit. When it
-    ///     passes, the read throws ``CourierError/Code/timedOut`` and the transport is stopped.
+    ///   - idleTimeout: The longest the body may go without a chunk arriving (not counting time the transport is
+    ///     paused because you read slowly); `nil` for no limit. When it passes, reading throws
+    ///     ``CourierError/Code/timedOut`` and the transport is stopped.
     ///   - totalTimeout: The longest the whole call may take, head and body, or `nil` for no limit.
     ///   - clock: The clock that measures both timeouts.
     /// - Returns: The body and the response head.

@@ -22,9 +22,10 @@ final class ChunkPipe: Sendable {
         var endHooks: [@Sendable ((any Error)?) -> Void] = []
         var hasEnded = false
         var endError: (any Error)?
-        /// The idle watchdog's clock, as time elapsed since it started, and when the current wait began.
+        /// The idle watchdog's clock, as time elapsed since it started, and when the transport last made
+        /// progress (a chunk arrived, or the reader let a paused transport go on).
         var elapsed: (@Sendable () -> Duration)?
-        var waitStartedAt: Duration?
+        var lastProgress: Duration = .zero
     }
 
     private let state: LockedState<State>
@@ -83,7 +84,7 @@ final class ChunkPipe: Sendable {
     @discardableResult
     func yield(_ data: Data) -> Bool {
         let action = state.withLock { state in
-            if state.machine.isReaderWaiting { state.waitStartedAt = nil }
+            if let elapsed = state.elapsed { state.lastProgress = elapsed() }
             return state.machine.yield(data)
         }
         switch action {
@@ -116,11 +117,7 @@ final class ChunkPipe: Sendable {
 
     /// Ends the body: cleanly (`error == nil`) or with a transport error, after the chunks already buffered.
     func finish(error: (any Error)?) {
-        let consumer = state.withLock { state -> Consumer? in
-            let consumer = state.machine.finish(error: error)
-            if consumer != nil { state.waitStartedAt = nil }
-            return consumer
-        }
+        let consumer = state.withLock { $0.machine.finish(error: error) }
         guard let consumer else { return }
         if let error {
             consumer.resume(throwing: error)
@@ -140,11 +137,7 @@ final class ChunkPipe: Sendable {
         if let ready = takeReady() { return try ready.get() }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (consumer: Consumer) in
-                let action = state.withLock { state in
-                    let action = state.machine.next(consumer: consumer)
-                    if case .wait = action { state.waitStartedAt = state.elapsed?() }
-                    return action
-                }
+                let action = state.withLock { $0.machine.next(consumer: consumer) }
                 switch action {
                 case .wait:
                     break
@@ -186,13 +179,17 @@ final class ChunkPipe: Sendable {
     }
 
     private func wake(_ demand: Machine.Demand?) {
+        guard let demand else { return }
+        // The transport was paused by the reader, not silent: its idle time starts again now.
+        let handler = state.withLock { state in
+            if let elapsed = state.elapsed { state.lastProgress = elapsed() }
+            return state.demand
+        }
         switch demand {
-        case .none:
-            break
         case .continuation(let producer):
             producer.resume()
         case .handler:
-            state.withLock { $0.demand }?()
+            handler?()
         }
     }
 
@@ -224,16 +221,17 @@ final class ChunkPipe: Sendable {
 
     // MARK: The idle watchdog
 
-    /// Starts recording when each wait of the reader begins, on the watchdog's clock.
-    func recordWaits(elapsed: @escaping @Sendable () -> Duration) {
+    /// Starts recording when the transport makes progress, on the watchdog's clock.
+    func recordProgress(elapsed: @escaping @Sendable () -> Duration) {
         state.withLock { state in
             state.elapsed = elapsed
-            if state.machine.isReaderWaiting { state.waitStartedAt = elapsed() }
+            state.lastProgress = elapsed()
         }
     }
 
-    /// When the reader's current wait began, if it is waiting; and whether the body is over.
-    var waitStartedAt: (since: Duration?, ended: Bool) {
-        state.withLock { ($0.waitStartedAt, $0.hasEnded || $0.machine.isEnded) }
+    /// When the transport last made progress; whether it is paused by backpressure (then it is not idle);
+    /// whether the body is over.
+    var progress: (last: Duration, isPaused: Bool, ended: Bool) {
+        state.withLock { ($0.lastProgress, $0.machine.isPaused, $0.hasEnded || $0.machine.isEnded) }
     }
 }

@@ -76,7 +76,8 @@ struct ChunkPipeStateMachine<Consumer, Producer> {
     private var bufferedBytes = 0
     private var consumer: Consumer?
     private var producer: Producer?
-    private var isPaused = false
+    /// Whether the writer was told to pause and has not been told to go on.
+    private(set) var isPaused = false
 
     init(highWater: Int) {
         precondition(highWater > 0, "the buffer must hold at least one byte")

@@ -7,11 +7,11 @@ import FoundationNetworking
 /// Ends a streamed body that waits too long for its next chunk (the idle timeout) or runs past its total
 /// timeout, with one sleeping task per body rather than a timer per chunk.
 ///
-/// The idle timeout counts only while the reader waits for a chunk: a reader that is slow to take buffered
-/// chunks is not the server's silence. The body records when each wait begins (one clock reading per wait);
-/// the watchdog sleeps until that wait would be too long, or, while the reader is not waiting, for one idle
-/// period, and then looks again. So it fires exactly one idle period after the wait began, and wakes at most
-/// once per idle period while chunks flow.
+/// The idle timeout is the server's silence: the time since the last chunk arrived. It does not count while
+/// the transport is paused because the reader is slow to take buffered chunks (it starts again when the
+/// reader lets the transport go on). The body records the time of each chunk (one clock reading); the
+/// watchdog sleeps until one idle period after the last one it saw, and looks again. So it fires one idle
+/// period after the last chunk, and wakes at most once per idle period while chunks flow.
 enum StreamWatchdog {
     /// Watches `body` until it ends.
     ///
@@ -28,21 +28,21 @@ enum StreamWatchdog {
     ) {
         guard idleTimeout != nil || totalTimeout != nil else { return }
         let pipe = body.pipe
-        pipe.recordWaits { start.duration(to: clock.now) }
+        pipe.recordProgress { start.duration(to: clock.now) }
         let watcher = Task {
             while true {
-                let (waitingSince, ended) = pipe.waitStartedAt
+                let (lastProgress, isPaused, ended) = pipe.progress
                 if ended { return }
                 let now = start.duration(to: clock.now)
                 if let totalTimeout, now >= totalTimeout {
                     pipe.fail(timedOut(request, after: totalTimeout, idle: false))
                     return
                 }
-                if let idleTimeout, let waitingSince, now - waitingSince >= idleTimeout {
+                if let idleTimeout, !isPaused, now - lastProgress >= idleTimeout {
                     pipe.fail(timedOut(request, after: idleTimeout, idle: true))
                     return
                 }
-                let idleWake = idleTimeout.map { (waitingSince ?? now) + $0 }
+                let idleWake = idleTimeout.map { (isPaused ? now : lastProgress) + $0 }
                 // One of the two is set (checked above).
                 let wake = min(idleWake ?? totalTimeout ?? now, totalTimeout ?? idleWake ?? now)
                 do {

@@ -1,0 +1,199 @@
+import CourierTesting
+import Foundation
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("Client.events (EventSource)")
+struct EventSourceTests {
+    private let base = URL(string: "http://127.0.0.1")!
+
+    /// Reads every event until the stream ends or throws; the error, if any, is returned beside them.
+    private func drain(_ source: EventSource) async -> ([ServerSentEvent], (any Error)?) {
+        var events: [ServerSentEvent] = []
+        do {
+            for try await event in source { events.append(event) }
+            return (events, nil)
+        } catch {
+            return (events, error)
+        }
+    }
+
+    @Test(
+        "after a dropped connection it waits the server's retry delay and reconnects with Last-Event-ID",
+        .timeLimit(.minutes(1))
+    )
+    func reconnectsWithLastEventID() async throws {
+        let clock = ManualClock()
+        let lastIDs = LockedState<[String?]>([])
+        let mock = MockTransport {
+            MockRoute.get("/events").replies(
+                .handler { request in
+                    lastIDs.withLock { $0.append(request.header("Last-Event-ID")) }
+                    switch request.callIndex {
+                    case 0:
+                        return .events([.event("one", id: "1"), .event("two", id: "2", retry: .seconds(7)), .drop()])
+                    case 1: return .events([.event("three", id: "3"), .text(": heartbeat\n\n")])
+                    default: return .noContent
+                    }
+                }
+            )
+        }
+        let client = Client(baseURL: base, transport: mock)
+        let reader = Task { await drain(client.events(.get("/events"), clock: clock)) }
+        // The drop: the stream sleeps the server's 7 seconds before the second connection.
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(7))])
+        clock.advance(by: .seconds(7))
+        // The second connection ends cleanly: the stream connects again after the same delay, and gets a 204.
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .seconds(7))
+        let (events, error) = await reader.value
+        #expect(error == nil)
+        #expect(events.map(\.data) == ["one", "two", "three"])
+        #expect(events.map(\.id) == ["1", "2", "3"])
+        #expect(lastIDs.withLock { $0 } == [nil, "2", "3"])
+        let accept = mock.requests.map { $0.value(forHTTPHeaderField: "Accept") }
+        #expect(accept == Array(repeating: "text/event-stream", count: 3))
+        #expect(client.lifecycle.inFlight == 0)
+    }
+
+    @Test("a 204 ends the stream at once, with no event")
+    func noContentEnds() async throws {
+        let mock = MockTransport { MockRoute.get("/events").replies(.noContent) }
+        let client = Client(baseURL: base, transport: mock)
+        let (events, error) = await drain(client.events(.get("/events")))
+        #expect(events.isEmpty)
+        #expect(error == nil)
+        #expect(mock.requests.count == 1)
+    }
+
+    @Test("a status that is neither 2xx nor retryable throws, without reconnecting")
+    func nonRetryableStatusThrows() async throws {
+        let mock = MockTransport { MockRoute.get("/events").replies(.status(404, body: "gone")) }
+        let client = Client(baseURL: base, transport: mock)
+        let (_, error) = await drain(client.events(.get("/events")))
+        #expect((error as? CourierError)?.code == .unacceptableStatus)
+        #expect((error as? CourierError)?.statusCode == 404)
+        #expect(mock.requests.count == 1)
+    }
+
+    @Test("a 2xx that is not text/event-stream throws")
+    func wrongContentTypeThrows() async throws {
+        let mock = MockTransport { MockRoute.get("/events").replies(.json("{}")) }
+        let client = Client(baseURL: base, transport: mock)
+        let (_, error) = await drain(client.events(.get("/events")))
+        #expect((error as? CourierError)?.code == .nonHTTPResponse)
+        #expect((error as? CourierError)?.message.contains("not text/event-stream") == true)
+    }
+
+    @Test(
+        "503s are retried like drops, and after maximumAttempts failed connections in a row the last error is thrown",
+        .timeLimit(.minutes(1))
+    )
+    func givesUpAfterMaximumAttempts() async throws {
+        let mock = MockTransport { MockRoute.get("/events").replies(.serviceUnavailable()) }
+        let client = Client(baseURL: base, transport: mock)
+        let reconnection = EventSource.Reconnection(delay: .zero, maximumAttempts: 3)
+        let (_, error) = await drain(client.events(.get("/events"), reconnection: reconnection))
+        #expect((error as? CourierError)?.statusCode == 503)
+        #expect(mock.requests.count == 3)
+    }
+
+    @Test("with .never, a dropped connection is thrown and not made again")
+    func neverReconnects() async throws {
+        let mock = MockTransport { MockRoute.get("/events").replies(.events([.event("a"), .drop()])) }
+        let client = Client(baseURL: base, transport: mock)
+        let (events, error) = await drain(client.events(.get("/events"), reconnection: .never))
+        #expect(events.map(\.data) == ["a"])
+        #expect((error as? URLError)?.code == .networkConnectionLost)
+        #expect(mock.requests.count == 1)
+    }
+
+    @Test("an idle connection counts as lost: the stream reconnects", .timeLimit(.minutes(1)))
+    func idleTimeoutReconnects() async throws {
+        let clock = ManualClock()
+        let mock = MockTransport {
+            MockRoute.get("/events").replies(
+                .handler { request in
+                    request.callIndex == 0 ? .events([.event("a", id: "1"), .hold(until: Gate())]) : .noContent
+                }
+            )
+        }
+        let client = Client(baseURL: base, transport: mock)
+        let reconnection = EventSource.Reconnection(delay: .seconds(1))
+        let reader = Task {
+            await drain(
+                client.events(.get("/events"), reconnection: reconnection, idleTimeout: .seconds(30), clock: clock)
+            )
+        }
+        // The watchdog sleeps 30 seconds from the last chunk; once it has fired, the stream sleeps the
+        // reconnection delay.
+        try await waitUntil { clock.pendingDeadlines.contains(ManualClock.Instant(offset: .seconds(30))) }
+        clock.advance(by: .seconds(30))
+        try await waitUntil { clock.pendingDeadlines.contains(ManualClock.Instant(offset: .seconds(31))) }
+        clock.advance(by: .seconds(1))
+        let (events, error) = await reader.value
+        #expect(events.map(\.data) == ["a"])
+        #expect(error == nil)
+        #expect(mock.requests.count == 2)
+        #expect(mock.requests.last?.value(forHTTPHeaderField: "Last-Event-ID") == "1")
+    }
+
+    @Test("100 streams that meet a 401 on reconnecting refresh the token once", .timeLimit(.minutes(1)))
+    func oneRefreshForManyStreams() async throws {
+        let refresher = TokenRefresher(token: .init("old")) { _ in .init("new") }
+        let mock = MockTransport {
+            MockRoute.get("/events").replies(
+                .handler { request in
+                    guard request.header("Authorization") == "Bearer new" else { return .unauthorized() }
+                    return request.header("Last-Event-ID") == nil
+                        ? .events([.event("first", id: "1"), .drop()]) : .noContent
+                }
+            )
+        }
+        let client = Client(baseURL: base, transport: mock, middleware: [.authenticating(with: refresher)])
+        let reconnection = EventSource.Reconnection(delay: .zero)
+        let results = await withTaskGroup(of: ([ServerSentEvent], (any Error)?).self) { group in
+            for _ in 0..<100 {
+                group.addTask { await drain(client.events(.get("/events"), reconnection: reconnection)) }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.allSatisfy { $0.1 == nil && $0.0.map(\.data) == ["first"] })
+        #expect(refresher.refreshCount == 1)
+    }
+
+    @Test("leaving the loop closes the connection and ends the call", .timeLimit(.minutes(1)))
+    func leavingTheLoopCloses() async throws {
+        let counter = RequestCounter()
+        let mock = MockTransport { MockRoute.get("/events").replies(.events([.event("a"), .hold(until: Gate())])) }
+        let client = Client(baseURL: base, transport: mock, middleware: [.counting(counter)])
+        for try await event in client.events(.get("/events")) {
+            #expect(event.data == "a")
+            break
+        }
+        #expect(counter.snapshot.inFlight == 0)
+        #expect(counter.snapshot.cancelled == 1)
+        #expect(client.lifecycle.inFlight == 0)
+    }
+
+    @Test("StreamedBody's lines and JSON Lines read a streamed body")
+    func bodyConveniences() async throws {
+        struct Row: Decodable, Equatable { let id: Int }
+        let mock = MockTransport {
+            MockRoute.get("/rows").replies(.stream([.text("{\"id\":1}\n{\"id\""), .text(":2}\n")]))
+        }
+        let client = Client(baseURL: base, transport: mock)
+        var rows: [Row] = []
+        for try await row in try await client.stream(.get("/rows")).body.jsonLines(of: Row.self) { rows.append(row) }
+        #expect(rows == [Row(id: 1), Row(id: 2)])
+        var lines: [String] = []
+        for try await line in try await client.stream(.get("/rows")).body.lines { lines.append(line) }
+        #expect(lines == ["{\"id\":1}", "{\"id\":2}"])
+    }
+}
