@@ -70,3 +70,9 @@ for target in package.targets {
             .enableUpcomingFeature($0)
         }
 }
+
+// The documentation: the README's command sets COURIER_DOCS=1, which adds the DocC plugin (swift package
+// generate-documentation, with the Snippets rendered in the articles). Without it the package depends on nothing.
+if Context.environment["COURIER_DOCS"] == "1" {
+    package.dependencies.append(.package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"))
+}

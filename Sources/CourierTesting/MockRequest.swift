@@ -32,6 +32,7 @@ public struct MockRequest: Sendable {
     /// Creates a request, for calling a handler yourself.
     ///
     /// - Parameters:
+    ///   - urlRequest: The request as a transport receives it.
     ///   - parameters: Captured path parameters.
     ///   - callIndex: How many calls came before this one.
     public init(_ urlRequest: URLRequest, parameters: [String: String] = [:], callIndex: Int = 0) {
@@ -117,6 +118,7 @@ extension URLRequest {
     /// Decodes the JSON body as `type`.
     ///
     /// - Parameters:
+    ///   - type: The type to decode; inferred from the context by default.
     ///   - decoder: The decoder; a plain `JSONDecoder` by default.
     /// - Throws: ``MockTransportError`` when the request has no body, or the decoder's error.
     public func decodedBody<T: Decodable>(as type: T.Type = T.self, decoder: JSONDecoder = JSONDecoder()) throws -> T {

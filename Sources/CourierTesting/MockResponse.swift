@@ -52,7 +52,9 @@ public struct MockResponse: Sendable {
     /// A response with the given status and an optional UTF-8 body.
     ///
     /// - Parameters:
+    ///   - status: The status.
     ///   - body: The body's text.
+    ///   - headers: The header fields.
     public static func status(_ status: Int, body: String = "", headers: [String: String] = [:]) -> MockResponse {
         MockResponse(status: status, headers: headers, body: Data(body.utf8))
     }
@@ -60,6 +62,8 @@ public struct MockResponse: Sendable {
     /// A JSON response encoded from `value`, keys sorted so that bodies compare stably.
     ///
     /// - Parameters:
+    ///   - value: The value to encode.
+    ///   - status: The status; `200` by default.
     ///   - headers: Extra header fields; `Content-Type: application/json` is added unless given.
     public static func json(
         _ value: some Encodable,
@@ -77,6 +81,8 @@ public struct MockResponse: Sendable {
     /// A JSON response from JSON text, sent as written.
     ///
     /// - Parameters:
+    ///   - json: The body's JSON text.
+    ///   - status: The status; `200` by default.
     ///   - headers: Extra header fields; `Content-Type: application/json` is added unless given.
     public static func json(_ json: String, status: Int = 200, headers: [String: String] = [:]) -> MockResponse {
         typed(Data(json.utf8), "application/json", status: status, headers: headers)
@@ -86,6 +92,7 @@ public struct MockResponse: Sendable {
     ///
     /// - Parameters:
     ///   - text: The body.
+    ///   - status: The status; `200` by default.
     ///   - headers: Extra header fields; `Content-Type: text/plain; charset=utf-8` is added unless given.
     public static func text(_ text: String, status: Int = 200, headers: [String: String] = [:]) -> MockResponse {
         typed(Data(text.utf8), "text/plain; charset=utf-8", status: status, headers: headers)

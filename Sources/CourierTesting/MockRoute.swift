@@ -145,6 +145,7 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// with that value).
     ///
     /// - Parameters:
+    ///   - name: The query item's name.
     ///   - value: The value it must have (percent-decoded), or `nil` for any.
     public func matchingQuery(_ name: String, _ value: String? = nil) -> MockRoute {
         var copy = self
@@ -218,6 +219,9 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - count: The number of calls.
     ///   - fileID: Where the expectation is written.
+    ///   - filePath: Where the expectation is written.
+    ///   - line: Where the expectation is written.
+    ///   - column: Where the expectation is written.
     public func expectCalls(
         _ count: Int,
         fileID: String = #fileID,
@@ -234,6 +238,9 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - range: The acceptable numbers of calls.
     ///   - fileID: Where the expectation is written.
+    ///   - filePath: Where the expectation is written.
+    ///   - line: Where the expectation is written.
+    ///   - column: Where the expectation is written.
     public func expectCalls(
         _ range: some RangeExpression<Int>,
         fileID: String = #fileID,

@@ -93,6 +93,8 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
     /// Installs a fresh transport around the test, then reports the mock's unmet expectations.
     ///
     /// - Parameters:
+    ///   - test: The test.
+    ///   - testCase: The test case, for a parameterized test.
     ///   - function: The test's body.
     /// - Throws: What the test throws.
     public func provideScope(

@@ -96,6 +96,7 @@ public struct TestTransport: Transport {
 /// ```
 ///
 /// - Parameters:
+///   - transport: The transport that test clients use while `operation` runs.
 ///   - isolation: The caller's actor; inferred.
 ///   - operation: The code that runs with the transport installed.
 /// - Returns: What `operation` returns.

@@ -27,6 +27,7 @@ extension Middleware {
     /// hop (see ``RedirectContext``).
     ///
     /// - Parameters:
+    ///   - token: The credential sent with every request.
     ///   - scheme: Which header carries it and what comes before it; ``AuthorizationScheme/bearer`` by
     ///     default.
     /// - Returns: A middleware named `"authenticating"`.

@@ -59,6 +59,7 @@ public actor TokenRefresher {
         public var expiresIn: Duration?
 
         /// - Parameters:
+        ///   - value: The credential.
         ///   - expiresIn: How long it stays valid, for example the `expires_in` of an OAuth reply; `nil` when
         ///     unknown (it is then only refreshed after the server rejects it).
         public init(_ value: String, expiresIn: Duration? = nil) {

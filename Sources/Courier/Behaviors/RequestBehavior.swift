@@ -47,7 +47,10 @@ public protocol RequestBehavior: Sendable {
 
     /// Called when a response arrived, whatever its status; does nothing by default.
     ///
-    /// - Parameter request: The request as it was sent on.
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - data: The response body.
+    ///   - request: The request as it was sent on.
     func afterSuccess(_ response: HTTPURLResponse, data: Data, for request: URLRequest) async
 
     /// Called when the request failed; does nothing by default. Not called for cancellation.

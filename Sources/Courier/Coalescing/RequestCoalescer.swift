@@ -30,7 +30,7 @@ import FoundationNetworking
 /// coalescing layer (per attempt) still bounds the shared call itself.
 ///
 /// The state lives under a lock in this object, created once; its transitions are
-/// ``RequestCoalescerStateMachine``'s. An uncoalesced request (a `POST`, …) costs a method check. A coalescible
+/// `RequestCoalescerStateMachine`'s. An uncoalesced request (a `POST`, …) costs a method check. A coalescible
 /// request costs building its key, three short critical sections and one task for the shared call.
 public final class RequestCoalescer: Sendable {
     /// Tracing and correlation headers that are left out of the key by default: `X-Request-ID`,

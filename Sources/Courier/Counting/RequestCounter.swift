@@ -46,9 +46,12 @@ public final class RequestCounter: Sendable {
         /// Creates a snapshot; the counter makes them, tests and adapters may too.
         ///
         /// - Parameters:
+        ///   - inFlight: Requests in flight now.
         ///   - peak: The largest number in flight so far.
+        ///   - started: Requests started so far.
         ///   - succeeded: Requests that ended with a response.
         ///   - failed: Requests that ended with an error.
+        ///   - cancelled: Requests that ended because their task was cancelled.
         public init(
             inFlight: Int = 0,
             peak: Int = 0,

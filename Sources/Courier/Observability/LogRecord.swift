@@ -97,8 +97,13 @@ public struct LogRecord: Sendable, CustomStringConvertible {
     /// ``Redaction``). The logging middleware does.
     ///
     /// - Parameters:
+    ///   - level: How severe the record is.
+    ///   - event: What the record is about.
+    ///   - method: The request's method.
     ///   - url: The request's URL, redacted.
+    ///   - statusCode: The response status, when there was a response.
     ///   - duration: How long the request took.
+    ///   - errorCode: The error's code, when a ``CourierError`` was thrown.
     ///   - error: The error's description, redacted.
     ///   - middleware: The middleware the error came from.
     ///   - requestHeaders: The request's headers, redacted.

@@ -66,7 +66,11 @@ public struct Request<Response>: Sendable {
     /// Creates a request with an explicit decoding closure, for any `Response` type.
     ///
     /// - Parameters:
+    ///   - method: The method.
     ///   - target: A path or an absolute URL.
+    ///   - query: Query items, appended in order to any query the target already has.
+    ///   - headers: Header fields.
+    ///   - body: The body, if any.
     ///   - acceptableStatus: Statuses that decode as `Response`.
     ///   - timeout: The longest the call may take; see ``timeout``.
     ///   - decode: Turns the body and response into a `Response`.
@@ -98,7 +102,11 @@ extension Request where Response: Decodable & SendableMetatype {
     /// `String`, ``EmptyResponse``, `Optional`).
     ///
     /// - Parameters:
+    ///   - method: The method.
     ///   - target: A path or an absolute URL.
+    ///   - query: Query items, appended in order to any query the target already has.
+    ///   - headers: Header fields.
+    ///   - body: The body, if any.
     ///   - timeout: The longest the call may take; see ``timeout``.
     public init(
         method: HTTPMethod,
@@ -133,6 +141,7 @@ extension Request where Response: Decodable & SendableMetatype {
     /// - Parameters:
     ///   - path: A path relative to the base URL, or an absolute `http(s)://` URL string.
     ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
     ///   - timeout: The longest the call may take; see ``timeout``.
     public static func get(
         _ path: String,
@@ -155,7 +164,11 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `HEAD` request. Use ``EmptyResponse`` or an `Optional` as the response type.
     ///
-    /// - Parameter path: A path or an absolute URL string.
+    /// - Parameters:
+    ///   - path: A path or an absolute URL string.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func head(
         _ path: String,
         query: Query = [],
@@ -169,7 +182,10 @@ extension Request where Response: Decodable & SendableMetatype {
     ///
     /// - Parameters:
     ///   - path: A path or an absolute URL string.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
     ///   - body: The body, rarely used with `DELETE`.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func delete(
         _ path: String,
         query: Query = [],
@@ -189,7 +205,12 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `POST` request.
     ///
-    /// - Parameter path: A path or an absolute URL string.
+    /// - Parameters:
+    ///   - path: A path or an absolute URL string.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
+    ///   - body: The body, if any.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func post(
         _ path: String,
         query: Query = [],
@@ -202,7 +223,12 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `POST` request with a JSON body.
     ///
-    /// - Parameter path: A path or an absolute URL string.
+    /// - Parameters:
+    ///   - path: A path or an absolute URL string.
+    ///   - json: The value sent as the JSON body; see ``RequestBody/json(_:encoder:)``.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func post(
         _ path: String,
         json: some Encodable & Sendable,
@@ -215,7 +241,12 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PUT` request.
     ///
-    /// - Parameter path: A path or an absolute URL string.
+    /// - Parameters:
+    ///   - path: A path or an absolute URL string.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
+    ///   - body: The body, if any.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func put(
         _ path: String,
         query: Query = [],
@@ -228,7 +259,12 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PUT` request with a JSON body.
     ///
-    /// - Parameter path: A path or an absolute URL string.
+    /// - Parameters:
+    ///   - path: A path or an absolute URL string.
+    ///   - json: The value sent as the JSON body; see ``RequestBody/json(_:encoder:)``.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func put(
         _ path: String,
         json: some Encodable & Sendable,
@@ -241,7 +277,12 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PATCH` request.
     ///
-    /// - Parameter path: A path or an absolute URL string.
+    /// - Parameters:
+    ///   - path: A path or an absolute URL string.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
+    ///   - body: The body, if any.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func patch(
         _ path: String,
         query: Query = [],
@@ -254,7 +295,12 @@ extension Request where Response: Decodable & SendableMetatype {
 
     /// A `PATCH` request with a JSON body.
     ///
-    /// - Parameter path: A path or an absolute URL string.
+    /// - Parameters:
+    ///   - path: A path or an absolute URL string.
+    ///   - json: The value sent as the JSON body; see ``RequestBody/json(_:encoder:)``.
+    ///   - query: Query items; see ``Query``.
+    ///   - headers: Header fields.
+    ///   - timeout: The longest the call may take; see ``timeout``.
     public static func patch(
         _ path: String,
         json: some Encodable & Sendable,
@@ -271,7 +317,9 @@ extension Request where Response: Decodable & SendableMetatype {
 extension Request {
     /// Returns a copy with the header `name` set to `value`.
     ///
-    /// - Parameter value: Its value; `nil` removes it.
+    /// - Parameters:
+    ///   - name: The header's name.
+    ///   - value: Its value; `nil` removes it.
     public func header(_ name: String, _ value: String?) -> Request {
         var copy = self
         copy.headers[name] = value

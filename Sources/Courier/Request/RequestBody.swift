@@ -14,7 +14,9 @@ public struct RequestBody: Sendable {
     ///
     /// The `Content-Type` is `application/json` unless the request sets one.
     ///
-    /// - Parameter encoder: The encoder; `nil` uses the client's.
+    /// - Parameters:
+    ///   - value: The value to encode.
+    ///   - encoder: The encoder; `nil` uses the client's.
     public static func json(_ value: some Encodable & Sendable, encoder: JSONEncoder? = nil) -> RequestBody {
         RequestBody(storage: .json(value, encoder: encoder))
     }
@@ -38,7 +40,9 @@ public struct RequestBody: Sendable {
 
     /// Raw bytes with a content type.
     ///
-    /// - Parameter contentType: The `Content-Type`, for example `"application/octet-stream"`, or `nil` for none.
+    /// - Parameters:
+    ///   - data: The bytes.
+    ///   - contentType: The `Content-Type`, for example `"application/octet-stream"`, or `nil` for none.
     public static func data(_ data: Data, contentType: String? = "application/octet-stream") -> RequestBody {
         RequestBody(storage: .data(data, contentType: contentType))
     }

@@ -29,7 +29,9 @@ public struct ResponseDecodingContext: Sendable {
 
     /// Creates a context.
     ///
-    /// - Parameter request: The request as the client built it.
+    /// - Parameters:
+    ///   - decoder: The client's JSON decoder.
+    ///   - request: The request as the client built it.
     public init(decoder: JSONDecoder, request: URLRequest? = nil) {
         self.decoder = decoder
         self.request = request

@@ -114,6 +114,7 @@ public final class URLSessionTransport: Transport {
     ///   a session with credential storage sends a stored credential in answer.
     ///
     /// - Parameters:
+    ///   - session: The session that sends the requests.
     ///   - maximumResponseSize: The largest response body accepted, in bytes;
     ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
     public convenience init(

@@ -52,6 +52,7 @@ extension Middleware {
     /// ```
     ///
     /// - Parameters:
+    ///   - acceptable: The statuses that pass.
     ///   - errorBody: How to decode the API's error body, or `nil`.
     ///   - decoder: The JSON decoder `errorBody` uses.
     /// - Returns: A middleware named `"validatingStatus"`.
@@ -71,6 +72,7 @@ extension Middleware {
     /// ```
     ///
     /// - Parameters:
+    ///   - acceptable: The statuses that pass.
     ///   - errorBody: How to decode the API's error body, or `nil`.
     ///   - decoder: The JSON decoder `errorBody` uses.
     /// - Returns: A middleware named `"validatingStatus"`.
@@ -92,6 +94,7 @@ extension Middleware {
     /// - Parameters:
     ///   - errorBody: How to decode the API's error body, or `nil`.
     ///   - decoder: The JSON decoder `errorBody` uses.
+    ///   - isAcceptable: Whether a status passes.
     /// - Returns: A middleware named `"validatingStatus"`.
     public static func validatingStatus(
         errorBody: ErrorBodyDecoder? = nil,

@@ -100,7 +100,9 @@ public struct Fault: Sendable, CustomStringConvertible {
     /// Answers requests with `status` and an empty body instead of sending them.
     ///
     /// - Parameters:
+    ///   - status: The status of the answer.
     ///   - rate: The share of requests answered so, from 0 to 1.
+    ///   - headers: The answer's header fields.
     public static func status(_ status: Int, rate: Double = 1, headers: [String: String] = [:]) -> Fault {
         Fault(
             .response(status: status, headers: headers),

@@ -48,6 +48,7 @@ public struct SplitMix64: RandomNumberGenerator, Sendable, Hashable {
     /// the order in which items are drawn.
     ///
     /// - Parameters:
+    ///   - seed: The stream's seed.
     ///   - keys: What identifies the item.
     /// - Returns: A generator for that item.
     public static func derived(seed: UInt64, _ keys: UInt64...) -> SplitMix64 {

@@ -20,8 +20,10 @@ extension ClientMetrics {
     /// tells the same story per series; this gauge is the counter's own total, the number that
     /// ``RequestCounter/waitUntilIdle()`` waits on.
     ///
-    /// - Parameter dimensions: Dimensions for the gauge, for example `[("client", "billing")]` when several
-    ///   counters report; none by default.
+    /// - Parameters:
+    ///   - counter: The counter whose in-flight total the gauge shows.
+    ///   - dimensions: Dimensions for the gauge, for example `[("client", "billing")]` when several
+    ///     counters report; none by default.
     public func reportInFlight(of counter: RequestCounter, dimensions: [(String, String)] = []) async {
         let gauge = Gauge(label: Label.inFlight, dimensions: dimensions, factory: factory ?? MetricsSystem.factory)
         for await change in counter.changes(bufferingPolicy: .bufferingNewest(1)) {

@@ -22,11 +22,13 @@ extension Middleware {
     /// `http.client.active_requests` while it runs. See ``ClientMetrics`` for every metric and dimension.
     ///
     /// **Where to put it.** Outermost (or just inside `.counting`), it sees each call once and measures
-    /// what the caller waits for, retries and backoff included; put ``validatingStatus`` inside it for bad
+    /// what the caller waits for, retries and backoff included; put `.validatingStatus()` inside it for bad
     /// statuses to count as errors. Inside `.retry`, it measures each attempt instead. Errors and
     /// cancellation pass through unchanged.
     ///
-    /// - Parameter clock: The clock that measures durations; `ContinuousClock` by default.
+    /// - Parameters:
+    ///   - metrics: The metrics that record each request.
+    ///   - clock: The clock that measures durations; `ContinuousClock` by default.
     /// - Returns: A middleware named `"metrics"`.
     public static func metrics(
         _ metrics: ClientMetrics,

@@ -9,7 +9,9 @@ extension CacheEvent {
     /// let cache = HTTPCache(onEvent: CacheEvent.logging(to: logger))
     /// ```
     ///
-    /// - Parameter level: The level of the entries; `.debug` by default.
+    /// - Parameters:
+    ///   - logger: The logger that receives the entries.
+    ///   - level: The level of the entries; `.debug` by default.
     public static func logging(to logger: Logger, level: Logger.Level = .debug) -> @Sendable (CacheEvent) -> Void {
         { event in
             logger.log(

@@ -31,6 +31,7 @@ public struct URLRequestHeaderInjector: Injector {
     /// - Parameters:
     ///   - value: The header value, as the instrument formatted it.
     ///   - key: The header name, for example `traceparent`.
+    ///   - request: The request that carries the header.
     public func inject(_ value: String, forKey key: String, into request: inout URLRequest) {
         request.setValue(value, forHTTPHeaderField: key)
     }
