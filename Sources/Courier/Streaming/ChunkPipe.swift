@@ -229,6 +229,9 @@ final class ChunkPipe: Sendable {
         }
     }
 
+    /// Bytes waiting for the reader (for tests).
+    var bufferedBytes: Int { state.withLock { $0.machine.buffered } }
+
     /// When the transport last made progress; whether it is paused by backpressure (then it is not idle);
     /// whether the body is over.
     var progress: (last: Duration, isPaused: Bool, ended: Bool) {

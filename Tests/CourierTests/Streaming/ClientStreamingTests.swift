@@ -244,3 +244,54 @@ struct ClientStreamingTests {
         await transport.stream(0).stopped.wait()
     }
 }
+
+/// The Streaming article's promises that need no transport.
+@Suite("Streaming article")
+struct StreamingArticleTests {
+    @Test("the body reads ahead about 1 MiB: with no reader, the source is pulled no further", .timeLimit(.minutes(1)))
+    func readsAheadBounded() async throws {
+        let pulled = LockedState(0)
+        let chunk = Data(repeating: 0, count: 64 * 1024)
+        let gate = Gate()
+        let source = AsyncThrowingStream<Data, any Error> { continuation in
+            Task {
+                for _ in 0..<64 {  // 4 MiB on offer
+                    await Task.yield()
+                    continuation.yield(chunk)
+                }
+                gate.open()
+                continuation.finish()
+            }
+        }
+        let counting = source.map { chunk in
+            pulled.withLock { $0 += 1 }
+            return chunk
+        }
+        let body = StreamedBody(counting)
+        await gate.wait()
+        // The pump writes until more than 1 MiB waits (17 chunks of 64 KiB), then waits for the reader.
+        try await waitUntil { body.pipe.progress.isPaused }
+        #expect(pulled.withLock { $0 } == 17)
+        #expect(body.pipe.bufferedBytes == 17 * 64 * 1024)
+        var total = 0
+        for try await chunk in body { total += chunk.count }
+        #expect(total == 64 * 64 * 1024)
+    }
+
+    @Test("a middleware that returns its own response object in place of a streamed one keeps the stream")
+    func replacedResponseKeepsStream() async throws {
+        let mock = MockTransport { MockRoute.get("/s").replies(.stream([.text("kept")])) }
+        let relabel = Middleware { request, next in
+            let (data, response) = try await next(request)
+            var headers = response.allHeaderFields as? [String: String] ?? [:]
+            headers["X-Relabelled"] = "yes"
+            // swift-format-ignore: NeverForceUnwrap
+            let copy = HTTPURLResponse(url: response.url!, statusCode: 200, httpVersion: nil, headerFields: headers)!
+            return (data, copy)
+        }
+        let client = Client(baseURL: URL(string: "http://127.0.0.1")!, transport: mock, middleware: [relabel])
+        let (body, response) = try await client.stream(.get("/s"))
+        #expect(response.value(forHTTPHeaderField: "X-Relabelled") == "yes")
+        #expect(String(decoding: try await body.collect(upTo: 10), as: UTF8.self) == "kept")
+    }
+}
