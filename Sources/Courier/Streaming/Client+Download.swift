@@ -1,0 +1,185 @@
+public import Foundation
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// How far a download has come.
+public struct DownloadProgress: Sendable, Hashable {
+    /// Bytes of the body written to the file so far.
+    public var bytesWritten: Int64
+    /// The body's length, when the server announced it.
+    public var expectedBytes: Int64?
+
+    /// The fraction done, from 0 to 1, when the length is known.
+    public var fractionCompleted: Double? {
+        guard let expectedBytes, expectedBytes > 0 else { return nil }
+        return Double(bytesWritten) / Double(expectedBytes)
+    }
+}
+
+extension Client {
+    /// Downloads the body of `request` into the file at `destination`, chunk by chunk, never holding the body in
+    /// memory; resumes with `Range` after a lost connection when the server allows it.
+    ///
+    /// ```swift
+    /// let response = try await client.download(
+    ///     .get("/exports/2026.tar.gz"),
+    ///     to: URL(filePath: "/var/data/2026.tar.gz"),
+    ///     idleTimeout: .seconds(60),
+    ///     progress: { print("\(Int(($0.fractionCompleted ?? 0) * 100)) %") }
+    /// )
+    /// ```
+    ///
+    /// The call is a ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)``, so it passes through the
+    /// middleware (an expired token is refreshed, a `503` before the body is retried) and a status the request
+    /// does not accept throws.
+    ///
+    /// - **The file** is written next to `destination` under a temporary name and moved into place once the
+    ///   whole body has arrived, replacing a file already there. If the download fails or is cancelled, the
+    ///   temporary file is removed and `destination` is left as it was.
+    /// - **Resuming**: when the body stops early on a transient error (a lost connection, an idle timeout), and
+    ///   the first response carried a strong `ETag` or a `Last-Modified`, the request is sent again with
+    ///   `Range: bytes=N-` and `If-Range`, up to `resumeAttempts` times. A `206` whose `Content-Range` starts at
+    ///   byte `N` is appended; a `200` (the resource changed, or the server ignores ranges) starts the file over.
+    ///   Without a validator the error is thrown: appending bytes of a different version would corrupt the file.
+    /// - **Length**: when the server announced a `Content-Length`, a body that ends short of it is an error
+    ///   (or resumed), never a truncated file.
+    ///
+    /// - Parameters:
+    ///   - request: The request for the resource.
+    ///   - destination: A file URL.
+    ///   - resumeAttempts: How many times to resume after the body stops early; 3 by default, 0 for never.
+    ///   - idleTimeout: The longest the body may go without a chunk before it counts as stopped.
+    ///   - progress: Called after each chunk is written, and when a resumed download restarts.
+    /// - Returns: The response head of the first response.
+    /// - Throws: What ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)`` and reading its body
+    ///   throw, ``CourierError/Code/transport`` for a body shorter than announced that cannot be resumed, or the
+    ///   file system's error.
+    public nonisolated func download(
+        _ request: Request<Data>,
+        to destination: URL,
+        resumeAttempts: Int = 3,
+        idleTimeout: Duration? = nil,
+        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+    ) async throws -> HTTPURLResponse {
+        precondition(destination.isFileURL, "a download's destination must be a file URL")
+        precondition(resumeAttempts >= 0, "resumeAttempts must not be negative")
+        let partial = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
+        guard FileManager.default.createFile(atPath: partial.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: partial.path])
+        }
+        let file = try FileHandle(forWritingTo: partial)
+        var isComplete = false
+        defer {
+            try? file.close()
+            if !isComplete { try? FileManager.default.removeItem(at: partial) }
+        }
+        var download = Download(progress: progress)
+        var (body, first) = try await stream(request, idleTimeout: idleTimeout)
+        download.begin(with: first)
+        var resumesLeft = resumeAttempts
+        while true {
+            do {
+                for try await chunk in body {
+                    try file.write(contentsOf: chunk)
+                    download.wrote(chunk.count)
+                }
+                try download.checkLength(request: first)
+                break
+            } catch let error
+                where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled
+                && (RetryPolicy.isTransient(error) || (error as? CourierError)?.isShortBody == true)
+            {
+                guard let validator = download.validator else { throw error }
+                resumesLeft -= 1
+                var again = request
+                again.headers["Range"] = "bytes=\(download.bytesWritten)-"
+                again.headers["If-Range"] = validator
+                let response: HTTPURLResponse
+                (body, response) = try await stream(again, idleTimeout: idleTimeout)
+                if response.statusCode == 206 {
+                    guard download.continues(with: response) else {
+                        body.cancel()
+                        throw CourierError(
+                            .transport,
+                            message: "the server resumed the download at another byte than \(download.bytesWritten)",
+                            response: response,
+                            underlying: error
+                        )
+                    }
+                } else {
+                    // A 200: the whole resource again, perhaps a new version of it.
+                    try file.truncate(atOffset: 0)
+                    download.restart(with: response)
+                }
+            }
+        }
+        try file.synchronize()
+        try file.close()
+        _ = try? FileManager.default.removeItem(at: destination)
+        try FileManager.default.moveItem(at: partial, to: destination)
+        isComplete = true
+        return first
+    }
+}
+
+/// The bookkeeping of one download: bytes written, the expected length, the validator for `If-Range`.
+private struct Download {
+    let progress: (@Sendable (DownloadProgress) -> Void)?
+    var bytesWritten: Int64 = 0
+    var expectedBytes: Int64?
+    var validator: String?
+
+    init(progress: (@Sendable (DownloadProgress) -> Void)?) {
+        self.progress = progress
+    }
+
+    mutating func begin(with response: HTTPURLResponse) {
+        let length = response.expectedContentLength
+        expectedBytes = length >= 0 ? length : nil
+        if let etag = response.value(forHTTPHeaderField: "ETag"), !etag.hasPrefix("W/") {
+            validator = etag
+        } else {
+            validator = response.value(forHTTPHeaderField: "Last-Modified")
+        }
+    }
+
+    mutating func wrote(_ count: Int) {
+        bytesWritten += Int64(count)
+        progress?(DownloadProgress(bytesWritten: bytesWritten, expectedBytes: expectedBytes))
+    }
+
+    /// Whether a `206` continues at the byte written next (`Content-Range: bytes N-…/total`).
+    func continues(with response: HTTPURLResponse) -> Bool {
+        guard let range = response.value(forHTTPHeaderField: "Content-Range"),
+            range.lowercased().hasPrefix("bytes "),
+            let start = range.dropFirst(6).split(separator: "-").first.flatMap({ Int64($0) })
+        else { return false }
+        return start == bytesWritten
+    }
+
+    mutating func restart(with response: HTTPURLResponse) {
+        bytesWritten = 0
+        begin(with: response)
+        progress?(DownloadProgress(bytesWritten: 0, expectedBytes: expectedBytes))
+    }
+
+    /// Throws when the server announced more bytes than arrived.
+    func checkLength(request response: HTTPURLResponse) throws {
+        guard let expectedBytes, bytesWritten < expectedBytes else { return }
+        throw CourierError(
+            .transport,
+            message: "the download ended after \(bytesWritten) of the \(expectedBytes) bytes announced",
+            response: response
+        )
+    }
+}
+
+extension CourierError {
+    /// A body that ended before its announced length (see `Download.checkLength`).
+    fileprivate var isShortBody: Bool {
+        code == .transport && message.hasPrefix("the download ended after")
+    }
+}
