@@ -39,6 +39,12 @@ struct OpenAPIEndToEndTests {
         return (client, refresher)
     }
 
+    /// The generated client, sending through `courier`. The document's server URL is relative (`/openapi`): it is
+    /// resolved against the Courier client's baseURL.
+    static func api(_ courier: Courier.Client) throws -> OpenAPIExample.Client {
+        OpenAPIExample.Client(serverURL: try Servers.Server1.url(), transport: OpenAPIClientTransport(client: courier))
+    }
+
     @Test(
         "1,000 concurrent generated-client calls with an expired token: exactly 1 refresh, and all succeed",
         arguments: TransportKind.allCases
@@ -52,11 +58,7 @@ struct OpenAPIEndToEndTests {
                 kind: kind,
                 connections: 64
             )
-            // The document's server URL is relative (`/openapi`): it is resolved against the Courier client's baseURL.
-            let api = OpenAPIExample.Client(
-                serverURL: try Servers.Server1.url(),
-                transport: OpenAPIClientTransport(client: courier)
-            )
+            let api = try Self.api(courier)
             let items = try await withThrowingTaskGroup(of: Components.Schemas.Item.self) { group in
                 for index in 0..<1000 {
                     group.addTask {
@@ -85,10 +87,7 @@ struct OpenAPIEndToEndTests {
         try await TestServers.withServer { server in
             let realm = uniqueKey()
             let (courier, _) = try await Self.expiredTokenClient(server, realm: realm, kind: kind)
-            let api = OpenAPIExample.Client(
-                serverURL: try Servers.Server1.url(),
-                transport: OpenAPIClientTransport(client: courier)
-            )
+            let api = try Self.api(courier)
             let created = try await api.createItem(path: .init(realm: realm), body: .json(.init(name: "lamp")))
             #expect(try created.created.body.json == .init(id: "new-lamp", name: "lamp", realm: realm))
             let missing = try await api.getItem(path: .init(realm: realm, id: "missing"))
@@ -105,10 +104,7 @@ struct OpenAPIEndToEndTests {
             let realm = uniqueKey()
             let (authenticating, _) = try await Self.expiredTokenClient(server, realm: realm, kind: kind)
             await authenticating.update { $0.middleware.append(.validatingStatus()) }
-            let api = OpenAPIExample.Client(
-                serverURL: try Servers.Server1.url(),
-                transport: OpenAPIClientTransport(client: authenticating)
-            )
+            let api = try Self.api(authenticating)
             let error = try await #require(throws: ClientError.self) {
                 _ = try await api.getItem(path: .init(realm: realm, id: "missing"))
             }

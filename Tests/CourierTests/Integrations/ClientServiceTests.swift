@@ -15,17 +15,6 @@ import FoundationNetworking
 struct ClientServiceTests {
     private static let url = exampleBaseURL.appendingPathComponent("x")
 
-    private static func code(of body: () async throws -> Void) async -> CourierError.Code? {
-        do {
-            try await body()
-            return nil
-        } catch let error as CourierError {
-            return error.code
-        } catch {
-            return nil
-        }
-    }
-
     @Test("a graceful shutdown drains: requests in flight complete, new ones are refused, run() returns after them")
     func gracefulShutdownDrains() async throws {
         let holding = HoldingTransport()
@@ -43,8 +32,8 @@ struct ClientServiceTests {
             trigger.triggerGracefulShutdown()
             // run() is now waiting for the three requests.
             try await waitUntil { client.lifecycle.idleWaiterCount == 1 }
-            let refused = await Self.code { _ = try await client.send(URLRequest(url: Self.url)) }
-            #expect(refused == .clientShutDown)
+            let refused = await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: Self.url)) }
+            #expect(refused?.code == .clientShutDown)
             #expect(holding.requests.count == 3)
             #expect(runReturned.value == false)
 
@@ -91,11 +80,11 @@ struct ClientServiceTests {
         runs.cancel()
         await runs.value
         #expect(cancellable.isShutDown && plain.isShutDown)
-        let refused = await Self.code { _ = try await plain.send(URLRequest(url: Self.url)) }
-        #expect(refused == .clientShutDown)
+        let refused = await #expect(throws: CourierError.self) { try await plain.send(URLRequest(url: Self.url)) }
+        #expect(refused?.code == .clientShutDown)
         // The cancellable request was cancelled; the other one is still its caller's.
-        let cancelledCode = await Self.code { _ = try await cancellableRequest.value }
-        #expect(cancelledCode == .clientShutDown)
+        let cancelled = await #expect(throws: CourierError.self) { try await cancellableRequest.value }
+        #expect(cancelled?.code == .clientShutDown)
         #expect(hanging.cancellationCount == 1)
         #expect(plain.lifecycle.inFlight == 1)
         gate.open()
