@@ -8,9 +8,14 @@ typealias Integration = (trait: String, package: String, library: [String], test
 let integrations: [Integration] = [
     ("AsyncHTTPClient", "async-http-client", library: ["AsyncHTTPClient"], tests: ["AsyncHTTPClient"]),
     ("AsyncHTTPClient", "swift-nio", library: ["NIOCore", "NIOHTTP1", "NIOPosix"], tests: ["NIOHTTP1"]),
+    // The decompression limit of the transport's default configuration, and the error its tests expect.
+    ("AsyncHTTPClient", "swift-nio-extras", library: ["NIOHTTPCompression"], tests: ["NIOHTTPCompression"]),
     ("Logging", "swift-log", library: ["Logging"], tests: ["InMemoryLogging"]),
     ("Metrics", "swift-metrics", library: ["Metrics"], tests: ["MetricsTestKit"]),
     ("Tracing", "swift-distributed-tracing", library: ["Tracing"], tests: ["InMemoryTracing"]),
+    ("HTTPTypes", "swift-http-types", library: ["HTTPTypes"], tests: []),
+    ("OpenAPI", "swift-openapi-runtime", library: ["OpenAPIRuntime"], tests: []),
+    ("ServiceLifecycle", "swift-service-lifecycle", library: ["ServiceLifecycle"], tests: ["ServiceLifecycleTestKit"]),
 ]
 
 /// The products `names` picks from each integration, each linked only when its trait is on.
@@ -38,14 +43,32 @@ let package = Package(
         .trait(name: "Logging", description: "`.logging(logger:)`: request logs through swift-log."),
         .trait(name: "Metrics", description: "`.metrics(...)`: request metrics through swift-metrics."),
         .trait(name: "Tracing", description: "`.tracing()`: client spans through swift-distributed-tracing."),
+        // Ecosystem integrations.
+        .trait(
+            name: "HTTPTypes",
+            description: "Conversions between URLRequest/HTTPURLResponse/HTTPHeaders and apple/swift-http-types."
+        ),
+        .trait(
+            name: "OpenAPI",
+            description: "OpenAPIClientTransport: a swift-openapi-generator client sends through a Courier Client.",
+            enabledTraits: ["HTTPTypes"]
+        ),
+        .trait(
+            name: "ServiceLifecycle",
+            description: "ClientService: a Client's graceful shutdown as a swift-service-lifecycle Service."
+        ),
         .default(enabledTraits: []),
     ],
     dependencies: [
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.100.0"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.26.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         .target(name: "Courier", dependencies: traitGated(\.library)),

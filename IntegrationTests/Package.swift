@@ -35,9 +35,13 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
-        // Courier itself, by path, with AsyncHTTPClientTransport switched on. The name is given because a
-        // path dependency is otherwise known by its directory's name, which differs between checkouts.
-        .package(name: "courier", path: "../", traits: ["AsyncHTTPClient"]),
+        // The runtime of the generated OpenAPI client (OpenAPIExample); already in the graph through Courier's
+        // OpenAPI trait.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        // Courier itself, by path, with AsyncHTTPClientTransport, OpenAPIClientTransport and Client's Service
+        // conformance switched on. The name is given because a path dependency is otherwise known by its
+        // directory's name, which differs between checkouts.
+        .package(name: "courier", path: "../", traits: ["AsyncHTTPClient", "OpenAPI", "ServiceLifecycle"]),
     ],
     targets: [
         .target(name: "TestServer", dependencies: hummingbirdServer),
@@ -45,6 +49,15 @@ let package = Package(
         .target(
             name: "FanOutService",
             dependencies: [.product(name: "Courier", package: "courier")] + hummingbirdServer
+        ),
+        // A client generated once by swift-openapi-generator from openapi.yaml, committed (see its README.md).
+        .target(
+            name: "OpenAPIExample",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            exclude: ["openapi.yaml", "openapi-generator-config.yaml", "README.md"]
         ),
         .testTarget(
             name: "TestServerTests",
@@ -55,10 +68,13 @@ let package = Package(
             dependencies: [
                 "TestServer",
                 "FanOutService",
+                "OpenAPIExample",
                 .product(name: "Courier", package: "courier"),
                 .product(name: "CourierTesting", package: "courier"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
     ],
@@ -70,4 +86,9 @@ for target in package.targets {
     target.swiftSettings = ["ExistentialAny", "MemberImportVisibility", "InternalImportsByDefault"].map {
         .enableUpcomingFeature($0)
     }
+}
+// The generated client's `public import`s that a file does not use warn up to Swift 6.3 (the generator silences
+// them with `@diagnose`, which Swift 6.4 brings); the code is the generator's, so its warnings are not shown.
+for target in package.targets where target.name == "OpenAPIExample" {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-suppress-warnings"])]
 }

@@ -3,6 +3,7 @@ public import Foundation
 import HTTPTypes
 public import Hummingbird
 import NIOCore
+public import ServiceLifecycle
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -100,8 +101,20 @@ public struct FanOutService: Sendable {
         self.realm = realm
     }
 
+    /// What the service runs beside its server: the upstream client, a ServiceLifecycle `Service` (Courier's
+    /// trait `ServiceLifecycle`). Listed before the server in a `ServiceGroup`, so that a graceful shutdown
+    /// (SIGTERM) first stops the server, which answers the requests it has, and then drains the upstream
+    /// calls still in flight:
+    ///
+    /// ```swift
+    /// let app = Application(router: service.makeRouter())
+    /// let group = ServiceGroup(services: service.services + [app], gracefulShutdownSignals: [.sigterm], logger: logger)
+    /// try await group.run()
+    /// ```
+    public var services: [any Service] { [client] }
+
     /// The service's router, with the `/fan-out/:id` route; the tests run it with
-    /// `TestServers.withServer(name:router:_:)`, like any Hummingbird router.
+    /// `TestServers.withServer(name:router:services:isolation:_:)` and ``services``, like any Hummingbird router.
     public func makeRouter() -> Router<BasicRequestContext> {
         let router = Router()
         router.get("fan-out/:id") { request, context in

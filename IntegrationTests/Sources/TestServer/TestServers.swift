@@ -1,7 +1,7 @@
 public import Foundation
 public import Hummingbird
 import Logging
-import ServiceLifecycle
+public import ServiceLifecycle
 
 /// Starts loopback HTTP servers for Courier's end-to-end tests.
 ///
@@ -85,6 +85,16 @@ import ServiceLifecycle
 ///   → `/echo`; `n` = 0 answers like `/echo`. `?code=` (default 302), `?alternate=1` sends each
 ///   hop to the peer origin; the query is kept on every hop.
 /// - `ANY /redirect-loop` → 302 to the peer's `/redirect-loop` (to itself without a peer), forever.
+///
+/// Compression
+/// - `GET /compressed/:encoding` (`gzip`, `deflate`) → ``compressedBodyText`` compressed, with that
+///   `Content-Encoding` whatever the request accepts; the request's `Accept-Encoding` comes back in
+///   `X-Accept-Encoding` (`(none)` without one).
+///
+/// OpenAPI (the end-to-end tests' OpenAPI document, server URL `/openapi`; each behind the realm's bearer
+/// token, answering 401 with `WWW-Authenticate: Bearer …` otherwise)
+/// - `GET /openapi/realms/:realm/items/:id` → `200 {"id":ID,"name":"Item ID","realm":REALM}`; `missing` → 404.
+/// - `POST /openapi/realms/:realm/items` with `{"name":NAME}` → `201 {"id":"new-NAME","name":NAME,"realm":REALM}`.
 public enum TestServers {
     /// Starts a server on `127.0.0.1` at an ephemeral port.
     ///
@@ -107,16 +117,23 @@ public enum TestServers {
     /// - Parameters:
     ///   - name: The server's name, for its logs.
     ///   - router: The routes to serve.
+    ///   - services: Services the server's handlers use (a Courier `Client`, say), run in the same
+    ///     `ServiceGroup` before the server: a graceful shutdown stops the server first, then these.
     /// - Returns: The running server.
     /// - Throws: ``TestServerError`` if the server could not bind or start.
-    public static func start(name: String, router: sending Router<BasicRequestContext>) async throws -> RunningServer {
-        try await Self.start(name: name, router: router, state: ServerState(name: name))
+    public static func start(
+        name: String,
+        router: sending Router<BasicRequestContext>,
+        services: [any Service] = []
+    ) async throws -> RunningServer {
+        try await Self.start(name: name, router: router, state: ServerState(name: name), services: services)
     }
 
     private static func start(
         name: String,
         router: sending Router<BasicRequestContext>,
-        state: ServerState
+        state: ServerState,
+        services: [any Service] = []
     ) async throws -> RunningServer {
         var logger = Logger(label: "courier.test-server.\(name)")
         logger.logLevel =
@@ -136,7 +153,8 @@ public enum TestServers {
             },
             logger: logger
         )
-        let serviceGroup = ServiceGroup(services: [app], logger: logger)
+        // A ServiceGroup shuts its services down in reverse order: the server, then what its handlers use.
+        let serviceGroup = ServiceGroup(services: services + [app], logger: logger)
         let runTask = Task {
             // If the server stops before it runs (it could not bind), end the wait for its port.
             defer { portContinuation.finish() }
@@ -177,11 +195,12 @@ public enum TestServers {
     }
 
     /// Runs `body` with `router` started in place of the test server's routes (see
-    /// ``start(name:router:)``), and shuts it down afterwards, whether `body` returns or throws.
+    /// ``start(name:router:services:)``), and shuts it down afterwards, whether `body` returns or throws.
     ///
     /// - Parameters:
     ///   - name: The server's name, for its logs.
     ///   - router: The routes to serve.
+    ///   - services: Services the server's handlers use, shut down after the server.
     ///   - isolation: The actor `body` runs on; the caller's, by default.
     ///   - body: The code that uses the server.
     /// - Returns: What `body` returns.
@@ -190,10 +209,11 @@ public enum TestServers {
     public static func withServer<Result>(
         name: String,
         router: sending Router<BasicRequestContext>,
+        services: [any Service] = [],
         isolation: isolated (any Actor)? = #isolation,
         _ body: (RunningServer) async throws -> Result
     ) async throws -> Result {
-        try await Self.run(Self.start(name: name, router: router), body)
+        try await Self.run(Self.start(name: name, router: router, services: services), body)
     }
 
     private static func run<Result>(

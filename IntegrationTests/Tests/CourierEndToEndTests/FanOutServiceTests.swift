@@ -50,7 +50,9 @@ struct FanOutServiceTests {
                 callTimeout: .seconds(30),
                 attemptTimeout: .seconds(5)
             )
-            try await TestServers.withServer(name: "fan-out", router: service.makeRouter()) { server in
+            try await TestServers.withServer(name: "fan-out", router: service.makeRouter(), services: service.services)
+            {
+                server in
                 let origin = server.baseURL
                 // Every caller is held just inside its client until all 1,000 are in flight there, then all are
                 // let go at once. The callers' transport opens at most 32 connections to the service, so the
@@ -121,6 +123,8 @@ struct FanOutServiceTests {
                 )
                 #expect(last.status == 200, "\(String(decoding: last.body, as: UTF8.self))")
             }
+            // The server's graceful shutdown then shut the client down (it runs in the same ServiceGroup).
+            #expect(service.client.isShutDown)
             // The service answered everybody: no upstream call is left in flight.
             await service.counter.waitUntilIdle()
             let counts = service.counter.snapshot

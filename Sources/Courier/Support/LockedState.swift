@@ -26,7 +26,8 @@ package final class LockedState<Value: ~Copyable>: @unchecked Sendable {
     /// Creates a lock guarding `value`.
     package init(_ value: consuming sending Value) {
         mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-        mutex.initialize(to: pthread_mutex_t())
+        // `pthread_mutex_init` initializes the (trivial) memory; `pthread_mutex_t()` is not used because with
+        // CoreFoundation in the module graph (the HTTPTypes trait) its initializer belongs to that module.
         let status = pthread_mutex_init(mutex, nil)
         precondition(status == 0, "pthread_mutex_init failed with \(status)")
         self.value = value

@@ -23,6 +23,8 @@ enum TestRouter {
         self.addRedirectRoutes(to: router, state: state)
         self.addCachingRoutes(to: router, state: CachingState())
         self.addRateLimitRoutes(to: router)
+        self.addCompressionRoutes(to: router)
+        self.addOpenAPIRoutes(to: router, state: state)
         return router
     }
 

@@ -3,6 +3,7 @@ public import AsyncHTTPClient
 public import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTPCompression
 import NIOPosix
 
 #if canImport(FoundationNetworking)
@@ -60,23 +61,40 @@ public import FoundationNetworking
 ///   (`cannot connect to 127.0.0.1:8080 (connection refused)`), with the socket's `POSIXError` as
 ///   ``CourierError/underlying``, so ``RetryPolicy/isTransient(_:)`` treats a refused, reset or timed-out
 ///   connection as transient. Other AsyncHTTPClient errors are thrown as they are, and the client wraps them.
-/// - **Bodies**: `httpBody` is sent as it is; an `httpBodyStream` is read whole before sending. Responses
-///   are not decompressed unless the client's configuration enables it.
+/// - **Bodies**: `httpBody` is sent as it is; an `httpBodyStream` is read whole before sending.
+/// - **Compressed responses**: an owned client made from ``defaultConfiguration`` decompresses gzip and deflate
+///   responses, as `URLSession` does: AsyncHTTPClient sends `Accept-Encoding: deflate, gzip` unless the request
+///   has an `Accept-Encoding` of its own, and the body you get is the decompressed one (the response's
+///   `Content-Encoding` and `Content-Length` headers stay as the server sent them). Against a zip bomb, a body
+///   that inflates to more than ``defaultDecompressionRatio`` (100) times the compressed bytes received fails
+///   the call (a ``CourierError/Code/transport`` error with AsyncHTTPClient's decompression error underneath),
+///   and the decompressed bytes count against ``maximumResponseSize``. A configuration of your own, or a
+///   borrowed client, decompresses only if its `decompression` says so (AsyncHTTPClient's default is
+///   `.disabled`).
 public final class AsyncHTTPClientTransport: Transport {
     /// The response size limit used when none is given: 10 MiB, as ``URLSessionTransport``'s.
     public static let defaultMaximumResponseSize = URLSessionTransport.defaultMaximumResponseSize
 
+    /// How many times its compressed size a response body may inflate to under ``defaultConfiguration``: 100.
+    /// Text and JSON compress 3 to 20 times; a zip bomb, about 1,000 times.
+    public static let defaultDecompressionRatio = 100
+
     /// The configuration of an owned client when none is given: AsyncHTTPClient's defaults, with redirects
-    /// disallowed and a failed connection reported at once.
+    /// disallowed, a failed connection reported at once, and gzip and deflate responses decompressed.
     ///
     /// `connectionPool.retryConnectionEstablishment` is `false`: when a connection cannot be made (refused,
     /// unreachable), the requests waiting for it fail at once, as with `URLSession`, instead of waiting while
     /// the pool tries again until the connect timeout (10 seconds); whether to try again is the
     /// ``Middleware/retry(_:clock:)`` middleware's decision. The connect timeout stays AsyncHTTPClient's
     /// 10 seconds, for a host that does not answer at all.
+    ///
+    /// `decompression` is `.enabled(limit: .ratio(defaultDecompressionRatio))`: responses with
+    /// `Content-Encoding: gzip` or `deflate` are decompressed, and one that inflates more than 100 times its
+    /// compressed size fails.
     public static var defaultConfiguration: HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.decompression = .enabled(limit: .ratio(defaultDecompressionRatio))
         return configuration
     }
 

@@ -1,0 +1,95 @@
+#if HTTPTypes
+public import Foundation
+public import HTTPTypes
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// Conversions between `URLRequest` and swift-http-types' `HTTPRequest` (trait `HTTPTypes`).
+///
+/// ```swift
+/// let request = try HTTPRequest(urlRequest)                    // method, URL, headers
+/// let urlRequest = try URLRequest(request, body: Data("{}".utf8))
+/// ```
+///
+/// Nothing is dropped or changed silently; what one side cannot hold is an error, or is said here:
+/// - `URLRequest` keeps its headers in a dictionary: their order is not kept, and a repeated field is one
+///   field whose values are joined. Converting an `HTTPRequest` joins its repeated fields the way HTTP allows,
+///   in order: with `", "`, and `Cookie` with `"; "`.
+/// - The body is not part of `HTTPRequest`: read `httpBody` yourself, and pass it to
+///   ``Foundation/URLRequest/init(_:body:)``.
+/// - A URL's fragment is never sent, so it is not part of `HTTPRequest` either.
+extension HTTPRequest {
+    /// Creates a request with the method, URL and header fields of `request`.
+    ///
+    /// - Parameter request: The request; its URL must be absolute.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when the request has no absolute URL (a scheme and a
+    ///   host), its URL has user info (`user:password@`, which `HTTPRequest` cannot carry: send an
+    ///   `Authorization` header), its method is not an HTTP token, or a header name or value is not valid
+    ///   (see `HTTPFields.init(_:)`).
+    public init(_ request: URLRequest) throws {
+        let url = try RequestValidation.validatedURL(of: request)
+        if url.user != nil || url.password != nil {
+            throw CourierError.invalidRequest(
+                "the URL has user info, which an HTTPRequest cannot carry (send it in an Authorization header)",
+                request: request
+            )
+        }
+        guard let method = HTTPRequest.Method(request.httpMethod ?? "GET") else {
+            throw CourierError.invalidRequest("the method is not a valid HTTP token", request: request)
+        }
+        var fields = HTTPFields()
+        if let headers = request.allHTTPHeaderFields, !headers.isEmpty {
+            fields.reserveCapacity(headers.count)
+            for (name, value) in headers {
+                fields.append(try HTTPField.converting(name: name, value: value, request: request))
+            }
+        }
+        self.init(method: method, url: url, headerFields: fields)
+    }
+}
+
+extension URLRequest {
+    /// Creates a `URLRequest` with the method, URL and header fields of `request`, and `body`.
+    ///
+    /// Repeated fields are joined into one, in order: `Cookie` values with `"; "`, others with `", "`.
+    ///
+    /// - Parameters:
+    ///   - request: The request; it needs a scheme and an authority (a host).
+    ///   - body: The body, or `nil` for none.
+    /// - Throws: ``CourierError/Code/invalidRequest`` when the request has no absolute URL (no scheme or
+    ///   authority, a `CONNECT` to an authority, or `OPTIONS *`), or is an extended `CONNECT`
+    ///   (`:protocol`), which `URLRequest` cannot express.
+    public init(_ request: HTTPRequest, body: Data? = nil) throws {
+        guard request.extendedConnectProtocol == nil else {
+            throw CourierError.invalidRequest(
+                "an extended CONNECT request (:protocol) cannot be expressed as a URLRequest",
+                request: nil
+            )
+        }
+        guard request.scheme != nil, request.authority != nil, let url = request.url else {
+            throw CourierError.invalidRequest(
+                "the HTTPRequest has no absolute URL (it needs a scheme, an authority and a path)",
+                request: nil
+            )
+        }
+        self.init(url: url, method: request.method, fields: request.headerFields)
+        httpBody = body
+    }
+
+    /// A request for `url` with `method` and `fields`, repeated fields joined in order (`Cookie` with `"; "`).
+    init(url: URL, method: HTTPRequest.Method, fields: HTTPFields) {
+        self.init(url: url)
+        httpMethod = method.rawValue
+        for field in fields {
+            let name = field.name.rawName
+            if let existing = value(forHTTPHeaderField: name) {
+                setValue(existing + (field.name == .cookie ? "; " : ", ") + field.value, forHTTPHeaderField: name)
+            } else {
+                setValue(field.value, forHTTPHeaderField: name)
+            }
+        }
+    }
+}
+#endif

@@ -1,0 +1,66 @@
+#if HTTPTypes
+public import Foundation
+public import HTTPTypes
+
+#if canImport(FoundationNetworking)
+public import FoundationNetworking
+#endif
+
+/// Conversions between `HTTPURLResponse` and swift-http-types' `HTTPResponse` (trait `HTTPTypes`).
+///
+/// ```swift
+/// let response = try HTTPResponse(urlResponse)                  // status and headers
+/// let urlResponse = HTTPURLResponse(response, url: url)
+/// ```
+///
+/// `HTTPURLResponse` keeps its headers in a dictionary: their order is not kept, and repeated fields are one
+/// field whose values are joined with `", "` (`Set-Cookie` too, as `HTTPURLResponse` always has them).
+extension HTTPResponse {
+    /// Creates a response with the status and header fields of `response`.
+    ///
+    /// - Parameter response: The response.
+    /// - Throws: ``CourierError/Code/nonHTTPResponse`` when its status is not a three-digit code or a header
+    ///   name or value is not valid HTTP (naming the header and what is wrong).
+    public init(_ response: HTTPURLResponse) throws {
+        guard (100...999).contains(response.statusCode) else {
+            throw CourierError(
+                .nonHTTPResponse,
+                message: "the status \(response.statusCode) is not a three-digit HTTP status code",
+                response: response
+            )
+        }
+        var fields = HTTPFields()
+        fields.reserveCapacity(response.allHeaderFields.count)
+        for case (let name as String, let value as String) in response.allHeaderFields {
+            fields.append(try HTTPField.converting(name: name, value: value, code: .nonHTTPResponse))
+        }
+        self.init(status: .init(code: response.statusCode), headerFields: fields)
+    }
+}
+
+extension HTTPURLResponse {
+    /// Creates an `HTTPURLResponse` (HTTP/1.1) with the status and header fields of `response`.
+    ///
+    /// Repeated fields are joined into one, in order, with `", "`.
+    ///
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - url: The URL of the request it answers.
+    public convenience init(_ response: HTTPResponse, url: URL) {
+        var headers: [String: String] = [:]
+        // The name each field is kept under, by its lowercased name: the first spelling met.
+        var names: [String: String] = [:]
+        headers.reserveCapacity(response.headerFields.count)
+        for field in response.headerFields {
+            if let name = names[field.name.canonicalName] {
+                headers[name, default: ""] += ", " + field.value
+            } else {
+                names[field.name.canonicalName] = field.name.rawName
+                headers[field.name.rawName] = field.value
+            }
+        }
+        // HTTPURLResponse's initializer fails only for a malformed HTTP version, which is given here.
+        self.init(url: url, statusCode: response.status.code, httpVersion: "HTTP/1.1", headerFields: headers)!
+    }
+}
+#endif

@@ -1,0 +1,179 @@
+#if OpenAPI
+import CourierTesting
+import Foundation
+import HTTPTypes
+@_spi(Generated) import OpenAPIRuntime
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@Suite("OpenAPIClientTransport (trait OpenAPI)", .timeLimit(.minutes(1)))
+struct OpenAPIClientTransportTests {
+    private static let root = URL(string: "https://api.example.test/base")!
+
+    /// Sends `request` as a generated client would: through swift-openapi-runtime's `UniversalClient`, which
+    /// wraps what the transport throws in `ClientError`.
+    private static func send(
+        _ request: HTTPRequest,
+        body: HTTPBody? = nil,
+        serverURL: URL,
+        transport: OpenAPIClientTransport
+    ) async throws -> (HTTPResponse, Data) {
+        let client = UniversalClient(serverURL: serverURL, transport: transport)
+        return try await client.send(
+            input: "input",
+            forOperation: "operation",
+            serializer: { _ in (request, body) },
+            deserializer: { response, body in
+                guard let body else { return (response, Data()) }
+                return (response, try await Data(collecting: body, upTo: 1 << 20))
+            }
+        )
+    }
+
+    @Test(
+        "an absolute server URL is used as it is; a relative one is appended to the Courier client's baseURL",
+        arguments: [
+            ("https://other.example.test/v2", "https://other.example.test/v2/items/7?full=true"),
+            ("https://other.example.test/v2/", "https://other.example.test/v2/items/7?full=true"),
+            ("/v1", "https://api.example.test/base/v1/items/7?full=true"),
+            ("v1/", "https://api.example.test/base/v1/items/7?full=true"),
+            ("/", "https://api.example.test/base/items/7?full=true"),
+        ]
+    )
+    func serverURL(server: String, expected: String) async throws {
+        let mock = MockTransport.ok
+        let transport = OpenAPIClientTransport(client: Client(baseURL: Self.root, transport: mock))
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items/7?full=true")
+        _ = try await Self.send(request, serverURL: URL(string: server)!, transport: transport)
+        #expect(mock.lastRequest?.url?.absoluteString == expected)
+    }
+
+    @Test("a relative server URL with no baseURL on the Courier client fails with invalidRequest, inside ClientError")
+    func relativeServerURLWithoutBase() async throws {
+        let mock = MockTransport.ok
+        let transport = OpenAPIClientTransport(client: Client(transport: mock))
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items")
+        let error = try await #require(throws: ClientError.self) {
+            try await Self.send(request, serverURL: URL(string: "/v1")!, transport: transport)
+        }
+        let courier = try #require(error.underlyingError as? CourierError)
+        #expect(courier.code == .invalidRequest)
+        #expect(courier.message.contains(#"server URL "/v1" is relative"#))
+        #expect(mock.callCount == 0)
+    }
+
+    @Test("the method, headers (repeated ones joined in order) and body go through the client's middleware")
+    func requestThroughMiddleware() async throws {
+        let mock = MockTransport(.serviceUnavailable(), then: .json(#"{"id":7}"#, status: 201, headers: ["X-Id": "7"]))
+        let client = Client(
+            baseURL: Self.root,
+            transport: mock,
+            middleware: [
+                .retry(.init(maximumAttempts: 2, backoff: .immediate, retriesNonIdempotentRequests: true, budget: nil)),
+                .headers(["Authorization": "Bearer t1"]),
+            ]
+        )
+        var fields = HTTPFields()
+        fields.append(HTTPField(name: .accept, value: "application/json"))
+        fields.append(HTTPField(name: .accept, value: "text/plain"))
+        fields.append(HTTPField(name: .contentType, value: "application/json"))
+        let request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/items", headerFields: fields)
+        let (response, body) = try await Self.send(
+            request,
+            body: HTTPBody(#"{"name":"a"}"#),
+            serverURL: URL(string: "/")!,
+            transport: OpenAPIClientTransport(client: client)
+        )
+        #expect(response.status == .created)
+        #expect(response.headerFields[HTTPField.Name("X-Id")!] == "7")
+        #expect(body == Data(#"{"id":7}"#.utf8))
+        // Retried once after the 503, with the same body.
+        #expect(mock.callCount == 2)
+        for sent in mock.requests {
+            #expect(sent.httpMethod == "POST")
+            #expect(sent.value(forHTTPHeaderField: "Accept") == "application/json, text/plain")
+            #expect(sent.value(forHTTPHeaderField: "Authorization") == "Bearer t1")
+            #expect(sent.httpBody == Data(#"{"name":"a"}"#.utf8))
+        }
+    }
+
+    @Test("a request body over maximumRequestBodySize fails with invalidRequest and nothing is sent")
+    func bodyLimit() async throws {
+        let mock = MockTransport.ok
+        let transport = OpenAPIClientTransport(
+            client: Client(baseURL: Self.root, transport: mock),
+            maximumRequestBodySize: 8
+        )
+        #expect(OpenAPIClientTransport.defaultMaximumRequestBodySize == 10 * 1024 * 1024)
+        let request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/upload")
+        // One body of known length, one streamed with an unknown length.
+        let (stream, continuation) = AsyncStream.makeStream(of: ArraySlice<UInt8>.self)
+        continuation.yield(ArraySlice("12345".utf8))
+        continuation.yield(ArraySlice("6789".utf8))
+        continuation.finish()
+        for body in [HTTPBody("123456789"), HTTPBody(stream, length: .unknown)] {
+            let error = try await #require(throws: ClientError.self) {
+                try await Self.send(request, body: body, serverURL: URL(string: "/")!, transport: transport)
+            }
+            let courier = try #require(error.underlyingError as? CourierError)
+            #expect(courier.code == .invalidRequest)
+            #expect(courier.message.contains("maximumRequestBodySize (8 bytes)"))
+        }
+        #expect(mock.callCount == 0)
+        // At the limit, it is sent.
+        _ = try await Self.send(request, body: HTTPBody("12345678"), serverURL: URL(string: "/")!, transport: transport)
+        #expect(mock.lastRequest?.httpBody == Data("12345678".utf8))
+    }
+
+    @Test("Courier's errors reach the generated client's caller as ClientError's underlyingError")
+    func courierErrors() async throws {
+        let client = Client(
+            baseURL: Self.root,
+            transport: MockTransport(.status(500)),
+            middleware: [.validatingStatus()]
+        )
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items")
+        let error = try await #require(throws: ClientError.self) {
+            try await Self.send(
+                request,
+                serverURL: URL(string: "/")!,
+                transport: OpenAPIClientTransport(client: client)
+            )
+        }
+        let courier = try #require(error.underlyingError as? CourierError)
+        #expect(courier.code == .unacceptableStatus)
+        #expect(courier.statusCode == 500)
+        #expect(error.operationID == "operation")
+    }
+
+    @Test("a cancelled call reaches the caller as ClientError with a CancellationError underneath")
+    func cancellation() async throws {
+        let arrived = Arrivals()
+        let mock = MockTransport.hanging(counting: arrived)
+        let transport = OpenAPIClientTransport(client: Client(baseURL: Self.root, transport: mock))
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/slow")
+        let call = Task { try await Self.send(request, serverURL: URL(string: "/")!, transport: transport) }
+        await arrived.wait(for: 1)
+        call.cancel()
+        let error = try await #require(throws: ClientError.self) { try await call.value }
+        #expect(error.underlyingError is CancellationError)
+        #expect(mock.cancellationCount == 1)
+    }
+
+    @Test("a response header that is not valid HTTP is a nonHTTPResponse error, not dropped")
+    func invalidResponseHeader() async throws {
+        let mock = MockTransport(.status(200, headers: ["Bad Name": "1"]))
+        let transport = OpenAPIClientTransport(client: Client(baseURL: Self.root, transport: mock))
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items")
+        let error = try await #require(throws: ClientError.self) {
+            try await Self.send(request, serverURL: URL(string: "/")!, transport: transport)
+        }
+        #expect((error.underlyingError as? CourierError)?.code == .nonHTTPResponse)
+    }
+}
+#endif
