@@ -75,7 +75,7 @@ extension RequestBody {
     /// }
     /// ```
     ///
-    /// `handler` runs on the thread that reads the body, while the transport waits for the next chunk: keep it
+    /// `handler` runs on the thread that reads the body (a transport's own thread, for URLSession), which waits for it: keep it
     /// quick (hand the numbers to your UI or log). Every send reports from zero. A body of bytes (JSON, a
     /// form, `Data`) with a handler is sent as a stream, so that its reads can be counted.
     public func onUploadProgress(_ handler: @escaping @Sendable (UploadProgress) -> Void) -> RequestBody {

@@ -118,6 +118,7 @@ struct MultipartFormTests {
                 "Content-Disposition as an extra header",
                 MultipartForm([.text("a", "1").header("Content-Disposition", "x")])
             ),
+            ("Content-Type as an extra header", MultipartForm([.text("a", "1").header("content-type", "x")])),
             ("a content type with LF", MultipartForm([.data("a", Data(), contentType: "text/plain\nX: y")])),
             ("a missing file", MultipartForm([.file("f", at: URL(fileURLWithPath: "/nonexistent/courier-upload"))])),
             ("a directory", MultipartForm([.file("f", at: URL(fileURLWithPath: NSTemporaryDirectory()))])),

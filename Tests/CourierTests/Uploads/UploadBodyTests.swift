@@ -74,6 +74,19 @@ struct UploadBodyTests {
         await #expect(throws: (any Error).self) { try await MockRequest(request).readBody() }
     }
 
+    @Test("bytes appended to a file after the request was built are not sent")
+    func fileGrows() async throws {
+        let file = try TemporaryFile(size: 50_000)
+        defer { file.remove() }
+        let request = try uploadRequest(.file(file.url))
+        let handle = try FileHandle(forWritingTo: file.url)
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data(count: 1000))
+        try handle.close()
+        #expect(try readAsInputStream(request) == file.contents)
+        #expect(try await MockRequest(request).readBody() == file.contents)
+    }
+
     @Test("a stream body calls its factory for each read and announces its length")
     func streamBody() async throws {
         let factory = ChunkFactory([Data("hello ".utf8), Data(), Data("world".utf8)])

@@ -53,6 +53,30 @@ struct UploadTransportTests {
         #expect(request.header("Transfer-Encoding") == "chunked")
     }
 
+    @Test(
+        "a stream with a length arrives whole, with that Content-Length over AsyncHTTPClient",
+        arguments: TransportKind.allCases
+    )
+    func streamWithLength(_ kind: TransportKind) async throws {
+        let factory = ChunkFactory((0..<5).map { Data(repeating: UInt8($0), count: 30_000) })
+        let received = try await upload(.stream(length: 150_000) { factory.make() }, over: kind)
+        let request = try #require(received.first)
+        #expect(request.body == factory.joined)
+        if kind == .asyncHTTPClientIfBuilt {
+            #expect(request.header("Content-Length") == "150000")
+        } else {
+            #expect(request.header("Transfer-Encoding") == "chunked")
+        }
+    }
+
+    @Test("a stream that ends before its declared length fails the send", arguments: TransportKind.allCases)
+    func streamEndsEarly(_ kind: TransportKind) async throws {
+        let factory = ChunkFactory([Data(count: 1000)])
+        await #expect(throws: (any Error).self) {
+            _ = try await upload(.stream(length: 5000) { factory.make() }, over: kind)
+        }
+    }
+
     @Test("a multipart form retried after a 503 arrives whole both times", arguments: TransportKind.allCases)
     func multipartRetried(_ kind: TransportKind) async throws {
         let file = try TemporaryFile(size: 600_000)
