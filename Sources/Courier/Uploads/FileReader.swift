@@ -41,17 +41,11 @@ final class FileReader {
     }
 }
 
-// The C library's `read` and `close`, named apart from the methods above.
-#if canImport(Glibc)
-private let systemRead = Glibc.read
-private let systemClose = Glibc.close
-#elseif canImport(Musl)
-private let systemRead = Musl.read
-private let systemClose = Musl.close
-#elseif canImport(Darwin)
-private let systemRead = Darwin.read
-private let systemClose = Darwin.close
-#elseif canImport(Bionic)
-private let systemRead = Bionic.read
-private let systemClose = Bionic.close
-#endif
+// The C library's `read` and `close`, out of reach of the methods of the same names.
+private func systemRead(_ descriptor: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    read(descriptor, buffer, count)
+}
+
+private func systemClose(_ descriptor: Int32) -> Int32 {
+    close(descriptor)
+}

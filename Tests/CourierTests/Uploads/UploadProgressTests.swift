@@ -9,31 +9,40 @@ import FoundationNetworking
 
 @Suite("Upload progress", .timeLimit(.minutes(1)))
 struct UploadProgressTests {
+    /// A file body of `size` bytes whose progress reports are collected, and the request that sends it.
+    private struct Reporting {
+        let file: TemporaryFile
+        let request: URLRequest
+        let reports = Locked<[UploadProgress]>([])
+
+        init(size: Int) throws {
+            file = try TemporaryFile(size: size)
+            let reports = reports
+            request = try uploadRequest(
+                .file(file.url).onUploadProgress { progress in reports.withLock { $0.append(progress) } }
+            )
+        }
+
+        var sent: [Int64] { reports.value.map(\.bytesSent) }
+    }
+
     @Test("progress counts the bytes the transport reads, up to the total, after every chunk")
     func reportsAsRead() async throws {
-        let file = try TemporaryFile(size: 100_000)
-        defer { file.remove() }
-        let reports = Locked<[UploadProgress]>([])
-        let request = try uploadRequest(
-            .file(file.url).onUploadProgress { progress in reports.withLock { $0.append(progress) } }
-        )
-        #expect(reports.value.isEmpty)
-        _ = try readAsInputStream(request, maxLength: 30_000)
-        #expect(reports.value.map(\.bytesSent) == [30_000, 60_000, 90_000, 100_000])
-        #expect(reports.value.allSatisfy { $0.totalBytes == 100_000 })
-        #expect(reports.value.last?.fractionCompleted == 1)
+        let upload = try Reporting(size: 100_000)
+        defer { upload.file.remove() }
+        #expect(upload.reports.value.isEmpty)
+        _ = try readAsInputStream(upload.request, maxLength: 30_000)
+        #expect(upload.sent == [30_000, 60_000, 90_000, 100_000])
+        #expect(upload.reports.value.allSatisfy { $0.totalBytes == 100_000 })
+        #expect(upload.reports.value.last?.fractionCompleted == 1)
     }
 
     @Test("progress of the asynchronous read (AsyncHTTPClient's) ends at the total")
     func reportsAsyncReads() async throws {
-        let file = try TemporaryFile(size: 300_000)
-        defer { file.remove() }
-        let reports = Locked<[UploadProgress]>([])
-        let request = try uploadRequest(
-            .file(file.url).onUploadProgress { progress in reports.withLock { $0.append(progress) } }
-        )
-        _ = try await MockRequest(request).readBody()
-        #expect(reports.value.map(\.bytesSent) == [131_072, 262_144, 300_000])
+        let upload = try Reporting(size: 300_000)
+        defer { upload.file.remove() }
+        _ = try await MockRequest(upload.request).readBody()
+        #expect(upload.sent == [131_072, 262_144, 300_000])
     }
 
     @Test("a stream without a length reports no total and no fraction")

@@ -11,30 +11,8 @@ import FoundationNetworking
 /// Every layer that sends a request again gives a body Courier streams a fresh pass from its first byte.
 @Suite("Streamed bodies sent again", .timeLimit(.minutes(1)))
 struct UploadReplayTests {
-    /// The layer that sends the request again, and the first reply that makes it do so.
-    enum Resender: String, CaseIterable, NamedByRawValue, Sendable {
-        case retryAfter503, refreshAndRestart, temporaryRedirect, permanentRedirect
-
-        var middleware: [Middleware] {
-            switch self {
-            case .retryAfter503:
-                [.retry(RetryPolicy(maximumAttempts: 3, backoff: .immediate)), .validatingStatus()]
-            case .refreshAndRestart:
-                [.authenticating(with: TokenRefresher(token: .init("t1-abcdefgh")) { _ in .init("t2-abcdefgh") })]
-            case .temporaryRedirect, .permanentRedirect:
-                [.followingRedirects()]
-            }
-        }
-
-        var first: MockResponse {
-            switch self {
-            case .retryAfter503: .status(503)
-            case .refreshAndRestart: .status(401)
-            case .temporaryRedirect: .status(307, headers: ["Location": "/upload-2"])
-            case .permanentRedirect: .status(308, headers: ["Location": "/upload-2"])
-            }
-        }
-    }
+    /// The layers that send a request again, and the replies that make them do so.
+    typealias Resender = BodyReplayTests.Resender
 
     /// The kinds of streamed body, each with the bytes it must arrive as.
     enum Kind: String, CaseIterable, NamedByRawValue, Sendable {
