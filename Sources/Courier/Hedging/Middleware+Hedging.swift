@@ -16,7 +16,8 @@ extension Middleware {
     /// ```
     ///
     /// Only requests whose method is idempotent (``HTTPMethod/isIdempotent``: `GET`, `HEAD`, `OPTIONS`,
-    /// `TRACE`, `PUT`, `DELETE`) and whose body can be sent twice (bytes, not a one-shot stream) are hedged; the others
+    /// `TRACE`, `PUT`, `DELETE`) and whose body can be sent twice (bytes, or a body Courier streams and makes afresh for each attempt, not a
+    /// one-shot `httpBodyStream`) are hedged; the others
     /// pass straight through. Each extra attempt starts `delay` after the previous one, up to
     /// `maxExtraAttempts` of them.
     ///
@@ -78,6 +79,8 @@ private enum Hedging {
     ) async throws -> (Data, HTTPURLResponse) where C.Duration == Duration {
         let outcome = await withTaskGroup(of: Event.self) { group -> Result<(Data, HTTPURLResponse), any Error> in
             func startAttempt(_ attempt: Int) {
+                // Each extra attempt gets its own body stream when the body is one Courier streams.
+                let request = attempt == 0 ? request : Replay.fresh(request)
                 group.addTask {
                     do {
                         return .attempt(attempt, .success(try await next(request)))

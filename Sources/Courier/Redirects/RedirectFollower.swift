@@ -174,16 +174,16 @@ struct RedirectFollower: Sendable {
         to target: URL,
         answered response: (Data, HTTPURLResponse)
     ) throws -> URLRequest {
+        var redirected = request
         if status == 307 || status == 308 {
-            // They send the same method and body again.
-            _ = try Replay.again(
+            // They send the same method and body again: a streamed body is made afresh.
+            redirected = try Replay.again(
                 request,
                 for: "following the \(status) redirect",
                 response: response.1,
                 body: response.0
             )
         }
-        var redirected = request
         redirected.url = target
         let method = (request.httpMethod ?? "GET").uppercased()
         switch status {

@@ -7,18 +7,33 @@ import FoundationNetworking
 /// The one answer to "can this request be sent again?", asked by every layer that sends a request more than
 /// once: retry, the restart after a token refresh, `307`/`308` redirects and hedging.
 ///
-/// A body of bytes (`httpBody`), or no body, is sent again byte for byte. A body stream
-/// (`httpBodyStream`) is read as it is sent and cannot be rewound, so a second send would carry whatever is
-/// left of it — usually nothing. Such a request is never sent again: the layer that would do it throws
-/// ``CourierError/Code/bodyNotReplayable`` instead (hedging, which never needs a second send, just sends
-/// it once).
+/// A body of bytes (`httpBody`), or no body, is sent again byte for byte. A body Courier streams (a file, a
+/// stream factory, a multipart form: an ``UploadBodyStream``) is made again: every re-send gets a fresh
+/// stream over the same source, read from the first byte, so even concurrent sends (hedging) never share
+/// one. Any other body stream (`httpBodyStream`) is read as it is sent and cannot be rewound, so a second
+/// send would carry whatever is left of it — usually nothing. Such a request is never sent again: the layer
+/// that would do it throws ``CourierError/Code/bodyNotReplayable`` instead (hedging, which never needs a
+/// second send, just sends it once).
+///
+/// Every caller sends the request these functions return, never the one it passed in.
 enum Replay {
-    /// Whether `request` can be sent again as it is.
+    /// Whether `request` can be sent again.
     static func isReplayable(_ request: URLRequest) -> Bool {
-        request.httpBodyStream == nil
+        guard let stream = request.httpBodyStream else { return true }
+        return stream is UploadBodyStream
     }
 
-    /// Returns the request to send again, or throws ``CourierError/Code/bodyNotReplayable``.
+    /// The request to send again: `request` itself, or a copy with a fresh body stream when its body is one
+    /// Courier streams. Call it only for a request that ``isReplayable(_:)``.
+    static func fresh(_ request: URLRequest) -> URLRequest {
+        guard let stream = request.httpBodyStream as? UploadBodyStream else { return request }
+        var copy = request
+        copy.httpBodyStream = stream.fresh()
+        return copy
+    }
+
+    /// Returns the request to send again (with a fresh body stream, see ``fresh(_:)``), or throws
+    /// ``CourierError/Code/bodyNotReplayable``.
     ///
     /// - Parameters:
     ///   - layer: Who wants to send it again, and why, for the error: `"retry after a 503"`.
@@ -33,7 +48,7 @@ enum Replay {
         body: Data? = nil,
         underlying: (any Error)? = nil
     ) throws -> URLRequest {
-        guard !isReplayable(request) else { return request }
+        guard !isReplayable(request) else { return fresh(request) }
         throw refusal(request, for: layer(), response: response, body: body, underlying: underlying)
     }
 
@@ -49,7 +64,8 @@ enum Replay {
         var error = CourierError(
             .bodyNotReplayable,
             message: "\(layer) would send the request again, but its body is an httpBodyStream, which can be "
-                + "read only once; give the request its body as Data (httpBody) so it can be sent again",
+                + "read only once; give the request its body as Data (httpBody), or as a RequestBody that "
+                + "Courier can make again (.file, .stream, .multipart), so it can be sent again",
             request: request,
             response: response,
             body: body,

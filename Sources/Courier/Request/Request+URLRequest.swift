@@ -26,19 +26,23 @@ extension Request {
             }
         }
         if let body {
-            let data: Data
+            let encoded: RequestBody.Encoded
             let contentType: String?
             do {
-                (data, contentType) = try body.encoded(with: encoder)
+                (encoded, contentType) = try body.encoded(with: encoder)
             } catch {
                 throw CourierError(
                     .encodingFailed,
-                    message: "the request body could not be encoded",
+                    message: "the request body could not be encoded"
+                        + ((error as? UploadError).map { ": \($0.description)" } ?? ""),
                     request: request,
                     underlying: error
                 )
             }
-            request.httpBody = data
+            switch encoded {
+            case .data(let data): request.httpBody = data
+            case .stream(let source): request.httpBodyStream = UploadBodyStream(source)
+            }
             if let contentType, request.value(forHTTPHeaderField: "Content-Type") == nil {
                 request.setValue(contentType, forHTTPHeaderField: "Content-Type")
             }

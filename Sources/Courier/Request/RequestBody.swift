@@ -1,14 +1,32 @@
 public import Foundation
 
-/// The body of a ``Request``: JSON from an `Encodable` value, an HTML form, or raw bytes.
+/// The body of a ``Request``: JSON from an `Encodable` value, an HTML form, raw bytes, or a streamed upload
+/// (a file, a stream factory, a multipart form; see <doc:Uploads>).
 public struct RequestBody: Sendable {
     enum Storage: Sendable {
         case json(any Encodable & Sendable, encoder: JSONEncoder?)
         case form([URLQueryItem])
         case data(Data, contentType: String?)
+        case file(URL, contentType: String?)
+        case stream(UploadSource, contentType: String?)
+        case multipart(MultipartForm)
+    }
+
+    /// What an encoded body is sent as.
+    enum Encoded {
+        /// Bytes, sent as `httpBody`.
+        case data(Data)
+        /// A replayable stream, sent as `httpBodyStream`.
+        case stream(UploadSource)
     }
 
     let storage: Storage
+    /// Told as the transport reads the body; see ``onUploadProgress(_:)``.
+    var progress: (@Sendable (UploadProgress) -> Void)?
+
+    init(storage: Storage) {
+        self.storage = storage
+    }
 
     /// A JSON body encoded from `value` with `encoder`, or with the client's encoder when `nil`.
     ///
@@ -52,15 +70,29 @@ public struct RequestBody: Sendable {
         RequestBody(storage: .data(Data(text.utf8), contentType: contentType))
     }
 
-    /// Encodes the body, returning the bytes and the content type to use when the request sets none.
-    func encoded(with defaultEncoder: JSONEncoder) throws -> (Data, contentType: String?) {
+    /// Encodes the body, returning what to send and the content type to use when the request sets none.
+    ///
+    /// A body with a progress handler is always a stream, so that the transport's reads can be counted.
+    func encoded(with defaultEncoder: JSONEncoder) throws -> (Encoded, contentType: String?) {
+        let bytes: Data
+        let contentType: String?
         switch storage {
         case .json(let value, let encoder):
-            return (try (encoder ?? defaultEncoder).encode(value), "application/json")
+            (bytes, contentType) = (try (encoder ?? defaultEncoder).encode(value), "application/json")
         case .form(let items):
-            return (Data(PercentEncoding.formEncoded(items).utf8), "application/x-www-form-urlencoded")
-        case .data(let data, let contentType):
-            return (data, contentType)
+            (bytes, contentType) = (Data(PercentEncoding.formEncoded(items).utf8), "application/x-www-form-urlencoded")
+        case .data(let data, let type):
+            (bytes, contentType) = (data, type)
+        case .file(let url, let type):
+            let length = try UploadSource.fileLength(of: url)
+            return (.stream(UploadSource(segments: [.file(path: url.path, length: length)], progress: progress)), type)
+        case .stream(var source, let type):
+            source.progress = progress
+            return (.stream(source), type)
+        case .multipart(let form):
+            return (.stream(UploadSource(segments: try form.segments(), progress: progress)), form.contentType)
         }
+        guard let progress else { return (.data(bytes), contentType) }
+        return (.stream(UploadSource(segments: [.bytes(bytes)], progress: progress)), contentType)
     }
 }

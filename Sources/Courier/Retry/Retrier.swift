@@ -22,6 +22,7 @@ struct Retrier<C: Clock<Duration>>: Sendable {
     let clock: C
 
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
+        var request = request
         policy.budget?.recordRequest()
         var attempt = 1
         while true {
@@ -61,6 +62,8 @@ struct Retrier<C: Clock<Duration>>: Sendable {
                 } else {
                     try Task.checkCancellation()
                 }
+                // `decide` has checked that the body can be sent again; a streamed one is made afresh.
+                request = Replay.fresh(request)
                 attempt += 1
             }
         }

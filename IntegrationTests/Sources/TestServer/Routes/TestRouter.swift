@@ -25,6 +25,7 @@ enum TestRouter {
         self.addRateLimitRoutes(to: router)
         self.addCompressionRoutes(to: router)
         self.addOpenAPIRoutes(to: router, state: state)
+        self.addUploadRoutes(to: router)
         return router
     }
 

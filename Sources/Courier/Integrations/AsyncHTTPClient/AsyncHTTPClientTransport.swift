@@ -61,7 +61,9 @@ public import FoundationNetworking
 ///   (`cannot connect to 127.0.0.1:8080 (connection refused)`), with the socket's `POSIXError` as
 ///   ``CourierError/underlying``, so ``RetryPolicy/isTransient(_:)`` treats a refused, reset or timed-out
 ///   connection as transient. Other AsyncHTTPClient errors are thrown as they are, and the client wraps them.
-/// - **Bodies**: `httpBody` is sent as it is; an `httpBodyStream` is read whole before sending.
+/// - **Bodies**: `httpBody` is sent as it is; a body Courier streams (``RequestBody/file(_:contentType:)``,
+///   `.stream`, `.multipart`) is streamed from its source with backpressure, and with a `Content-Length` when
+///   its length is known; any other `httpBodyStream` is read whole before sending.
 /// - **Compressed responses**: an owned client made from ``defaultConfiguration`` decompresses gzip and deflate
 ///   responses, as `URLSession` does: AsyncHTTPClient sends `Accept-Encoding: deflate, gzip` unless the request
 ///   has an `Accept-Encoding` of its own, and the body you get is the decompressed one (the response's
@@ -307,15 +309,37 @@ public final class AsyncHTTPClientTransport: Transport {
         return outgoing
     }
 
-    /// The request's body: `httpBody`, or `httpBodyStream` read whole.
+    /// The request's body: `httpBody`; a body Courier streams (a file, a stream factory, a multipart form)
+    /// streamed from its source, with its length when known; any other `httpBodyStream` read whole.
     static func makeBody(from request: URLRequest) throws -> HTTPClientRequest.Body? {
         if let body = request.httpBody {
             return .bytes(body)
         }
         if let stream = request.httpBodyStream {
+            if let upload = stream as? UploadBodyStream {
+                let length: HTTPClientRequest.Body.Length = upload.source.length.map { .known($0) } ?? .unknown
+                return .stream(UploadByteBuffers(chunks: upload.source.chunks), length: length)
+            }
             return .bytes(try readAll(stream, request: request))
         }
         return nil
+    }
+
+    /// A streamed body's chunks as the `ByteBuffer`s AsyncHTTPClient sends; it asks for the next one only
+    /// when it has room, so a large body is never in memory whole.
+    struct UploadByteBuffers: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let chunks: UploadChunks
+
+        func makeAsyncIterator() -> Iterator { Iterator(chunks: chunks.makeAsyncIterator()) }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var chunks: UploadChunks.Iterator
+
+            mutating func next() async throws -> ByteBuffer? {
+                try await chunks.next().map { ByteBuffer(bytes: $0) }
+            }
+        }
     }
 
     private static func readAll(_ stream: InputStream, request: URLRequest) throws -> Data {

@@ -1,0 +1,79 @@
+import Foundation
+
+extension MultipartForm {
+    /// The form as segments: each part's head as bytes, then its content (bytes, or the file to read), then
+    /// the closing delimiter. Files are checked and measured here, so a missing one fails before sending.
+    ///
+    /// - Throws: ``UploadError`` for an invalid boundary or header, or a file that cannot be read.
+    func segments() throws -> [UploadSource.Segment] {
+        try Self.validate(boundary: boundary)
+        var segments: [UploadSource.Segment] = []
+        var head = ""
+        for part in parts {
+            head += "--\(boundary)\r\n"
+            head += "Content-Disposition: form-data; name=\"\(Self.escaped(part.name))\""
+            if let filename = part.filename {
+                head += "; filename=\"\(Self.escaped(filename))\""
+            }
+            head += "\r\n"
+            if let contentType = part.contentType {
+                try Self.validateHeader("Content-Type", contentType)
+                head += "Content-Type: \(contentType)\r\n"
+            }
+            for field in part.headers {
+                let lowered = field.name.lowercased()
+                guard lowered != "content-disposition", lowered != "content-type" else {
+                    throw UploadError("a part's \(field.name) comes from its name, filename and content type")
+                }
+                try Self.validateHeader(field.name, field.value)
+                head += "\(field.name): \(field.value)\r\n"
+            }
+            head += "\r\n"
+            segments.append(.bytes(Data(head.utf8)))
+            switch part.content {
+            case .data(let data):
+                segments.append(.bytes(data))
+            case .file(let url):
+                segments.append(.file(path: url.path, length: try UploadSource.fileLength(of: url)))
+            }
+            head = "\r\n"
+        }
+        head += "--\(boundary)--\r\n"
+        segments.append(.bytes(Data(head.utf8)))
+        return segments
+    }
+
+    /// A name or filename for a quoted `Content-Disposition` parameter: UTF-8, with `"`, CR and LF
+    /// percent-encoded, as browsers do (and RFC 7578 §4.2 allows).
+    static func escaped(_ value: String) -> String {
+        guard value.contains(where: { $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else { return value }
+        var result = ""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": result += "%22"
+            case "\r": result += "%0D"
+            case "\n": result += "%0A"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    /// RFC 2046 §5.1.1: 1 to 70 characters from `bchars`, the last not a space.
+    static func validate(boundary: String) throws {
+        let allowed = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? ")
+        guard (1...70).contains(boundary.count), boundary.allSatisfy(allowed.contains), boundary.last != " " else {
+            throw UploadError(
+                "the multipart boundary must be 1 to 70 letters, digits or '()+_,-./:=? characters, not ending in a space"
+            )
+        }
+    }
+
+    private static func validateHeader(_ name: String, _ value: String) throws {
+        do {
+            try RequestValidation.validateHeader(name: name, value: value)
+        } catch let error as CourierError {
+            throw UploadError("a multipart part's header is invalid: \(error.message)")
+        }
+    }
+}

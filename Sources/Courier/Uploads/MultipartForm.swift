@@ -1,0 +1,139 @@
+public import Foundation
+
+/// A `multipart/form-data` body (RFC 7578): text fields, bytes and files, each a ``Part`` with its own
+/// headers, sent as a ``RequestBody/multipart(_:)`` body.
+///
+/// ```swift
+/// let form = MultipartForm([
+///     .text("title", "Quarterly report"),
+///     .data("metadata", metadataJSON, contentType: "application/json"),
+///     .file("report", at: reportURL, contentType: "application/pdf"),
+/// ])
+/// let receipt: Receipt = try await client.send(.post("/reports", body: .multipart(form)))
+/// ```
+///
+/// - File parts are read from disk in chunks as the body is sent, never held whole in memory; each file's
+///   size is taken when the request is built, so the body's length is always known.
+/// - Every send of the body (including a retry or a `307`/`308`) reads the files again from the start.
+/// - Names and filenames are written as UTF-8, the way browsers send them and servers read them; the
+///   three characters that would break the header, `"`, CR and LF, are percent-encoded (`%22`, `%0D`,
+///   `%0A`), as RFC 7578 §4.2 allows. No `filename*` parameter is sent (§4.2 forbids it).
+/// - The boundary is random unless you give one. Courier does not scan the parts for it: a random
+///   boundary of 32 hexadecimal digits does not occur in real data.
+public struct MultipartForm: Sendable {
+    /// The boundary between parts, without the leading `--`: 1 to 70 characters from RFC 2046's set.
+    public let boundary: String
+    /// The parts, in the order they are sent.
+    public var parts: [Part]
+
+    /// A form with `parts`, separated by `boundary` or by a random one.
+    ///
+    /// - Parameter boundary: The boundary, or `nil` for a random one. It must be 1 to 70 characters
+    ///   from RFC 2046's set (letters, digits and `'()+_,-./:=? `, not ending in a space); the request
+    ///   fails with ``CourierError/Code/encodingFailed`` when it is not.
+    public init(_ parts: [Part] = [], boundary: String? = nil) {
+        self.parts = parts
+        self.boundary = boundary ?? Self.randomBoundary()
+    }
+
+    /// Adds `part` after the others.
+    public mutating func append(_ part: Part) {
+        parts.append(part)
+    }
+
+    /// The body's `Content-Type`: `multipart/form-data; boundary=…`.
+    public var contentType: String {
+        "multipart/form-data; boundary=\(boundary)"
+    }
+
+    /// `courier-` and 32 random hexadecimal digits.
+    static func randomBoundary() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let digits = (0..<4).map { _ in
+            let value = generator.next() as UInt32
+            let hex = String(value, radix: 16)
+            return String(repeating: "0", count: 8 - hex.count) + hex
+        }
+        return "courier-" + digits.joined()
+    }
+}
+
+extension MultipartForm {
+    /// One part of a form: a field's name, its content, and the headers sent before it.
+    ///
+    /// ```swift
+    /// let avatar = MultipartForm.Part.file("avatar", at: photoURL, filename: "été.jpg", contentType: "image/jpeg")
+    ///     .header("Content-Language", "fr")
+    /// ```
+    public struct Part: Sendable {
+        enum Content: Sendable {
+            case data(Data)
+            case file(URL)
+        }
+
+        /// The field's name, from the part's `Content-Disposition`.
+        public var name: String
+        /// The filename sent in the part's `Content-Disposition`, or `nil` for none (a plain field).
+        public var filename: String?
+        /// The part's `Content-Type`, or `nil` to send none (a receiver then reads `text/plain`).
+        public var contentType: String?
+        /// Further headers sent with the part, after `Content-Disposition` and `Content-Type`.
+        public var headers: HTTPHeaders
+        let content: Content
+
+        init(name: String, filename: String?, contentType: String?, content: Content) {
+            self.name = name
+            self.filename = filename
+            self.contentType = contentType
+            self.headers = HTTPHeaders()
+            self.content = content
+        }
+
+        /// A text field, sent as UTF-8 with no `Content-Type` (which a receiver reads as `text/plain`).
+        public static func text(_ name: String, _ value: String) -> Part {
+            Part(name: name, filename: nil, contentType: nil, content: .data(Data(value.utf8)))
+        }
+
+        /// Bytes in memory, as a field or, with a `filename`, as an uploaded file.
+        ///
+        /// - Parameters:
+        ///   - filename: The filename to send, or `nil` for none.
+        ///   - contentType: The part's `Content-Type`, or `nil` for none.
+        public static func data(
+            _ name: String,
+            _ data: Data,
+            filename: String? = nil,
+            contentType: String? = "application/octet-stream"
+        ) -> Part {
+            Part(name: name, filename: filename, contentType: contentType, content: .data(data))
+        }
+
+        /// A file on disk, read in chunks as the body is sent.
+        ///
+        /// The file must exist and be a regular file when the request is built, or the request fails with
+        /// ``CourierError/Code/encodingFailed`` and nothing is sent. Its size then is the part's length: a
+        /// file that shrinks before it is sent fails the send, and bytes appended later are not sent.
+        ///
+        /// - Parameters:
+        ///   - url: The file's URL.
+        ///   - filename: The filename to send; the URL's last path component when `nil`.
+        ///   - contentType: The part's `Content-Type`.
+        public static func file(
+            _ name: String,
+            at url: URL,
+            filename: String? = nil,
+            contentType: String = "application/octet-stream"
+        ) -> Part {
+            Part(name: name, filename: filename ?? url.lastPathComponent, contentType: contentType, content: .file(url))
+        }
+
+        /// Returns the part with one more header. `Content-Disposition` and `Content-Type` are not accepted
+        /// here (they come from the part's name, filename and content type): the request fails with
+        /// ``CourierError/Code/encodingFailed``.
+        public func header(_ name: String, _ value: String) -> Part {
+            var copy = self
+            copy.headers.add(name: name, value: value)
+            return copy
+        }
+    }
+}

@@ -1,0 +1,247 @@
+import Dispatch
+package import Foundation
+
+/// The `httpBodyStream` of a request whose body is a file, a stream factory or a multipart form: an
+/// `InputStream` that carries the recipe of its bytes (``UploadSource``), so that every layer of the chain
+/// still sees a plain `URLRequest`.
+///
+/// - ``Replay`` recognises it and gives every re-send (retry, the restart after a token refresh, a
+///   `307`/`308`, a hedged attempt) an instance of its own, made with ``fresh()``.
+/// - AsyncHTTPClientTransport reads ``source`` natively (``UploadChunks``), with the length when it is known.
+/// - URLSession reads it as an `InputStream`, synchronously, on its own thread.
+///
+/// Each `open()` starts a new pass from the first byte, so a middleware that reads the stream to the end
+/// (to sign the body, say) leaves the transport a whole body to send. One instance is read by one reader
+/// at a time; concurrent sends each get their own instance from ``Replay``.
+package final class UploadBodyStream: InputStream {
+    // Not Sendable, like every `InputStream`; its state is behind a lock all the same (`pass`), because
+    // URLSession reads it on its own thread while the request's owner may close or drop it.
+
+    /// The recipe of the bytes.
+    package let source: UploadSource
+    private let pass: LockedState<Pass>
+
+    /// One reading of the body, from `open()` to `close()`.
+    struct Pass {
+        enum Reader {
+            case segments(SegmentReader)
+            case pump(ChunkPump, leftover: Data)
+        }
+
+        var status: Stream.Status = .notOpen
+        var reader: Reader?
+        var counter: UploadCounter
+        var error: (any Error)?
+    }
+
+    init(_ source: UploadSource) {
+        self.source = source
+        pass = LockedState(Pass(counter: UploadCounter(source)))
+        super.init(data: Data())
+    }
+
+    deinit {
+        pass.withLock { $0.end(.closed) }
+    }
+
+    /// Another stream over the same bytes, for another send.
+    func fresh() -> UploadBodyStream { UploadBodyStream(source) }
+
+    package override func open() {
+        pass.withLock { pass in
+            pass.end(.notOpen)
+            pass.counter = UploadCounter(source)
+            switch source.origin {
+            case .segments(let segments):
+                pass.reader = .segments(SegmentReader(segments))
+            case .stream(let make):
+                pass.reader = .pump(ChunkPump(make), leftover: Data())
+            }
+            pass.status = .open
+        }
+    }
+
+    package override func close() {
+        pass.withLock { $0.end(.closed) }
+    }
+
+    package override var streamStatus: Stream.Status { pass.withLock { $0.status } }
+
+    package override var streamError: (any Error)? { pass.withLock { $0.error } }
+
+    package override var hasBytesAvailable: Bool { pass.withLock { $0.status == .open } }
+
+    package override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength length: Int) -> Int {
+        // The caller's buffer, filled before `read` returns, passed by address: the lock's region checking
+        // cannot see that it does not escape.
+        let address = Int(bitPattern: buffer)
+        return pass.withLock { pass in
+            let target = UnsafeMutableRawBufferPointer(
+                start: UnsafeMutableRawPointer(bitPattern: address),
+                count: max(length, 0)
+            )
+            guard pass.status == .open, let reader = pass.reader, length > 0 else {
+                return pass.status == .error ? -1 : 0
+            }
+            do {
+                let count: Int
+                switch reader {
+                case .segments(let segments):
+                    count = try segments.read(into: target)
+                case .pump(let pump, var leftover):
+                    if leftover.isEmpty, let chunk = try pump.next() {
+                        leftover = chunk
+                    }
+                    count = min(length, leftover.count)
+                    leftover.copyBytes(to: target.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)
+                    leftover.removeFirst(count)
+                    pass.reader = .pump(pump, leftover: leftover)
+                }
+                if count == 0 {
+                    try pass.counter.finish()
+                    pass.end(.atEnd)
+                } else {
+                    try pass.counter.add(count)
+                }
+                return count
+            } catch {
+                pass.error = error
+                pass.end(.error)
+                return -1
+            }
+        }
+    }
+
+    package override func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
+        length len: UnsafeMutablePointer<Int>
+    ) -> Bool {
+        false
+    }
+}
+
+extension UploadBodyStream.Pass {
+    /// Ends the current reading, closing its file or cancelling its stream, and sets `status`.
+    mutating func end(_ status: Stream.Status) {
+        switch reader {
+        case .segments(let segments): segments.close()
+        case .pump(let pump, _): pump.close()
+        case nil: break
+        }
+        reader = nil
+        self.status = status
+    }
+}
+
+/// Turns the user's asynchronous chunk sequence into the blocking reads of an `InputStream`: a task reads
+/// one chunk ahead, and ``next()`` waits for it on the reading thread (URLSession's, or whichever thread
+/// reads the stream; the task runs on ``PumpExecutor``, so even a reader on the cooperative pool does not
+/// starve it).
+final class ChunkPump: Sendable {
+    private struct State {
+        var ready: Data?
+        var end: Result<Void, any Error>?
+        var wantsMore: CheckedContinuation<Void, Never>?
+        var closed = false
+    }
+
+    private let state: LockedState<State>
+    private let arrivals: DispatchSemaphore
+    private let task: Task<Void, Never>
+
+    init(_ make: @escaping @Sendable () -> ChunkIterator) {
+        let state = LockedState(State())
+        let arrivals = DispatchSemaphore(value: 0)
+        self.state = state
+        self.arrivals = arrivals
+        // The producer runs on threads of its own, not the cooperative pool: the reader blocks its thread
+        // while it waits, and a reader on the pool must not wait for work queued behind it.
+        task = Task(executorPreference: PumpExecutor.shared) { [state, arrivals] in
+            let iterator = make()
+            do {
+                while true {
+                    // Wait until the last chunk has been taken (or the pump closed).
+                    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                        let proceed = state.withLock { state -> Bool in
+                            guard state.ready != nil, !state.closed else { return true }
+                            state.wantsMore = continuation
+                            return false
+                        }
+                        if proceed { continuation.resume() }
+                    }
+                    if state.withLock({ $0.closed }) { return }
+                    try Task.checkCancellation()
+                    let chunk = try await iterator.next()
+                    // An empty chunk would read as the end of the stream.
+                    if let chunk, chunk.isEmpty { continue }
+                    state.withLock { state in
+                        if let chunk {
+                            state.ready = chunk
+                        } else {
+                            state.end = .success(())
+                        }
+                    }
+                    arrivals.signal()
+                    if chunk == nil { return }
+                }
+            } catch {
+                state.withLock { $0.end = .failure(error) }
+                arrivals.signal()
+            }
+        }
+    }
+
+    deinit { close() }
+
+    /// The next chunk, waiting for it; `nil` at the end.
+    func next() throws -> Data? {
+        while true {
+            let taken = try state.withLock { state -> (Data?, done: Bool) in
+                if let chunk = state.ready {
+                    state.ready = nil
+                    return (chunk, false)
+                }
+                if let end = state.end {
+                    try end.get()
+                    return (nil, true)
+                }
+                return (nil, false)
+            }
+            if let chunk = taken.0 {
+                let waiter = state.withLock { state in
+                    defer { state.wantsMore = nil }
+                    return state.wantsMore
+                }
+                waiter?.resume()
+                return chunk
+            }
+            if taken.done { return nil }
+            arrivals.wait()
+        }
+    }
+
+    /// Stops the producer: the user's sequence sees its task cancelled.
+    func close() {
+        let waiter = state.withLock { state in
+            state.closed = true
+            defer { state.wantsMore = nil }
+            return state.wantsMore
+        }
+        waiter?.resume()
+        task.cancel()
+    }
+}
+
+/// The executor of the pumps' producer tasks: a concurrent dispatch queue, whose threads are not the
+/// cooperative pool's.
+final class PumpExecutor: TaskExecutor {
+    static let shared = PumpExecutor()
+
+    private let queue = DispatchQueue(label: "Courier.UploadPump", attributes: .concurrent)
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        queue.async { job.runSynchronously(on: executor) }
+    }
+}
