@@ -423,7 +423,7 @@ private final class ReadWriteLock: @unchecked Sendable {
 
     init() {
         rwlock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
-        rwlock.initialize(to: pthread_rwlock_t())
+        // `pthread_rwlock_init` initializes the (trivial) memory (see `LockedState` for why not `pthread_rwlock_t()`).
         let status = pthread_rwlock_init(rwlock, nil)
         precondition(status == 0, "pthread_rwlock_init failed with \(status)")
     }

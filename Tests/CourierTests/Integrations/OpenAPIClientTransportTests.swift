@@ -53,6 +53,23 @@ struct OpenAPIClientTransportTests {
         #expect(mock.lastRequest?.url?.absoluteString == expected)
     }
 
+    @Test("a response body streams: the generated client gets the head before the body has all arrived")
+    func responseBodyStreams() async throws {
+        let release = Gate()
+        let mock = MockTransport {
+            MockRoute.get("/events").replies(.stream([.text("first "), .hold(until: release), .text("second")]))
+        }
+        let transport = OpenAPIClientTransport(client: Client(baseURL: Self.root, transport: mock))
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/events")
+        let (response, body) = try await transport.send(request, body: nil, baseURL: Self.root, operationID: "events")
+        #expect(response.status.code == 200)
+        var iterator = try #require(body).makeAsyncIterator()
+        #expect(try await iterator.next().map { String(decoding: $0, as: UTF8.self) } == "first ")
+        release.open()
+        #expect(try await iterator.next().map { String(decoding: $0, as: UTF8.self) } == "second")
+        #expect(try await iterator.next() == nil)
+    }
+
     @Test("a relative server URL with no baseURL on the Courier client fails with invalidRequest, inside ClientError")
     func relativeServerURLWithoutBase() async throws {
         let mock = MockTransport.ok

@@ -49,8 +49,10 @@ import FoundationNetworking
 ///   ```
 /// - **Request bodies** are collected in memory before the request is sent (so that a retry can send them
 ///   again), up to ``maximumRequestBodySize`` (10 MiB by default); a larger body fails with
-///   ``CourierError/Code/invalidRequest`` without anything sent. **Response bodies** are the Courier
-///   transport's, whole, within its response size limit.
+///   ``CourierError/Code/invalidRequest`` without anything sent. **Response bodies stream**: the call goes
+///   through ``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)``, so the generated
+///   client gets the head as soon as it arrives and its `HTTPBody` reads the body as the transport receives
+///   it (a `2xx` body; any other status is read whole first, so the middleware see it).
 /// - **Headers**: a repeated request field becomes one field whose values are joined in order (`Cookie`
 ///   with `"; "`, others with `", "`), as a `URLRequest` holds it; the response's fields are those of the
 ///   `HTTPURLResponse`.
@@ -98,8 +100,34 @@ public struct OpenAPIClientTransport: ClientTransport {
         if let body {
             urlRequest.httpBody = try await Self.collect(body, upTo: maximumRequestBodySize, for: urlRequest)
         }
-        let (data, response) = try await client.send(urlRequest)
-        return (try HTTPResponse(response), HTTPBody(data))
+        // Streamed: the generated client reads the body as it arrives (a JSON body is collected by the
+        // runtime; an `application/jsonl` or `text/event-stream` one can be read chunk by chunk).
+        let (body, response) = try await client.stream(urlRequest)
+        let length = response.expectedContentLength
+        return (
+            try HTTPResponse(response),
+            HTTPBody(
+                ResponseBytes(body: body),
+                length: length >= 0 ? .known(length) : .unknown,
+                iterationBehavior: .single
+            )
+        )
+    }
+
+    /// A streamed body's chunks as the byte slices `HTTPBody` reads.
+    struct ResponseBytes: AsyncSequence, Sendable {
+        typealias Element = ArraySlice<UInt8>
+        let body: StreamedBody
+
+        func makeAsyncIterator() -> Iterator { Iterator(base: body.makeAsyncIterator()) }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var base: StreamedBody.AsyncIterator
+
+            mutating func next() async throws -> ArraySlice<UInt8>? {
+                try await base.next().map { ArraySlice($0) }
+            }
+        }
     }
 
     /// The URL an operation goes to: the server URL (made absolute with the client's base URL when it is
