@@ -9,12 +9,16 @@ import FoundationNetworking
 /// asks for credentials back as it is, and collects each task's body chunk by chunk, so that a body larger than
 /// the limit is refused while it arrives instead of after it has been buffered whole.
 ///
-/// One delegate serves every task of its session; each task's state lives in an ``URLSessionExchange``
-/// found by the task's identifier.
+/// One delegate serves every task of its session; each task's state lives in an ``URLSessionExchange`` (a
+/// buffered call) or an ``URLSessionStreamExchange`` (a streamed call) found by the task's identifier.
 final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// The exchanges in flight, by task identifier. No state machine: a map that is only added to, read and
     /// removed from; each exchange's transitions are ``URLSessionExchangeStateMachine``'s.
     private let exchanges = LockedState<[Int: URLSessionExchange]>([:])
+
+    /// The streamed calls in flight, by task identifier: a map of their own, so that a buffered call's
+    /// callbacks find their exchange with one lookup, as before streaming existed.
+    private let streams = LockedState<[Int: URLSessionStreamExchange]>([:])
 
     /// Sends `request` as a data task of `session` (whose delegate must be `self`).
     func send(
@@ -42,8 +46,40 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         }
     }
 
+    /// Sends `request` as a data task of `session` (whose delegate must be `self`) and returns when the head
+    /// arrives, with the body streaming.
+    ///
+    /// - Parameter readAheadLimit: Where a task cannot be paused (Linux), the most bytes that may arrive
+    ///   while the reader is behind before the body fails.
+    func stream(
+        _ request: URLRequest,
+        on session: URLSession,
+        readAheadLimit: Int
+    ) async throws -> (StreamedBody, HTTPURLResponse) {
+        let exchange = URLSessionStreamExchange(request: request, readAheadLimit: readAheadLimit)
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let task = session.dataTask(with: request)
+                let identifier = task.taskIdentifier
+                streams.withLock { $0[identifier] = exchange }
+                if exchange.start(task, continuation: continuation) {
+                    task.resume()
+                } else {
+                    _ = streams.withLock { $0.removeValue(forKey: identifier) }
+                    task.cancel()
+                }
+            }
+        } onCancel: {
+            exchange.cancel()
+        }
+    }
+
     private func exchange(for task: URLSessionTask) -> URLSessionExchange? {
         exchanges.withLock { $0[task.taskIdentifier] }
+    }
+
+    private func stream(for task: URLSessionTask) -> URLSessionStreamExchange? {
+        streams.withLock { $0[task.taskIdentifier] }
     }
 
     // MARK: URLSessionTaskDelegate
@@ -77,8 +113,12 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         let disposition = Self.disposition(for: challenge)
         #if canImport(FoundationNetworking)
         if disposition == .rejectProtectionSpace {
-            let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-            exchange?.complete(error: nil, fallbackResponse: challenge.failureResponse)
+            if let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) {
+                exchange.complete(error: nil, fallbackResponse: challenge.failureResponse)
+            } else {
+                let stream = streams.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+                stream?.complete(error: nil, fallbackResponse: challenge.failureResponse)
+            }
             completionHandler(.cancelAuthenticationChallenge, nil)
             return
         }
@@ -87,8 +127,11 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        exchange?.complete(error: error)
+        if let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) {
+            exchange.complete(error: error)
+            return
+        }
+        streams.withLock { $0.removeValue(forKey: task.taskIdentifier) }?.complete(error: error)
     }
 
     // MARK: URLSessionDelegate
@@ -129,12 +172,20 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        exchange(for: dataTask)?.receive(response)
+        if let exchange = exchange(for: dataTask) {
+            exchange.receive(response)
+        } else {
+            stream(for: dataTask)?.receive(response)
+        }
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        exchange(for: dataTask)?.receive(data)
+        if let exchange = exchange(for: dataTask) {
+            exchange.receive(data)
+            return
+        }
+        stream(for: dataTask)?.receive(data)
     }
 }
 
