@@ -104,10 +104,12 @@ struct URLSessionStreamStateMachineTests {
         var challenged = Machine(canSuspend: false, readAheadLimit: 100)
         #expect(challenged.start("task", continuation: "caller") == true)
         #expect(challenged.receive(Data("denied".utf8)) == false)
-        guard case .deliverWhole("caller", let response, let data) = challenged.complete(
-            error: nil,
-            fallbackResponse: Self.head
-        ) else {
+        guard
+            case .deliverWhole("caller", let response, let data) = challenged.complete(
+                error: nil,
+                fallbackResponse: Self.head
+            )
+        else {
             Issue.record("the fallback response was not delivered")
             return
         }

@@ -23,6 +23,7 @@ enum TestRouter {
         self.addRedirectRoutes(to: router, state: state)
         self.addCachingRoutes(to: router, state: CachingState())
         self.addRateLimitRoutes(to: router)
+        self.addStreamingRoutes(to: router, state: state)
         return router
     }
 
