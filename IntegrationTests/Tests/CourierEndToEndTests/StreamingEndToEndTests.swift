@@ -77,17 +77,10 @@ struct StreamingEndToEndTests {
         arguments: TransportKind.allCases
     )
     func gigabyteDownload(kind: TransportKind) async throws {
-        try await EndToEnd.run(kind) { e2e in
-            // URLSession on Linux cannot pause: its reader may fall this far behind (a loaded machine starves
-            // it for milliseconds at a time) before the body fails. AsyncHTTPClient ignores it when streaming.
-            let readAhead = 32 << 20
-            let client = Client(baseURL: e2e.server.baseURL, transport: kind.make(maximumResponseSize: readAhead))
-            let count = 1 << 30
-            let baseline = PeakMemory.reset()
-            let (body, response) = try await client.stream(
-                URLRequest(url: e2e.server.url("/stream/bytes/\(count)", query: ["key": e2e.key]))
-            )
-            #expect(response.statusCode == 200)
+        // URLSession on Linux cannot pause: its reader may fall this far behind (a loaded machine starves it for
+        // milliseconds at a time) before the body fails. AsyncHTTPClient ignores it when streaming.
+        let count = 1 << 30
+        let growth = try await Self.peakGrowth(kind, bytes: count, readAhead: 32 << 20) { body in
             var received = 0
             var misplaced = 0
             for try await chunk in body {
@@ -100,12 +93,10 @@ struct StreamingEndToEndTests {
                 }
                 received += chunk.count
             }
-            let growth = PeakMemory.peak() - baseline
             #expect(received == count)
             #expect(misplaced == 0)
-            #expect(growth < 64 << 20, "the peak resident memory grew by \(growth >> 20) MiB")
-            try await e2e.expectHangsEnded(1)
         }
+        #expect(growth < 64 << 20, "the peak resident memory grew by \(growth >> 20) MiB")
     }
 
     @Test(
@@ -115,13 +106,8 @@ struct StreamingEndToEndTests {
         arguments: TransportKind.allCases
     )
     func slowReader(kind: TransportKind) async throws {
-        try await EndToEnd.run(kind) { e2e in
-            let client = e2e.client()
-            let count = 256 << 20
-            let baseline = PeakMemory.reset()
-            let (body, _) = try await client.stream(
-                URLRequest(url: e2e.server.url("/stream/bytes/\(count)", query: ["key": e2e.key]))
-            )
+        let count = 256 << 20
+        let growth = try await Self.peakGrowth(kind, bytes: count) { body in
             var iterator = body.makeAsyncIterator()
             var received = try await iterator.next()?.count ?? 0
             // The reader stalls. Unchecked, the loopback would deliver the whole body into memory meanwhile.
@@ -134,10 +120,32 @@ struct StreamingEndToEndTests {
                 #expect(error.code == .bodyTooLarge)
                 #expect(error.message.contains("fell more than"))
             }
-            let growth = PeakMemory.peak() - baseline
-            #expect(growth < 64 << 20, "the peak resident memory grew by \(growth >> 20) MiB")
+        }
+        #expect(growth < 64 << 20, "the peak resident memory grew by \(growth >> 20) MiB")
+    }
+
+    /// Streams `/stream/bytes/:bytes` over `kind` (with `readAhead` as the transport's `maximumResponseSize`),
+    /// reads it with `read`, expects the server to see the stream end, and returns how much the process's peak
+    /// resident memory grew meanwhile.
+    private static func peakGrowth(
+        _ kind: TransportKind,
+        bytes: Int,
+        readAhead: Int = URLSessionTransport.defaultMaximumResponseSize,
+        _ read: (StreamedBody) async throws -> Void
+    ) async throws -> Int {
+        var growth = 0
+        try await EndToEnd.run(kind) { e2e in
+            let client = Client(baseURL: e2e.server.baseURL, transport: kind.make(maximumResponseSize: readAhead))
+            let baseline = PeakMemory.reset()
+            let (body, response) = try await client.stream(
+                URLRequest(url: e2e.server.url("/stream/bytes/\(bytes)", query: ["key": e2e.key]))
+            )
+            #expect(response.statusCode == 200)
+            try await read(body)
+            growth = PeakMemory.peak() - baseline
             try await e2e.expectHangsEnded(1)
         }
+        return growth
     }
 
     @Test(

@@ -9,7 +9,7 @@ import FoundationNetworking
 /// chunks go into a ``ChunkPipe`` as the session delivers them. The transitions are
 /// ``URLSessionStreamStateMachine``'s; this type carries them out (resuming, suspending, cancelling) outside its
 /// lock, but for suspending, which must not be overtaken by the resume of a reader's demand.
-final class URLSessionStreamExchange: Sendable {
+final class URLSessionStreamExchange: URLSessionTaskExchange {
     typealias Continuation = CheckedContinuation<(StreamedBody, HTTPURLResponse), any Error>
     private typealias Machine = URLSessionStreamStateMachine<URLSessionTask, Continuation>
 
@@ -30,21 +30,13 @@ final class URLSessionStreamExchange: Sendable {
         self.state = LockedState(Machine(canSuspend: Self.canSuspend, readAheadLimit: readAheadLimit))
     }
 
-    /// Records the task and the continuation; returns `false` (after resuming the continuation with
-    /// `CancellationError`) when the caller was cancelled already.
-    func start(_ task: URLSessionTask, continuation: Continuation) -> Bool {
-        let started = state.withLock { $0.start(task, continuation: continuation) }
-        if !started {
-            continuation.resume(throwing: CancellationError())
-        }
-        return started
+    func record(_ task: URLSessionTask, _ continuation: Continuation) -> Bool {
+        state.withLock { $0.start(task, continuation: continuation) }
     }
 
-    /// The caller was cancelled before the head arrived: resume it with `CancellationError` and cancel the task.
-    func cancel() {
-        guard let (task, continuation) = state.withLock({ $0.cancel() }) else { return }
-        continuation.resume(throwing: CancellationError())
-        task.cancel()
+    /// Only before the head: after it, the body's reader stops the task.
+    func takeForCancellation() -> (URLSessionTask, Continuation)? {
+        state.withLock { $0.cancel() }
     }
 
     func receive(_ response: URLResponse) {

@@ -108,16 +108,13 @@ struct URLSessionStreamStateMachine<Task, Continuation> {
     /// - Returns: The continuation to resume with `CancellationError` and the task to cancel; `nil` once the
     ///   head has been delivered (then the body's reader stops the task).
     mutating func cancel() -> (Task, Continuation)? {
-        switch phase {
-        case .idle:
+        if case .idle = phase {
             phase = .cancelledBeforeStart
             return nil
-        case .awaitingHead(let task, let continuation, _):
-            phase = .finished
-            return (task, continuation)
-        case .cancelledBeforeStart, .streaming, .finished:
-            return nil
         }
+        guard case .awaitingHead(let task, let continuation, _) = phase else { return nil }
+        phase = .finished
+        return (task, continuation)
     }
 
     /// The body's reader stopped (left its loop, was cancelled, timed out, dropped the body).
