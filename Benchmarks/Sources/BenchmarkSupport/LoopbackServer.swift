@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 import NIOHTTP1
 import NIOPosix
 
@@ -31,7 +31,7 @@ public final class LoopbackServer: Sendable {
     /// - Returns: The running server.
     /// - Throws: When the port cannot be bound.
     public static func start(
-        handler makeHandler: @escaping @Sendable () -> any ChannelHandler & Sendable
+        handler makeHandler: @escaping @Sendable () -> any ChannelHandler
     ) async throws -> LoopbackServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let channel = try await ServerBootstrap(group: group)

@@ -16,7 +16,7 @@ extension LoopbackServer {
 }
 
 /// Writes the body while the channel is writable, and goes on when it becomes writable again.
-private final class BytesHandler: ChannelInboundHandler, @unchecked Sendable {
+private final class BytesHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
@@ -24,6 +24,7 @@ private final class BytesHandler: ChannelInboundHandler, @unchecked Sendable {
     private var requested = 0
     private var left = 0
     private var writing = false
+    private var inWriteMore = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
@@ -48,6 +49,10 @@ private final class BytesHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     private func writeMore(context: ChannelHandlerContext) {
+        // A flush can make the channel writable again and call back in here: the outer call goes on instead.
+        guard !inWriteMore else { return }
+        inWriteMore = true
+        defer { inWriteMore = false }
         while left > 0 && context.channel.isWritable {
             let length = min(left, Self.chunk.readableBytes)
             left -= length
@@ -55,10 +60,9 @@ private final class BytesHandler: ChannelInboundHandler, @unchecked Sendable {
                 wrapOutboundOut(.body(.byteBuffer(Self.chunk.getSlice(at: 0, length: length)!))),
                 promise: nil
             )
-            if left == 0 { break }
-            context.flush()
+            if left > 0 { context.flush() }
         }
-        if left == 0 {
+        if left == 0 && writing {
             writing = false
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         }

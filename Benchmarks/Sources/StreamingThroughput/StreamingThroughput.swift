@@ -50,7 +50,11 @@ struct StreamingThroughput {
     static func throughput(_ server: LoopbackServer, _ clients: Clients, bytes: Int, rounds: Int) async throws {
         let url = server.url(bytes: bytes)
         let clock = ContinuousClock()
-        for (bare, courier) in [("bareAHC", "courierAHC"), ("bareURLSession", "courierURLSession")] {
+        let pairs = [
+            ("bareAHC", "courierAHC"), ("bareAHC", "bareAHCData"), ("bareAHCData", "courierAHC"),
+            ("bareURLSession", "courierURLSession"),
+        ]
+        for (bare, courier) in pairs {
             let runBare = try clients.download(bare)
             let runCourier = try clients.download(courier)
             // One of each first, to open the connections and warm up.
@@ -95,7 +99,11 @@ struct StreamingThroughput {
     /// The peak resident memory of the process so far, in bytes (`ru_maxrss`, in KiB on Linux).
     static func peakMemory() -> Int {
         var usage = rusage()
+        #if os(Linux)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
         getrusage(RUSAGE_SELF, &usage)
+        #endif
         return usage.ru_maxrss * 1024
     }
 }
@@ -104,10 +112,10 @@ struct DownloadFailed: Error {
     let detail: String
 }
 
-/// The four clients: bare AsyncHTTPClient and Courier over the same `HTTPClient`; a bare `URLSession` with a
+/// The clients: bare AsyncHTTPClient (also making each buffer a `Data`) and Courier over the same `HTTPClient`; a bare `URLSession` with a
 /// delegate that counts the bytes, and Courier's `URLSessionTransport`.
 final class Clients: Sendable {
-    static let names = ["bareAHC", "courierAHC", "bareURLSession", "courierURLSession"]
+    static let names = ["bareAHC", "bareAHCData", "courierAHC", "bareURLSession", "courierURLSession"]
 
     let httpClient = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup,
@@ -136,6 +144,14 @@ final class Clients: Sendable {
                 let response = try await httpClient.execute(HTTPClientRequest(url: url), deadline: .distantFuture)
                 var received = 0
                 for try await buffer in response.body { received += buffer.readableBytes }
+                try Self.check(received, url)
+            }
+        case "bareAHCData":
+            // Bare AsyncHTTPClient making each buffer a `Data`, as a `StreamedBody` chunk is: the copy's floor.
+            return { [httpClient] url in
+                let response = try await httpClient.execute(HTTPClientRequest(url: url), deadline: .distantFuture)
+                var received = 0
+                for try await buffer in response.body { received += Data(buffer.readableBytesView).count }
                 try Self.check(received, url)
             }
         case "courierAHC":

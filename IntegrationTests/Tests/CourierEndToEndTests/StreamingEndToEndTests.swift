@@ -71,7 +71,40 @@ struct StreamingEndToEndTests {
     }
 
     @Test(
-        "1 GiB streams through with flat memory: the process's peak grows by less than 64 MiB",
+        "A 401 that asks for credentials comes back whole to a streamed call, at once (URLSession on Linux too)",
+        .timeLimit(.minutes(1)),
+        arguments: TransportKind.allCases
+    )
+    func challenge(kind: TransportKind) async throws {
+        try await EndToEnd.run(kind) { e2e in
+            let (body, response) = try await e2e.client().stream(URLRequest(url: e2e.server.url("/challenge/basic")))
+            #expect(response.statusCode == 401)
+            #expect(response.value(forHTTPHeaderField: "WWW-Authenticate") == "Basic realm=\"Fake Realm\"")
+            let data = try await body.collect(upTo: 1 << 20)
+            #expect(String(decoding: data, as: UTF8.self).contains("\"error\":true"))
+        }
+    }
+
+    @Test(
+        "Cancelled before the head arrives, a streamed call throws CancellationError and the server sees the close",
+        .timeLimit(.minutes(1)),
+        arguments: TransportKind.allCases
+    )
+    func cancelledBeforeHead(kind: TransportKind) async throws {
+        try await EndToEnd.run(kind) { e2e in
+            let counter = RequestCounter()
+            let client = e2e.client([.counting(counter)])
+            let call = Task { try await client.stream(e2e.hang) }
+            _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1])
+            call.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await call.value }
+            #expect(counter.snapshot.inFlight == 0)
+            try await e2e.expectHangsEnded(1)
+        }
+    }
+
+    @Test(
+        "1 GiB streams through with flat memory: the peak grows by less than 64 MiB (URLSession on Linux: or fails)",
         .enabled(if: PeakMemory.isAvailable, "reads /proc/self/status"),
         .timeLimit(.minutes(5)),
         arguments: TransportKind.allCases
@@ -83,17 +116,23 @@ struct StreamingEndToEndTests {
         let growth = try await Self.peakGrowth(kind, bytes: count, readAhead: 32 << 20) { body in
             var received = 0
             var misplaced = 0
-            for try await chunk in body {
-                // The first and last byte of every chunk are where the pattern says: a lost, repeated or
-                // reordered chunk shows (checking every byte would make the debug build crawl).
-                if chunk.first != TestServers.largeBodyByte(at: received)
-                    || chunk.last != TestServers.largeBodyByte(at: received + chunk.count - 1)
-                {
-                    misplaced += 1
+            do {
+                for try await chunk in body {
+                    // The first and last byte of every chunk are where the pattern says: a lost, repeated or
+                    // reordered chunk shows (checking every byte would make the debug build crawl).
+                    if chunk.first != TestServers.largeBodyByte(at: received)
+                        || chunk.last != TestServers.largeBodyByte(at: received + chunk.count - 1)
+                    {
+                        misplaced += 1
+                    }
+                    received += chunk.count
                 }
-                received += chunk.count
+                #expect(received == count)
+            } catch let error as CourierError where kind.failsSlowReaders {
+                // Alone, the reader keeps up (measured: 18-24 MiB behind at worst); beside the whole suite on two
+                // cores it can be starved for longer, and then the body fails rather than memory grow.
+                #expect(error.code == .bodyTooLarge)
             }
-            #expect(received == count)
             #expect(misplaced == 0)
         }
         #expect(growth < 64 << 20, "the peak resident memory grew by \(growth >> 20) MiB")

@@ -71,7 +71,8 @@ public final class URLSessionTransport: Transport {
     /// The session requests are sent with.
     public let session: URLSession
 
-    /// The largest response body, in bytes, that the transport accepts.
+    /// The largest response body, in bytes, that the transport accepts from ``send(_:)``. A streamed body may
+    /// be of any length; on Linux this is how far its reader may fall behind (see ``stream(_:)``).
     public let maximumResponseSize: Int
 
     /// The session's delegate when it is one of this type's (then bodies are limited while they arrive).

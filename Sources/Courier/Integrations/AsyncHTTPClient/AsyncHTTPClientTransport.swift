@@ -83,7 +83,8 @@ public final class AsyncHTTPClientTransport: Transport {
     /// The client requests are sent with.
     public let client: HTTPClient
 
-    /// The largest response body, in bytes, that the transport accepts.
+    /// The largest response body, in bytes, that the transport accepts from ``send(_:)``; a streamed body may
+    /// be of any length (see ``stream(_:)``).
     public let maximumResponseSize: Int
 
     /// Whether the transport created ``client`` and shuts it down.
