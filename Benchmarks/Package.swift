@@ -41,6 +41,8 @@ let package = Package(
         .target(name: "BenchmarkSupport", dependencies: scenarios),
         // Runs one scenario N times, for valgrind's instruction counts (see RESULTS.md).
         .executableTarget(name: "InstructionCounts", dependencies: ["BenchmarkSupport"]),
+        // Streamed download throughput against the bare clients, and the peak memory of a large download.
+        .executableTarget(name: "StreamingThroughput", dependencies: ["BenchmarkSupport"] + scenarios),
         .executableTarget(
             name: "CourierBenchmarks",
             dependencies: [

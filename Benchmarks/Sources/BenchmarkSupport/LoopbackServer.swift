@@ -1,4 +1,4 @@
-import NIOCore
+public import NIOCore
 import NIOHTTP1
 import NIOPosix
 
@@ -22,6 +22,17 @@ public final class LoopbackServer: Sendable {
     /// - Returns: The running server.
     /// - Throws: When the port cannot be bound.
     public static func start() async throws -> LoopbackServer {
+        try await start { FixedResponseHandler() }
+    }
+
+    /// Starts a server like ``start()`` whose connections are answered by a handler `makeHandler` makes for each,
+    /// after the HTTP/1.1 server pipeline.
+    ///
+    /// - Returns: The running server.
+    /// - Throws: When the port cannot be bound.
+    public static func start(
+        handler makeHandler: @escaping @Sendable () -> any ChannelHandler
+    ) async throws -> LoopbackServer {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -29,7 +40,7 @@ public final class LoopbackServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(FixedResponseHandler())
+                    try channel.pipeline.syncOperations.addHandler(makeHandler())
                 }
             }
             .bind(host: "127.0.0.1", port: 0)

@@ -71,7 +71,8 @@ public final class URLSessionTransport: Transport {
     /// The session requests are sent with.
     public let session: URLSession
 
-    /// The largest response body, in bytes, that the transport accepts.
+    /// The largest response body, in bytes, that the transport accepts from ``send(_:)``. A streamed body may
+    /// be of any length; on Linux this is how far its reader may fall behind (see ``stream(_:)``).
     public let maximumResponseSize: Int
 
     /// The session's delegate when it is one of this type's (then bodies are limited while they arrive).
@@ -157,6 +158,36 @@ public final class URLSessionTransport: Transport {
         } catch let error as URLError {
             throw TransportFailure.describing(error, request: request)
         }
+    }
+
+    /// Sends the request with the session and returns as soon as the response head arrives, with the body
+    /// streaming.
+    ///
+    /// - **Memory**: ``maximumResponseSize`` does not limit the length of a streamed body (a 1 GiB download
+    ///   streams); it limits how far its reader may fall behind. On Apple platforms the data task is suspended
+    ///   while the reader is more than about 1 MiB behind, and resumed when it catches up. On Linux a running
+    ///   task cannot be paused (swift-corelibs-foundation's `suspend()` does not stop libcurl, and `resume()`
+    ///   sends the request again), so the body arrives as fast as the network delivers it: once more than
+    ///   ``maximumResponseSize`` bytes have arrived while the reader is behind, the body fails with
+    ///   ``CourierError/Code/bodyTooLarge`` and the task is cancelled. A reader that keeps up never sees it; for
+    ///   a reader that is slower than the network, use `AsyncHTTPClientTransport`, which waits for the reader.
+    /// - **Stopping**: when the body's reader stops (leaves its loop, is cancelled, drops the body), the task
+    ///   is cancelled and the connection closed. Cancelling the calling task before the head arrives throws
+    ///   `CancellationError`.
+    /// - **Challenges**: a 401 or 407 that asks for credentials is returned as it is, as by ``send(_:)``.
+    /// - With ``init(session:maximumResponseSize:)`` and a session whose delegate is not one of this
+    ///   transport's, the body is collected by ``send(_:)`` and arrives whole, as one chunk.
+    ///
+    /// - Throws: What ``send(_:)`` throws while waiting for the head.
+    public func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        guard let delegate else {
+            let (data, response) = try await send(request)
+            return (StreamedBody(data), response)
+        }
+        try RequestValidation.validate(request)
+        var request = request
+        Self.raiseSubsecondTimeout(&request)
+        return try await delegate.stream(request, on: session, readAheadLimit: maximumResponseSize)
     }
 
     /// On Linux, FoundationNetworking truncates `timeoutInterval` to whole seconds, so an interval below one

@@ -9,12 +9,16 @@ import FoundationNetworking
 /// asks for credentials back as it is, and collects each task's body chunk by chunk, so that a body larger than
 /// the limit is refused while it arrives instead of after it has been buffered whole.
 ///
-/// One delegate serves every task of its session; each task's state lives in an ``URLSessionExchange``
-/// found by the task's identifier.
+/// One delegate serves every task of its session; each task's state lives in an ``URLSessionExchange`` (a
+/// buffered call) or an ``URLSessionStreamExchange`` (a streamed call) found by the task's identifier.
 final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// The exchanges in flight, by task identifier. No state machine: a map that is only added to, read and
     /// removed from; each exchange's transitions are ``URLSessionExchangeStateMachine``'s.
     private let exchanges = LockedState<[Int: URLSessionExchange]>([:])
+
+    /// The streamed calls in flight, by task identifier: a map of their own, so that a buffered call's
+    /// callbacks find their exchange with one lookup, as before streaming existed.
+    private let streams = LockedState<[Int: URLSessionStreamExchange]>([:])
 
     /// Sends `request` as a data task of `session` (whose delegate must be `self`).
     func send(
@@ -22,18 +26,47 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         on session: URLSession,
         maximumResponseSize: Int
     ) async throws -> (Data, HTTPURLResponse) {
-        let exchange = URLSessionExchange(request: request, limit: maximumResponseSize)
-        return try await withTaskCancellationHandler {
+        try await run(
+            URLSessionExchange(request: request, limit: maximumResponseSize),
+            request,
+            on: session,
+            in: exchanges
+        )
+    }
+
+    /// Sends `request` as a data task of `session` (whose delegate must be `self`) and returns when the head
+    /// arrives, with the body streaming.
+    ///
+    /// - Parameter readAheadLimit: Where a task cannot be paused (Linux), the most bytes that may arrive
+    ///   while the reader is behind before the body fails.
+    func stream(
+        _ request: URLRequest,
+        on session: URLSession,
+        readAheadLimit: Int
+    ) async throws -> (StreamedBody, HTTPURLResponse) {
+        let exchange = URLSessionStreamExchange(request: request, readAheadLimit: readAheadLimit)
+        return try await run(exchange, request, on: session, in: streams)
+    }
+
+    /// Runs `request` as a data task of `session` for `exchange`, found in `map` by the task's identifier while
+    /// it runs; cancelling the calling task cancels the exchange.
+    private func run<Exchange: URLSessionTaskExchange>(
+        _ exchange: Exchange,
+        _ request: URLRequest,
+        on session: URLSession,
+        in map: LockedState<[Int: Exchange]>
+    ) async throws -> Exchange.Output {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let task = session.dataTask(with: request)
                 let identifier = task.taskIdentifier
-                exchanges.withLock { $0[identifier] = exchange }
+                map.withLock { $0[identifier] = exchange }
                 if exchange.start(task, continuation: continuation) {
                     task.resume()
                 } else {
                     // Cancelled before the task existed; the exchange has resumed the continuation. The
                     // task never ran; cancelling it lets the session let go of it.
-                    _ = exchanges.withLock { $0.removeValue(forKey: identifier) }
+                    _ = map.withLock { $0.removeValue(forKey: identifier) }
                     task.cancel()
                 }
             }
@@ -44,6 +77,10 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
 
     private func exchange(for task: URLSessionTask) -> URLSessionExchange? {
         exchanges.withLock { $0[task.taskIdentifier] }
+    }
+
+    private func stream(for task: URLSessionTask) -> URLSessionStreamExchange? {
+        streams.withLock { $0[task.taskIdentifier] }
     }
 
     // MARK: URLSessionTaskDelegate
@@ -77,8 +114,12 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         let disposition = Self.disposition(for: challenge)
         #if canImport(FoundationNetworking)
         if disposition == .rejectProtectionSpace {
-            let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-            exchange?.complete(error: nil, fallbackResponse: challenge.failureResponse)
+            if let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) {
+                exchange.complete(error: nil, fallbackResponse: challenge.failureResponse)
+            } else {
+                let stream = streams.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+                stream?.complete(error: nil, fallbackResponse: challenge.failureResponse)
+            }
             completionHandler(.cancelAuthenticationChallenge, nil)
             return
         }
@@ -87,8 +128,11 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
-        let exchange = exchanges.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        exchange?.complete(error: error)
+        if let exchange = exchanges.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) {
+            exchange.complete(error: error)
+            return
+        }
+        streams.withLock { $0.removeValue(forKey: task.taskIdentifier) }?.complete(error: error)
     }
 
     // MARK: URLSessionDelegate
@@ -129,12 +173,20 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        exchange(for: dataTask)?.receive(response)
+        if let exchange = exchange(for: dataTask) {
+            exchange.receive(response)
+        } else {
+            stream(for: dataTask)?.receive(response)
+        }
         completionHandler(.allow)
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
-        exchange(for: dataTask)?.receive(data)
+        if let exchange = exchange(for: dataTask) {
+            exchange.receive(data)
+            return
+        }
+        stream(for: dataTask)?.receive(data)
     }
 }
 
@@ -142,7 +194,7 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
 /// collected so far; guarded by a lock because the session's callbacks and the caller's cancellation run
 /// concurrently. The transitions are ``URLSessionExchangeStateMachine``'s; this type carries out what it returns
 /// (resuming, cancelling, building the error) outside the lock.
-final class URLSessionExchange: Sendable {
+final class URLSessionExchange: URLSessionTaskExchange {
     typealias Continuation = CheckedContinuation<(Data, HTTPURLResponse), any Error>
     private typealias Machine = URLSessionExchangeStateMachine<URLSessionTask, Continuation>
 
@@ -154,24 +206,14 @@ final class URLSessionExchange: Sendable {
         self.state = LockedState(Machine(method: request.httpMethod, limit: limit))
     }
 
-    /// Records the task and the continuation; returns `false` (after resuming the continuation with
-    /// `CancellationError`) when the caller was cancelled already.
-    func start(_ task: URLSessionTask, continuation: Continuation) -> Bool {
-        let started = state.withLock { $0.start(task, continuation: continuation) }
-        if !started {
-            continuation.resume(throwing: CancellationError())
-        }
-        return started
+    func record(_ task: URLSessionTask, _ continuation: Continuation) -> Bool {
+        state.withLock { $0.start(task, continuation: continuation) }
     }
 
-    /// The caller was cancelled: resume it with `CancellationError` at once and cancel the task.
-    ///
     /// FoundationNetworking may deliver a fast body for a while after `cancel()`; the caller does not wait
     /// for that, and the chunks are dropped.
-    func cancel() {
-        guard let (task, continuation) = state.withLock({ $0.cancel() }) else { return }
-        continuation.resume(throwing: CancellationError())
-        task.cancel()
+    func takeForCancellation() -> (URLSessionTask, Continuation)? {
+        state.withLock { $0.cancel() }
     }
 
     func receive(_ response: URLResponse) {
@@ -220,5 +262,40 @@ final class URLSessionExchange: Sendable {
     /// made synchronously inside a data callback (measured with Swift 6.3.1 on Linux).
     private static func cancelLater(_ task: URLSessionTask) {
         DispatchQueue.global().async { task.cancel() }
+    }
+}
+
+/// What ``URLSessionTransportDelegate`` runs a data task for: a buffered call's ``URLSessionExchange`` or a
+/// streamed call's ``URLSessionStreamExchange``. Each records its task and caller in its state machine; starting
+/// and cancelling are the same for both.
+protocol URLSessionTaskExchange: Sendable {
+    /// What the caller is resumed with.
+    associatedtype Output
+    typealias Continuation = CheckedContinuation<Output, any Error>
+
+    /// The machine's `start` transition: records the task and the caller; `false` when the caller was
+    /// cancelled already.
+    func record(_ task: URLSessionTask, _ continuation: Continuation) -> Bool
+
+    /// The machine's `cancel` transition: the task and the caller, while the caller waits.
+    func takeForCancellation() -> (URLSessionTask, Continuation)?
+}
+
+extension URLSessionTaskExchange {
+    /// Records the task and the continuation; returns `false` (after resuming the continuation with
+    /// `CancellationError`) when the caller was cancelled already.
+    func start(_ task: URLSessionTask, continuation: Continuation) -> Bool {
+        let started = record(task, continuation)
+        if !started {
+            continuation.resume(throwing: CancellationError())
+        }
+        return started
+    }
+
+    /// The caller was cancelled: resume it with `CancellationError` at once and cancel the task.
+    func cancel() {
+        guard let (task, continuation) = takeForCancellation() else { return }
+        continuation.resume(throwing: CancellationError())
+        task.cancel()
     }
 }

@@ -26,6 +26,7 @@ enum TestRouter {
         self.addCompressionRoutes(to: router)
         self.addOpenAPIRoutes(to: router, state: state)
         self.addUploadRoutes(to: router)
+        self.addStreamingRoutes(to: router, state: state)
         return router
     }
 

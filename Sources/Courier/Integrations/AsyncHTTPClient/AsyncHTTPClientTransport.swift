@@ -103,7 +103,8 @@ public final class AsyncHTTPClientTransport: Transport {
     /// The client requests are sent with.
     public let client: HTTPClient
 
-    /// The largest response body, in bytes, that the transport accepts.
+    /// The largest response body, in bytes, that the transport accepts from ``send(_:)``; a streamed body may
+    /// be of any length (see ``stream(_:)``).
     public let maximumResponseSize: Int
 
     /// Whether the transport created ``client`` and shuts it down.
@@ -180,6 +181,56 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   call's ``Deadline`` passes, ``CourierError/Code/transport`` for a failed socket call, or
     ///   AsyncHTTPClient's error.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (response, deadline) = try await execute(request)
+        do {
+            return try await collect(response, for: request)
+        } catch let error as CourierError {
+            throw error
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw Self.translate(error, request: request, deadline: deadline)
+        }
+    }
+
+    /// Sends the request with the client and returns as soon as the response head arrives, with the body
+    /// streaming.
+    ///
+    /// - **Backpressure**: the body is read from the connection only as fast as its reader takes it (about
+    ///   1 MiB ahead, plus AsyncHTTPClient's own small buffer), so a slow reader keeps memory bounded and a
+    ///   body of any length streams: ``maximumResponseSize`` applies to ``send(_:)`` only.
+    /// - **Deadlines**: a call's ``Deadline`` bounds connecting and the wait for the head, as for
+    ///   ``send(_:)``; it does not bound the body, whose time the client's idle and total timeouts bound.
+    /// - **Stopping**: when the body's reader stops (leaves its loop, is cancelled, drops the body), the
+    ///   request is cancelled and the connection closed. A connection lost mid-body is thrown by the body's
+    ///   loop as ``CourierError/Code/transport``.
+    ///
+    /// - Throws: What ``send(_:)`` throws while waiting for the head.
+    public func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        let (response, _) = try await execute(request)
+        let head = Self.makeResponse(response, for: request)
+        let pipe = ChunkPipe()
+        let body = response.body
+        // One task per body moves its buffers into the pipe; the pipe's backpressure makes it wait, and so
+        // AsyncHTTPClient stops reading from the socket.
+        let pump = Task {
+            do {
+                for try await buffer in body {
+                    try await pipe.write(Data(buffer.readableBytesView))
+                }
+                pipe.finish(error: nil)
+            } catch {
+                // After the reader stopped, the pipe has ended and this does nothing.
+                pipe.finish(error: Self.translate(error, request: request, deadline: nil))
+            }
+        }
+        pipe.onStop { pump.cancel() }
+        return (StreamedBody(pipe: pipe), head)
+    }
+
+    /// Sends the request and waits for the response head, under the call's ``Deadline`` if it has one.
+    ///
+    /// - Returns: The response, its body still to read, and the deadline that bounded it.
+    private func execute(_ request: URLRequest) async throws -> (HTTPClientResponse, Deadline?) {
         // Validated (RequestValidation's checks) while converted: one pass over the headers.
         var outgoing = try Self.makeHead(from: request)
         // AsyncHTTPClient 1.37 still sends a request whose task was cancelled before `execute`.
@@ -196,10 +247,8 @@ public final class AsyncHTTPClientTransport: Transport {
         }
         outgoing.body = try Self.makeBody(from: request)
         do {
-            let response = try await client.execute(outgoing, deadline: deadline)
-            return try await collect(response, for: request)
-        } catch let error as CourierError {
-            throw error
+            // AsyncHTTPClient applies the deadline until the head arrives, not to the body.
+            return (try await client.execute(outgoing, deadline: deadline), callDeadline)
         } catch {
             if Task.isCancelled { throw CancellationError() }
             throw Self.translate(error, request: request, deadline: callDeadline)

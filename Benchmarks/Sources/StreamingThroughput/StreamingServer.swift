@@ -1,0 +1,70 @@
+import BenchmarkSupport
+import NIOCore
+import NIOHTTP1
+
+/// The loopback server answering `GET /bytes/N` with N bytes (a `Content-Length` body), generated as they are
+/// written: one shared 64 KiB buffer, written again and again while the socket takes it. Its cost is the same for
+/// every client measured against it.
+enum StreamingServer {
+    static func start() async throws -> LoopbackServer {
+        try await LoopbackServer.start { BytesHandler() }
+    }
+}
+
+extension LoopbackServer {
+    func url(bytes: Int) -> String { "http://127.0.0.1:\(port)/bytes/\(bytes)" }
+}
+
+/// Writes the body while the channel is writable, and goes on when it becomes writable again.
+private final class BytesHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private static let chunk = ByteBuffer(repeating: 0x61, count: 64 * 1024)
+    private var requested = 0
+    private var left = 0
+    private var writing = false
+    private var inWriteMore = false
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            requested = head.uri.split(separator: "/").last.flatMap { Int($0) } ?? 0
+        case .body:
+            break
+        case .end:
+            let headers: HTTPHeaders = ["Content-Length": "\(requested)", "Content-Type": "application/octet-stream"]
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
+                promise: nil
+            )
+            left = requested
+            writing = true
+            writeMore(context: context)
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if writing && context.channel.isWritable { writeMore(context: context) }
+    }
+
+    private func writeMore(context: ChannelHandlerContext) {
+        // A flush can make the channel writable again and call back in here: the outer call goes on instead.
+        guard !inWriteMore else { return }
+        inWriteMore = true
+        defer { inWriteMore = false }
+        while left > 0 && context.channel.isWritable {
+            let length = min(left, Self.chunk.readableBytes)
+            left -= length
+            context.write(
+                wrapOutboundOut(.body(.byteBuffer(Self.chunk.getSlice(at: 0, length: length)!))),
+                promise: nil
+            )
+            if left > 0 { context.flush() }
+        }
+        if left == 0 && writing {
+            writing = false
+            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        }
+    }
+}

@@ -1,0 +1,218 @@
+// Streamed download throughput of Courier against the bare clients, from an in-process server on loopback, and
+// the peak memory of one large download:
+//
+//     swift build -c release --product StreamingThroughput
+//     .build/release/StreamingThroughput throughput 268435456 15     # 256 MiB a download, 15 rounds
+//     .build/release/StreamingThroughput memory courierAHC 1073741824
+//
+// A round downloads the body once with each client of a pair in A B B A order (bare, Courier, Courier, bare)
+// and records Courier's throughput over the bare client's; the medians and spreads of those ratios are
+// printed. See RESULTS.md.
+
+import AsyncHTTPClient
+import BenchmarkSupport
+import Courier
+import Dispatch
+import Foundation
+import NIOCore
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+@main
+struct StreamingThroughput {
+    static func main() async throws {
+        let arguments = CommandLine.arguments
+        let server = try await StreamingServer.start()
+        let clients = Clients()
+        defer { clients.shutdown() }
+        switch (arguments.dropFirst().first, arguments.count) {
+        case ("throughput", 4):
+            try await throughput(server, clients, bytes: Int(arguments[2])!, rounds: Int(arguments[3])!)
+        case ("memory", 4):
+            let download = try clients.download(arguments[2])
+            let before = peakMemory()
+            try await download(server.url(bytes: Int(arguments[3])!))
+            print("\(arguments[2]): peak resident before \(before >> 20) MiB, after \(peakMemory() >> 20) MiB")
+        default:
+            print("usage: StreamingThroughput throughput BYTES ROUNDS | memory CLIENT BYTES")
+            print("clients: " + Clients.names.joined(separator: " "))
+        }
+        try await server.shutdown()
+    }
+
+    static func throughput(_ server: LoopbackServer, _ clients: Clients, bytes: Int, rounds: Int) async throws {
+        let url = server.url(bytes: bytes)
+        let clock = ContinuousClock()
+        let pairs = [
+            ("bareAHC", "courierAHC"), ("bareAHC", "bareAHCData"), ("bareAHCData", "courierAHC"),
+            ("bareURLSession", "courierURLSession"),
+        ]
+        for (bare, courier) in pairs {
+            let runBare = try clients.download(bare)
+            let runCourier = try clients.download(courier)
+            // One of each first, to open the connections and warm up.
+            try await runBare(url)
+            try await runCourier(url)
+            var ratios: [Double] = []
+            var bareRates: [Double] = []
+            var courierRates: [Double] = []
+            for _ in 0..<rounds {
+                let a1 = try await clock.measure { try await runBare(url) }
+                let b1 = try await clock.measure { try await runCourier(url) }
+                let b2 = try await clock.measure { try await runCourier(url) }
+                let a2 = try await clock.measure { try await runBare(url) }
+                let bareTime = seconds(a1 + a2)
+                let courierTime = seconds(b1 + b2)
+                ratios.append(bareTime / courierTime)
+                bareRates.append(2 * Double(bytes) / bareTime / 1_048_576)
+                courierRates.append(2 * Double(bytes) / courierTime / 1_048_576)
+            }
+            print(
+                "\(courier) vs \(bare): ratio p50 \(format(median(ratios))) (min \(format(ratios.min()!)), "
+                    + "max \(format(ratios.max()!))); \(bare) p50 \(Int(median(bareRates))) MiB/s, "
+                    + "\(courier) p50 \(Int(median(courierRates))) MiB/s"
+            )
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.count % 2 == 1
+            ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    static func format(_ value: Double) -> String {
+        String(format: "%.3f", value)
+    }
+
+    /// The peak resident memory of the process so far, in bytes (`ru_maxrss`, in KiB on Linux).
+    static func peakMemory() -> Int {
+        var usage = rusage()
+        #if os(Linux)
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        #else
+        getrusage(RUSAGE_SELF, &usage)
+        #endif
+        return usage.ru_maxrss * 1024
+    }
+}
+
+struct DownloadFailed: Error {
+    let detail: String
+}
+
+/// The clients: bare AsyncHTTPClient (also making each buffer a `Data`) and Courier over the same `HTTPClient`; a bare `URLSession` with a
+/// delegate that counts the bytes, and Courier's `URLSessionTransport`.
+final class Clients: Sendable {
+    static let names = ["bareAHC", "bareAHCData", "courierAHC", "bareURLSession", "courierURLSession"]
+
+    let httpClient = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: AsyncHTTPClientTransport.defaultConfiguration
+    )
+    let counter = CountingDelegate()
+    let session: URLSession
+    let ahcCourier: Client
+    let sessionCourier: Client
+
+    init() {
+        session = URLSession(
+            configuration: URLSessionTransport.defaultConfiguration,
+            delegate: counter,
+            delegateQueue: nil
+        )
+        ahcCourier = Client(transport: AsyncHTTPClientTransport(client: httpClient))
+        // URLSession on Linux cannot pause: the reader may fall this far behind before the body fails.
+        sessionCourier = Client(transport: URLSessionTransport(maximumResponseSize: 64 << 20))
+    }
+
+    func download(_ name: String) throws -> @Sendable (String) async throws -> Void {
+        switch name {
+        case "bareAHC":
+            return { [httpClient] url in
+                let response = try await httpClient.execute(HTTPClientRequest(url: url), deadline: .distantFuture)
+                var received = 0
+                for try await buffer in response.body { received += buffer.readableBytes }
+                try Self.check(received, url)
+            }
+        case "bareAHCData":
+            // Bare AsyncHTTPClient making each buffer a `Data`, as a `StreamedBody` chunk is: the copy's floor.
+            return { [httpClient] url in
+                let response = try await httpClient.execute(HTTPClientRequest(url: url), deadline: .distantFuture)
+                var received = 0
+                for try await buffer in response.body { received += Data(buffer.readableBytesView).count }
+                try Self.check(received, url)
+            }
+        case "courierAHC":
+            return { [ahcCourier] url in try await Self.stream(ahcCourier, url) }
+        case "bareURLSession":
+            return { [session, counter] url in
+                let received = try await counter.download(URLRequest(url: URL(string: url)!), on: session)
+                try Self.check(received, url)
+            }
+        case "courierURLSession":
+            return { [sessionCourier] url in try await Self.stream(sessionCourier, url) }
+        default:
+            throw DownloadFailed(detail: "no client named \(name)")
+        }
+    }
+
+    private static func stream(_ client: Client, _ url: String) async throws {
+        let (body, _) = try await client.stream(URLRequest(url: URL(string: url)!))
+        var received = 0
+        for try await chunk in body { received += chunk.count }
+        try check(received, url)
+    }
+
+    private static func check(_ received: Int, _ url: String) throws {
+        guard url.hasSuffix("/\(received)") else { throw DownloadFailed(detail: "\(received) bytes from \(url)") }
+    }
+
+    func shutdown() {
+        try? httpClient.syncShutdown()
+        session.finishTasksAndInvalidate()
+    }
+}
+
+/// A bare `URLSession` delegate, as a caller without Courier writes one to stream: it counts the bytes as they
+/// arrive and resumes the caller at the end.
+final class CountingDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private struct Download {
+        var received = 0
+        var continuation: CheckedContinuation<Int, any Error>
+    }
+
+    private let downloads = Mutex<[Int: Download]>([:])
+
+    func download(_ request: URLRequest, on session: URLSession) async throws -> Int {
+        try await withCheckedThrowingContinuation { continuation in
+            let task = session.dataTask(with: request)
+            downloads.withLock { $0[task.taskIdentifier] = Download(continuation: continuation) }
+            task.resume()
+        }
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        downloads.withLock { $0[dataTask.taskIdentifier]?.received += data.count }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        guard let download = downloads.withLock({ $0.removeValue(forKey: task.taskIdentifier) }) else { return }
+        if let error {
+            download.continuation.resume(throwing: error)
+        } else {
+            download.continuation.resume(returning: download.received)
+        }
+    }
+}
