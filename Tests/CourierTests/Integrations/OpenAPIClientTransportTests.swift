@@ -57,7 +57,7 @@ struct OpenAPIClientTransportTests {
     func responseBodyStreams() async throws {
         let release = Gate()
         let mock = MockTransport {
-            MockRoute.get("/events").replies(.stream([.text("first "), .hold(until: release), .text("second")]))
+            MockRoute.get("/base/events").replies(.stream([.text("first "), .hold(until: release), .text("second")]))
         }
         let transport = OpenAPIClientTransport(client: Client(baseURL: Self.root, transport: mock))
         let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/events")
