@@ -28,9 +28,11 @@ public struct MultipartForm: Sendable {
 
     /// A form with `parts`, separated by `boundary` or by a random one.
     ///
-    /// - Parameter boundary: The boundary, or `nil` for a random one. It must be 1 to 70 characters
-    ///   from RFC 2046's set (letters, digits and `'()+_,-./:=? `, not ending in a space); the request
-    ///   fails with ``CourierError/Code/encodingFailed`` when it is not.
+    /// - Parameters:
+    ///   - parts: The parts, in the order they are sent.
+    ///   - boundary: The boundary, or `nil` for a random one. It must be 1 to 70 characters
+    ///     from RFC 2046's set (letters, digits and `'()+_,-./:=? `, not ending in a space); the request
+    ///     fails with ``CourierError/Code/encodingFailed`` when it is not.
     public init(_ parts: [Part] = [], boundary: String? = nil) {
         self.parts = parts
         self.boundary = boundary ?? Self.randomBoundary()
@@ -97,6 +99,8 @@ extension MultipartForm {
         /// Bytes in memory, as a field or, with a `filename`, as an uploaded file.
         ///
         /// - Parameters:
+        ///   - name: The field's name.
+        ///   - data: The bytes.
         ///   - filename: The filename to send, or `nil` for none.
         ///   - contentType: The part's `Content-Type`, or `nil` for none.
         public static func data(
@@ -115,6 +119,7 @@ extension MultipartForm {
         /// file that shrinks before it is sent fails the send, and bytes appended later are not sent.
         ///
         /// - Parameters:
+        ///   - name: The field's name.
         ///   - url: The file's URL.
         ///   - filename: The filename to send; the URL's last path component when `nil`.
         ///   - contentType: The part's `Content-Type`.

@@ -137,7 +137,9 @@ enum TraitGatedAPI {
         var isExternal = false
 
         func isNamed(_ link: String) -> Bool {
-            link == self.link
+            // A link may end with DocC's disambiguation by parameter types: `init(_:)-(HTTPFields)`.
+            let link = link.replacing(/-\([^)]*\)$/, with: "")
+            return link == self.link
                 || (isExternal && link.hasSuffix("/" + self.link)
                     && link.split(separator: "/").count == self.link.split(separator: "/").count + 1)
         }

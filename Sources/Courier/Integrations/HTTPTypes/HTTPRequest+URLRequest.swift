@@ -18,7 +18,7 @@ public import FoundationNetworking
 ///   field whose values are joined. Converting an `HTTPRequest` joins its repeated fields the way HTTP allows,
 ///   in order: with `", "`, and `Cookie` with `"; "`.
 /// - The body is not part of `HTTPRequest`: read `httpBody` yourself, and pass it to
-///   ``Foundation/URLRequest/init(_:body:)``.
+///   `URLRequest.init(_:body:)`.
 /// - A URL's fragment is never sent, so it is not part of `HTTPRequest` either.
 extension HTTPRequest {
     /// Creates a request with the method, URL and header fields of `request`.

@@ -29,7 +29,7 @@ import FoundationNetworking
 ///
 /// - **The server URL**: the generated client hands the transport its `serverURL` and each operation's path
 ///   (with its query). An absolute `serverURL` (`https://api.example.com/v1`) is used as it is, and the
-///   Courier client's ``Configuration/baseURL`` plays no part. A relative one (`/v1`, as an OpenAPI
+///   Courier client's ``Client/Configuration/baseURL`` plays no part. A relative one (`/v1`, as an OpenAPI
 ///   document's `servers` often has it) is appended to the Courier client's `baseURL`: with
 ///   `https://api.example.com/base`, the operation `/items` goes to `https://api.example.com/base/v1/items`.
 ///   A relative `serverURL` and no `baseURL` fail with ``CourierError/Code/invalidRequest``.
