@@ -14,6 +14,10 @@ import NIOCore
 /// - `GET /stream/bytes/:count` → `count` bytes (up to 16 GiB) of ``TestServers/largeBodyByte(at:)``, with a
 ///   `Content-Length`, generated while they are written: the server holds one 62.75 KiB chunk whatever the
 ///   length. It waits for the client like any body writer, so a client that reads slowly slows it.
+/// - `GET /stream/events` → a `text/event-stream` that a reconnecting client reads whole over three connections:
+///   without `Last-Event-ID`, event `1` (`one`, with `retry: 10`) and event `2` (`two`), then the server closes the
+///   connection; with `Last-Event-ID: 2`, event `3` (`three`), then it closes again; with `Last-Event-ID: 3`,
+///   `204 No Content`. Any other `Last-Event-ID` is a `400`.
 ///
 /// With `?key=K`, `/stream/drip` and `/stream/bytes` count as open streams in the counters `hanging` (open
 /// now) and `hangsEnded` (ended, by the end of the body or by the client closing the connection).
@@ -36,6 +40,19 @@ extension TestRouter {
                 try await writer.finish(nil)
             }
             return Response(status: .ok, headers: headers, body: body)
+        }
+
+        router.get("stream/events") { request, _ in
+            let wire: String
+            switch request.headers[HTTPField.Name("Last-Event-ID")!] {
+            case nil: wire = "retry: 10\nid: 1\ndata: one\n\nid: 2\ndata: two\n\n"
+            case "2": wire = "id: 3\ndata: three\n\n"
+            case "3": return Response(status: .noContent)
+            default: return Response.badRequest("unexpected Last-Event-ID")
+            }
+            var headers = HTTPFields()
+            headers[.contentType] = "text/event-stream"
+            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: wire)))
         }
 
         router.get("stream/drip") { request, _ in
