@@ -90,8 +90,9 @@ extension Client {
                 break
             } catch let error
                 where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled
-                && (RetryPolicy.isTransient(error) || (error as? CourierError)?.isShortBody == true)
+                && (RetryPolicy.isTransient(error) || error is ShortBody)
             {
+                let error = ShortBody.unwrapped(error)
                 guard let validator = download.validator else { throw error }
                 resumesLeft -= 1
                 var again = request
@@ -114,6 +115,8 @@ extension Client {
                     try file.truncate(atOffset: 0)
                     download.restart(with: response)
                 }
+            } catch {
+                throw ShortBody.unwrapped(error)
             }
         }
         try file.synchronize()
@@ -166,20 +169,25 @@ private struct Download {
         progress?(DownloadProgress(bytesWritten: 0, expectedBytes: expectedBytes))
     }
 
-    /// Throws when the server announced more bytes than arrived.
+    /// Throws ``ShortBody`` when the server announced more bytes than arrived.
     func checkLength(request response: HTTPURLResponse) throws {
         guard let expectedBytes, bytesWritten < expectedBytes else { return }
-        throw CourierError(
-            .transport,
-            message: "the download ended after \(bytesWritten) of the \(expectedBytes) bytes announced",
-            response: response
+        throw ShortBody(
+            error: CourierError(
+                .transport,
+                message: "the download ended after \(bytesWritten) of the \(expectedBytes) bytes announced",
+                response: response
+            )
         )
     }
 }
 
-extension CourierError {
-    /// A body that ended before its announced length (see `Download.checkLength`).
-    fileprivate var isShortBody: Bool {
-        code == .transport && message.hasPrefix("the download ended after")
+/// A body that ended before its announced length: resumed like a lost connection, and thrown as its
+/// ``CourierError`` when it cannot be.
+private struct ShortBody: Error {
+    let error: CourierError
+
+    static func unwrapped(_ error: any Error) -> any Error {
+        (error as? ShortBody)?.error ?? error
     }
 }

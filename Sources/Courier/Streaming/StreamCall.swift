@@ -33,11 +33,6 @@ final class StreamCall: Sendable {
         bodies.withLock { $0.append(Left(response: response, body: body)) }
     }
 
-    /// Whether `response` streams its body (the middleware see it with an empty body).
-    func isStreaming(_ response: HTTPURLResponse) -> Bool {
-        bodies.withLock { $0.contains { $0.response === response } }
-    }
-
     /// Runs `hook` when the body of `response` ends: read to its end (`nil`), failed (the error) or stopped
     /// (`CancellationError`, also when the chain discards it).
     ///

@@ -44,7 +44,7 @@ enum StreamWatchdog {
                 }
                 let idleWake = idleTimeout.map { (isPaused ? now : lastProgress) + $0 }
                 // One of the two is set (checked above).
-                let wake = min(idleWake ?? totalTimeout ?? now, totalTimeout ?? idleWake ?? now)
+                let wake = [idleWake, totalTimeout].compactMap { $0 }.min() ?? now
                 do {
                     try await clock.sleep(until: start.advanced(by: wake), tolerance: nil)
                 } catch {

@@ -126,6 +126,29 @@ struct DownloadTests {
         #expect(!FileManager.default.fileExists(atPath: file.path))
     }
 
+    @Test("a body that ends short of its Content-Length is resumed like a lost connection")
+    func shortBodyResumes() async throws {
+        let mock = MockTransport {
+            MockRoute.get("/file").replies(
+                .handler { request in
+                    guard request.header("Range") == "bytes=2000-" else {
+                        return .stream(
+                            Array(chunks(from: 0).prefix(2)),
+                            headers: ["Content-Length": "3000", "ETag": "\"v1\""]
+                        )
+                    }
+                    return .stream(chunks(from: 2_000), status: 206, headers: ["Content-Range": "bytes 2000-2999/3000"])
+                }
+            )
+        }
+        let client = Client(baseURL: base, transport: mock)
+        let file = temporaryFile()
+        defer { try? FileManager.default.removeItem(at: file) }
+        _ = try await client.download(.get("/file"), to: file)
+        #expect(try Data(contentsOf: file) == payload)
+        #expect(mock.requests.count == 2)
+    }
+
     @Test("cancelling the download removes the temporary file and ends the call", .timeLimit(.minutes(1)))
     func cancellation() async throws {
         let arrived = Arrivals()
