@@ -136,14 +136,22 @@ struct RateLimitingTests {
         let server = WindowedServer(limit: 5, clock: clock)
         let holding = HoldingTransport(wrapping: server.transport)
         let client = Client(transport: holding, middleware: [.rateLimiting(RateLimitPolicy(), clock: clock)])
-        let calls = (0..<8).map { _ in Task { try await client.send(URLRequest(url: url)).1.statusCode } }
+        let returned = Arrivals()
+        let calls = (0..<8).map { _ in
+            Task {
+                defer { returned.arrive() }
+                return try await client.send(URLRequest(url: url)).1.statusCode
+            }
+        }
         await holding.waitUntilHolding(1)
         // Give the others every chance to go through if they wrongly could.
         for _ in 0..<200 { await Task.yield() }
         #expect(holding.requests.count == 1)
         holding.open()
-        // The probe said 4 are left: 4 go, the other 3 wait for the next window.
-        await server.answered.wait(for: 5)
+        // The probe said 4 are left: 4 go, the other 3 wait for the next window. The time moves on only once
+        // the limiter has seen all 5 responses: one that came back after the window's end, still saying `r=0`
+        // of the window it was answered in, would rightly count against the next window.
+        await returned.wait(for: 5)
         await clock.waitForSleepers(count: 1)
         // One timer for the window, however many wait.
         #expect(clock.sleeperCount == 1)
