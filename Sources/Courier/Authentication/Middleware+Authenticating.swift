@@ -43,7 +43,7 @@ extension Middleware {
             return .failing(name: name, message: "the credential is not valid")
         }
         let header = scheme.headerName
-        return Middleware(name: name) { request, next in
+        return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
             // Never put the credential back on a hop a redirect middleware took to another origin.
             guard RedirectContext.mayAttachCredentials else { return try await next(request) }
             var request = request

@@ -57,7 +57,7 @@ extension Middleware {
     ///
     /// - Returns: The middleware, named `"circuitBreaker"`.
     public static func circuitBreaker(_ breaker: CircuitBreaker) -> Middleware {
-        Middleware(name: "circuitBreaker") { request, next in
+        Middleware(name: "circuitBreaker", waitsOnlyWithinDeadline: true) { request, next in
             let ticket = try breaker.admit(request)
             do {
                 let result = try await next(request)

@@ -28,9 +28,32 @@ final class Chain: Sendable {
     @usableFromInline
     let transport: any Transport
 
+    /// The transport, when it enforces deadlines itself.
+    let deadlineEnforcer: (any DeadlineEnforcingTransport)?
+
+    /// For each position, whether every layer from there down waits only within ``Deadline/current`` and
+    /// the transport enforces deadlines: a timeout at that position may then run the rest of the chain in
+    /// its own task, without a child task to cancel (see `TimeoutRunner`).
+    private let deadlineReachesTransport: [Bool]
+
     init(middleware: [Middleware], transport: any Transport) {
         self.middleware = middleware
         self.transport = transport
+        let enforcer = transport as? any DeadlineEnforcingTransport
+        self.deadlineEnforcer = enforcer
+        var reaches = [Bool](repeating: false, count: middleware.count + 1)
+        reaches[middleware.count] = enforcer != nil
+        for index in middleware.indices.reversed() {
+            reaches[index] = reaches[index + 1] && middleware[index].waitsOnlyWithinDeadline
+        }
+        self.deadlineReachesTransport = reaches
+    }
+
+    /// Whether the transport enforces `deadline` for the layers from `index` down: every one of them waits
+    /// only within the deadline, and the transport enforces deadlines on the deadline's clock.
+    func transportEnforces(_ deadline: Deadline, from index: Int) -> Bool {
+        guard deadlineReachesTransport[index], let deadlineEnforcer else { return false }
+        return deadlineEnforcer.enforces(deadline)
     }
 
     /// Sends `request` through the layers from `index` on, then the transport.

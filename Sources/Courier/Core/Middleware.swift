@@ -37,18 +37,29 @@ public struct Middleware: Sendable {
     /// The closure that handles a request.
     public let handler: Handler
 
+    /// Whether the middleware waits for nothing but `next` and waits bounded by ``Deadline/current`` (a
+    /// retry's backoff): a timeout above it may then leave its deadline to a transport that enforces it (see
+    /// `DeadlineEnforcingTransport`). Set by the built-in middleware whose code says so; a middleware made
+    /// with the public initializer is assumed to wait on anything.
+    let waitsOnlyWithinDeadline: Bool
+
     /// Creates a middleware from a closure.
     ///
     /// - Parameters:
     ///   - name: A short name used in errors and logs.
     ///   - handler: The closure; call `next` to continue down the chain.
     public init(name: String? = nil, _ handler: @escaping Handler) {
+        self.init(name: name, waitsOnlyWithinDeadline: false, handler)
+    }
+
+    init(name: String?, waitsOnlyWithinDeadline: Bool, _ handler: @escaping Handler) {
         self.name = name
         self.handler = handler
+        self.waitsOnlyWithinDeadline = waitsOnlyWithinDeadline
     }
 
     /// Returns a copy of this middleware with another name.
     public func named(_ name: String) -> Middleware {
-        Middleware(name: name, handler)
+        Middleware(name: name, waitsOnlyWithinDeadline: waitsOnlyWithinDeadline, handler)
     }
 }

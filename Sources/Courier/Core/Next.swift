@@ -21,6 +21,12 @@ public struct Next: Sendable {
     @usableFromInline
     let index: Int
 
+    /// Whether the transport enforces `deadline` for the rest of the chain (every layer left waits only
+    /// within it); see `DeadlineEnforcingTransport`.
+    func transportEnforces(_ deadline: Deadline) -> Bool {
+        chain.transportEnforces(deadline, from: index)
+    }
+
     @inlinable
     init(chain: Chain, index: Int) {
         self.chain = chain

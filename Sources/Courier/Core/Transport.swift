@@ -42,3 +42,17 @@ extension Transport {
         return (StreamedBody(data), response)
     }
 }
+
+/// A transport that ends a call by its ``Deadline``: when ``Deadline/current`` passes during `send(_:)`, the
+/// transport stops the exchange (closing or resetting the connection, so that the server sees it) and throws
+/// promptly, with ``CourierError/Code/timedOut`` or any error.
+///
+/// A timeout whose lower layers all wait within the deadline then runs them in the caller's own task,
+/// instead of in a child task it would cancel at the deadline: one task switch fewer per request on a real
+/// transport (see `TimeoutRunner` and Benchmarks/RESULTS.md). Internal: the contract is the transport's own
+/// code, tested end to end; a third-party transport goes through the child task.
+protocol DeadlineEnforcingTransport: Transport {
+    /// Whether the transport enforces `deadline`: a network library can only be handed a deadline on a clock
+    /// that runs in real time.
+    func enforces(_ deadline: Deadline) -> Bool
+}

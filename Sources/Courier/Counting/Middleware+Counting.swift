@@ -21,7 +21,7 @@ extension Middleware {
     ///
     /// - Returns: The counting middleware, named `"counting"`.
     public static func counting(_ counter: RequestCounter) -> Middleware {
-        Middleware(name: "counting") { request, next in
+        Middleware(name: "counting", waitsOnlyWithinDeadline: true) { request, next in
             counter.recordStart()
             do {
                 let result = try await next(request)

@@ -35,9 +35,9 @@ extension Middleware {
             return .failing(name: name, message: "the headers are not valid")
         }
         if patch.isEmpty {
-            return Middleware(name: name) { request, next in try await next(request) }
+            return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in try await next(request) }
         }
-        return Middleware(name: name) { request, next in
+        return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
             var request = request
             patch.apply(to: &request)
             return try await next(request)
@@ -55,7 +55,7 @@ extension Middleware {
     /// `Content-Type` is kept. A request whose body is empty gets no `Content-Type`.
     ///
     /// The middleware is named `"jsonHeaders"`.
-    public static let jsonHeaders = Middleware(name: "jsonHeaders") { request, next in
+    public static let jsonHeaders = Middleware(name: "jsonHeaders", waitsOnlyWithinDeadline: true) { request, next in
         let needsAccept = request.value(forHTTPHeaderField: "Accept") == nil
         let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
         let needsContentType = hasBody && request.value(forHTTPHeaderField: "Content-Type") == nil

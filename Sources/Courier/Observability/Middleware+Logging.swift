@@ -57,7 +57,7 @@ extension Middleware {
             includesHeaders: includesHeaders,
             includesBodyPreview: includesBodyPreview
         )
-        return Middleware(name: "logging") { request, next in
+        return Middleware(name: "logging", waitsOnlyWithinDeadline: true) { request, next in
             logger.started(request)
             let start = clock.now
             do {

@@ -34,7 +34,7 @@ extension Middleware {
         clock: some Clock<Duration> = ContinuousClock(),
         _ report: @escaping @Sendable (URLRequest, RequestOutcome, Duration) -> Void
     ) -> Middleware {
-        Middleware(name: "timing") { request, next in
+        Middleware(name: "timing", waitsOnlyWithinDeadline: true) { request, next in
             let start = clock.now
             do {
                 let (data, response) = try await next(request)

@@ -39,7 +39,7 @@ extension Middleware {
         methods: Set<HTTPMethod> = [.post, .patch],
         generate: @escaping @Sendable () -> String = { UUID().uuidString }
     ) -> Middleware {
-        Middleware(name: "idempotency-key") { request, next in
+        Middleware(name: "idempotency-key", waitsOnlyWithinDeadline: true) { request, next in
             guard methods.contains(HTTPMethod(rawValue: request.httpMethod ?? "GET")),
                 request.value(forHTTPHeaderField: header) == nil
             else {

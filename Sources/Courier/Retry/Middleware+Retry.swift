@@ -55,7 +55,9 @@ extension Middleware {
             "a retry policy needs at least 1 attempt (got \(policy.maximumAttempts))"
         )
         let retrier = Retrier(policy: policy, clock: clock)
-        return Middleware(name: "retry") { request, next in
+        // Its backoff ends before the deadline, as long as it sleeps in real time like the deadline it reads.
+        let sleepsInRealTime = clock is ContinuousClock || clock is SuspendingClock
+        return Middleware(name: "retry", waitsOnlyWithinDeadline: sleepsInRealTime) { request, next in
             try await retrier.send(request, next: next)
         }
     }

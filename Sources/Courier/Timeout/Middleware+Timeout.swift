@@ -61,11 +61,11 @@ extension Middleware {
             // It also enforces its deadlines with one driver task for the whole middleware instead of a timer
             // per request (see DeadlineTimer).
             let timer = DeadlineTimer(clock: clock)
-            return Middleware(name: "timeout") { request, next in
+            return Middleware(name: "timeout", waitsOnlyWithinDeadline: true) { request, next in
                 try await TimeoutRunner.run(duration, timer: timer, request: request, next: next)
             }
         }
-        return Middleware(name: "timeout") { request, next in
+        return Middleware(name: "timeout", waitsOnlyWithinDeadline: true) { request, next in
             try await TimeoutRunner.run(duration, clock: clock, request: request, next: next)
         }
     }
@@ -74,7 +74,7 @@ extension Middleware {
     /// what the tests build over a `ManualClock`.
     static func timeout<C: Clock<Duration>>(_ duration: Duration, timer: DeadlineTimer<C>) -> Middleware {
         precondition(duration > .zero, "a timeout must be longer than zero (got \(duration))")
-        return Middleware(name: "timeout") { request, next in
+        return Middleware(name: "timeout", waitsOnlyWithinDeadline: true) { request, next in
             try await TimeoutRunner.run(duration, timer: timer, request: request, next: next)
         }
     }

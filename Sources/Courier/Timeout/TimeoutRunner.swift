@@ -29,7 +29,45 @@ enum TimeoutRunner {
         request: URLRequest,
         next: Next
     ) async throws -> (Data, HTTPURLResponse) {
-        try await run(duration, clock: clock, request: request) { try await next($0) }
+        let (deadline, isOwn) = deadline(after: duration, from: clock.now, on: clock)
+        if deadline.timeLeft > .zero, next.transportEnforces(deadline) {
+            return try await runEnforcedByTransport(deadline, isOwn: isOwn, request: request, next: next)
+        }
+        return try await run(duration, clock: clock, request: request) { try await next($0) }
+    }
+
+    /// The deadline a timeout of `duration` starting now waits for: its own, or an enclosing one that is
+    /// nearer (`isOwn` is then `false`, and the error reports the enclosing timeout).
+    private static func deadline<C: Clock<Duration>>(
+        after duration: Duration,
+        from now: C.Instant,
+        on clock: C
+    ) -> (deadline: Deadline, isOwn: Bool) {
+        if let outer = Deadline.current, outer.timeLeft < duration {
+            return (outer, false)
+        }
+        return (Deadline(at: now.advanced(by: duration), on: clock, timeout: duration), true)
+    }
+
+    /// The rest of the chain in the caller's own task, when the transport enforces the deadline and every
+    /// layer in between waits only within it (see `DeadlineEnforcingTransport`): no child task, and so no
+    /// extra task switch when the response comes back. The transport ends the exchange at the deadline; an
+    /// error thrown once the deadline has passed is reported as this timeout's.
+    @inline(__always)
+    private static func runEnforcedByTransport(
+        _ deadline: Deadline,
+        isOwn: Bool,
+        request: URLRequest,
+        next: Next
+    ) async throws -> (Data, HTTPURLResponse) {
+        do {
+            return try await Deadline.$current.withValue(deadline) { try await next(request) }
+        } catch {
+            guard deadline.hasPassed else { throw error }
+            // The caller's own cancellation wins over a deadline that passed at the same time.
+            try Task.checkCancellation()
+            throw timedOut(request, deadline: deadline, isOwn: isOwn)
+        }
     }
 
     /// The race around any operation: what a ``Request/timeout`` runs around the client's whole chain.
@@ -40,19 +78,9 @@ enum TimeoutRunner {
         operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
     ) async throws -> (Data, HTTPURLResponse) {
         let now = clock.now
-        let deadline: Deadline
-        let wait: Duration
-        let isOwn: Bool
-        if let outer = Deadline.current, case let left = outer.timeLeft, left < duration {
-            // An enclosing deadline is nearer: wait for it, and report its timeout when it passes.
-            deadline = outer
-            wait = left
-            isOwn = false
-        } else {
-            deadline = Deadline(at: now.advanced(by: duration), on: clock, timeout: duration)
-            wait = duration
-            isOwn = true
-        }
+        // An enclosing deadline may be nearer: then wait for it, and report its timeout when it passes.
+        let (deadline, isOwn) = deadline(after: duration, from: now, on: clock)
+        let wait = isOwn ? duration : deadline.timeLeft
         guard wait > .zero else {
             try Task.checkCancellation()
             throw timedOut(request, deadline: deadline, isOwn: isOwn)
@@ -132,6 +160,9 @@ enum TimeoutRunner {
         }
         let fireAt = timer.clock.now.advanced(by: duration)
         let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
+        if next.transportEnforces(deadline) {
+            return try await runEnforcedByTransport(deadline, isOwn: true, request: request, next: next)
+        }
         let work = DeadlineWork()
         let response: (Data, HTTPURLResponse)
         do {

@@ -110,7 +110,7 @@ extension Middleware {
         decoder: JSONDecoder,
         _ isAcceptable: @escaping @Sendable (Int) -> Bool
     ) -> Middleware {
-        Middleware(name: "validatingStatus") { request, next in
+        Middleware(name: "validatingStatus", waitsOnlyWithinDeadline: true) { request, next in
             let (data, response) = try await next(request)
             guard isAcceptable(response.statusCode) else {
                 let error = CourierError.unacceptableStatus(

@@ -183,7 +183,7 @@ public final class AsyncHTTPClientTransport: Transport {
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let (response, deadline) = try await execute(request)
         do {
-            return try await collect(response, for: request)
+            return try await collect(response, for: request, by: deadline)
         } catch let error as CourierError {
             throw error
         } catch {
@@ -410,7 +410,7 @@ public final class AsyncHTTPClientTransport: Transport {
         }
     }
 
-    private func collect(
+    func collect(
         _ response: HTTPClientResponse,
         for request: URLRequest
     ) async throws -> (Data, HTTPURLResponse) {
