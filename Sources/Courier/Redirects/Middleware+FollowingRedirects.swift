@@ -62,7 +62,7 @@ extension Middleware {
             sensitiveHeaders: sensitiveHeaders,
             allowsInsecureRedirects: allowsInsecureRedirects
         )
-        return Middleware(name: "redirects") { request, next in
+        return Middleware(name: "redirects", waitsOnlyWithinDeadline: true) { request, next in
             try await follower.send(request, next: next)
         }
     }

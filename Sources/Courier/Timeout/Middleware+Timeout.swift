@@ -40,7 +40,9 @@ extension Middleware {
     /// `ContinuousClock`, one middleware enforces the deadlines of all its requests with a single task that
     /// sleeps until the earliest one, so a request that suspends adds an entry to a queue rather than a timer
     /// of its own; that task ends once the middleware has been idle for one `duration`. Another clock (a
-    /// `ManualClock` in tests) gets a timer per request.
+    /// `ManualClock` in tests) gets a timer per request. Over `AsyncHTTPClientTransport`, which enforces the
+    /// call's deadline itself, a timeout whose lower layers are all built-in layers that wait only within the
+    /// deadline runs them without a child task (see <doc:Resilience>).
     ///
     /// The timeout never relies on `URLRequest.timeoutInterval`, which is truncated to whole seconds on
     /// Linux.

@@ -1,7 +1,8 @@
-import Courier
 import CourierTesting
 import Foundation
 import Testing
+
+@testable import Courier
 
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -139,7 +140,10 @@ struct StackInvariantTests {
             case .idempotencyKey: middleware.append(.idempotencyKey())
             }
         }
-        let client = Client(transport: server.transport, middleware: middleware)
+        let transport: any Transport =
+            model.transportEnforcesDeadlines
+            ? ManualDeadlineTransport(base: server.transport, clock: clock) : server.transport
+        let client = Client(transport: transport, middleware: middleware)
 
         var components = URLComponents(string: "https://api.example.test/orders")!
         if model.seed % 3 == 0 { components.queryItems = [URLQueryItem(name: "access_token", value: secrets.urlToken)] }
@@ -251,5 +255,32 @@ struct StackInvariantTests {
 
     private static func scheme(_ header: String) -> AuthorizationScheme {
         header == "Authorization" ? .bearer : .header(header)
+    }
+}
+
+/// A transport that enforces the call's deadline on a manual clock, the way AsyncHTTPClientTransport does in
+/// real time: at the deadline the exchange is cancelled and the transport throws.
+private struct ManualDeadlineTransport: DeadlineEnforcingTransport {
+    struct DeadlinePassed: Error {}
+
+    let base: MockTransport
+    let clock: ManualClock
+
+    func enforces(_ deadline: Deadline) -> Bool { true }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        guard let deadline = Deadline.current else { return try await base.send(request) }
+        let left = deadline.timeLeft
+        guard left > .zero else { throw DeadlinePassed() }
+        return try await withThrowingTaskGroup(of: (Data, HTTPURLResponse)?.self) { group in
+            defer { group.cancelAll() }
+            group.addTask { try await base.send(request) }
+            group.addTask {
+                try await clock.sleep(for: left)
+                return nil
+            }
+            guard let first = try await group.next(), let response = first else { throw DeadlinePassed() }
+            return response
+        }
     }
 }

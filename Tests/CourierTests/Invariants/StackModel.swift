@@ -66,12 +66,18 @@ struct StackCase: CustomStringConvertible {
     let idempotencyKey: Bool
     /// Whether the server treats the first token as revoked from the start.
     let firstTokenRevoked: Bool
+    /// Whether the transport enforces the call's deadline itself, so that timeouts above layers that wait only
+    /// within it run them without a child task. Drawn apart from the rest, so that a seed's other choices do
+    /// not depend on it.
+    let transportEnforcesDeadlines: Bool
 
     static let bodyBytes = Data("payload-0123456789".utf8)
 
     init(seed: UInt64) {
         var random = SplitMix64.derived(seed: seed, 0)
         self.seed = seed
+        var transportDraw = SplitMix64.derived(seed: seed, 3)
+        transportEnforcesDeadlines = transportDraw.nextUnitInterval() < 0.5
         func chance(_ p: Double) -> Bool { random.nextUnitInterval() < p }
         func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
 
@@ -127,7 +133,7 @@ struct StackCase: CustomStringConvertible {
 
     var description: String {
         "seed \(seed): \(method) \(body), idempotency key: \(idempotencyKey), first token revoked: "
-            + "\(firstTokenRevoked); stack: \(layers.map(\.description).joined(separator: " → "))"
+            + "\(firstTokenRevoked), transport enforces deadlines: \(transportEnforcesDeadlines); stack: \(layers.map(\.description).joined(separator: " → "))"
     }
 }
 
