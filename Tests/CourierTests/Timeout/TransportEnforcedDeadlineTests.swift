@@ -186,3 +186,18 @@ struct TransportEnforcedDeadlineTests {
         await #expect(throws: CancellationError.self) { try await call.value }
     }
 }
+
+#if AsyncHTTPClient
+import AsyncHTTPClient
+
+@Suite("AsyncHTTPClientTransport enforces deadlines")
+struct AsyncHTTPClientDeadlineTests {
+    @Test("a deadline in real time is the transport's to enforce; one on a manual clock stays the timeout's")
+    func realTimeOnly() {
+        let transport = AsyncHTTPClientTransport(client: HTTPClient.shared)
+        #expect(transport.enforces(Deadline(after: .seconds(1))))
+        #expect(transport.enforces(Deadline(after: .seconds(1), clock: SuspendingClock())))
+        #expect(!transport.enforces(Deadline(after: .seconds(1), clock: ManualClock())))
+    }
+}
+#endif
