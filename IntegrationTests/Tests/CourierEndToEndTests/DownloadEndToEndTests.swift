@@ -222,13 +222,16 @@ struct DownloadEndToEndTests {
             _ = try await e2e.client().download(
                 Self.resource(e2e, ["bytes": "\(bytes)", "stallAfter": "\(stall)"]),
                 to: place.destination,
-                idleTimeout: .milliseconds(300)
+                // Long enough that a loaded machine does not starve the resumed body past it, short of the stall
+                // (which lasts until the test ends it, or 5 seconds).
+                idleTimeout: .milliseconds(1500)
             )
             #expect(try Self.holdsResource(place.destination, bytes: bytes, version: 1))
             let log = try await Self.log(e2e)
-            #expect(log.map(\.status) == [200, 206])
+            #expect(log.first?.status == 200)
+            #expect(log.dropFirst().allSatisfy { $0.status == 206 } && log.count >= 2)
             // A stall loses nothing: the whole of what was sent had arrived.
-            #expect(log.last?.range == "bytes=\(stall)-")
+            #expect(log.dropFirst().first?.range == "bytes=\(stall)-")
             // Releases the stalled answer on the server.
             _ = try await e2e.inspector.client.send(Request<Data>.get("/hit/\(e2e.key)"))
         }
