@@ -86,6 +86,185 @@ struct UploadsEndToEndTests {
             #expect(growth < 64 * 1024 * 1024)
         }
     }
+    /// A stream part's bytes: `count` chunks of 64 KiB, each the same, made as they are read.
+    struct GeneratedPart: Sendable {
+        static let chunk = Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 5) })
+        let count: Int
+
+        var length: Int { count * Self.chunk.count }
+
+        /// A new sequence of the chunks, counting each sequence made in `made`.
+        func chunks(_ made: Locked<Int>) -> AsyncStream<Data> {
+            made.withLock { $0 += 1 }
+            let left = Locked(count)
+            return AsyncStream {
+                left.withLock { left in
+                    guard left > 0 else { return nil }
+                    left -= 1
+                    return Self.chunk
+                }
+            }
+        }
+
+        /// The chunks' FNV-1a hash, in hexadecimal.
+        var fnv1a: String {
+            var hash = UploadDigest.fnv1a([UInt8]())
+            for _ in 0..<count { hash = Self.chunk.withUnsafeBytes { UploadDigest.fnv1a($0, continuing: hash) } }
+            return String(hash, radix: 16)
+        }
+    }
+
+    /// The parts a form of `title`, a file, a stream part and `note` should arrive as.
+    static func expectedParts(file: (length: Int, fnv1a: String), generated: GeneratedPart) -> [MultipartDigest.Part] {
+        [
+            MultipartDigest.Part(
+                name: "title",
+                contentType: nil,
+                length: "Relevé".utf8.count,
+                fnv1a: String(UploadDigest.fnv1a(Array("Relevé".utf8)), radix: 16)
+            ),
+            MultipartDigest.Part(
+                name: "archive",
+                filename: "archive.bin",
+                contentType: "application/octet-stream",
+                length: file.length,
+                fnv1a: file.fnv1a
+            ),
+            MultipartDigest.Part(
+                name: "generated",
+                filename: "généré.bin",
+                contentType: "application/x-generated",
+                length: generated.length,
+                fnv1a: generated.fnv1a
+            ),
+            MultipartDigest.Part(
+                name: "note",
+                contentType: "text/plain",
+                length: 3,
+                fnv1a: String(UploadDigest.fnv1a(Array("fin".utf8)), radix: 16)
+            ),
+        ]
+    }
+
+    /// That form, with the file at `file` and a stream part of `generated` (with its length when `sized`),
+    /// counting the sequences made for it in `made`.
+    static func form(file: URL, generated: GeneratedPart, sized: Bool, made: Locked<Int>) -> MultipartForm {
+        MultipartForm([
+            .text("title", "Relevé"),
+            .file("archive", at: file, filename: "archive.bin"),
+            .stream(
+                "generated",
+                length: sized ? Int64(generated.length) : nil,
+                filename: "généré.bin",
+                contentType: "application/x-generated"
+            ) { generated.chunks(made) },
+            .data("note", Data("fin".utf8), contentType: "text/plain"),
+        ])
+    }
+
+    @Test(
+        "A form with a 100 MiB file and a 16 MiB stream part of unknown length, answered 503 first, arrives part by part on the retry, chunked; peak memory grows by less than 64 MiB",
+        arguments: TransportKind.allCases
+    )
+    func multipartWithStreamPart(kind: TransportKind) async throws {
+        let generated = GeneratedPart(count: 256)
+        let file = try LargeFile(bytes: 100 * 1024 * 1024 + 3)
+        defer { file.remove() }
+        let made = Locked(0)
+        let form = Self.form(file: file.url, generated: generated, sized: false, made: made)
+        let expected = Self.expectedParts(file: (file.size, file.fnv1a), generated: generated)
+        try await EndToEnd.run(kind) { e2e in
+            let retries = Locked(0)
+            let policy = RetryPolicy(maximumAttempts: 2, backoff: .immediate, budget: nil) { _ in
+                retries.withLock { $0 += 1 }
+            }
+            let client = e2e.client([.retry(policy), .validatingStatus()])
+            let before = try Memory.residentBytes()
+            try Memory.resetPeak()
+            let digest: MultipartDigest = try await client.send(
+                .put("/uploads/multipart", query: ["failFirst": .init(e2e.key)], body: .multipart(form))
+            )
+            let growth = try Memory.peakBytes() - before
+            print("\(kind): peak RSS growth during a 116 MiB multipart upload sent twice: \(growth >> 20) MiB")
+            #expect(growth < 64 * 1024 * 1024)
+            #expect(retries.value == 1)
+            #expect(digest.attempt == 2)
+            #expect(digest.parts == expected)
+            // The factory made a new sequence for each send.
+            #expect(made.value == 2)
+            // A stream part without a length leaves the form's length unknown.
+            #expect(digest.transferEncoding == "chunked")
+            #expect(digest.contentLength == nil)
+        }
+    }
+
+    @Test(
+        "A form whose stream part has a length goes with a Content-Length over AsyncHTTPClient (chunked over URLSession)",
+        arguments: TransportKind.allCases
+    )
+    func multipartWithSizedStreamPart(kind: TransportKind) async throws {
+        let generated = GeneratedPart(count: 5)
+        let file = try LargeFile(bytes: 300_001)
+        defer { file.remove() }
+        let form = Self.form(file: file.url, generated: generated, sized: true, made: Locked(0))
+        try await EndToEnd.run(kind) { e2e in
+            let digest: MultipartDigest = try await e2e.client([.validatingStatus()]).send(
+                .put("/uploads/multipart", body: .multipart(form))
+            )
+            #expect(digest.parts == Self.expectedParts(file: (file.size, file.fnv1a), generated: generated))
+            switch kind {
+            case .asyncHTTPClient:
+                #expect(digest.contentLength == String(digest.length))
+                #expect(digest.transferEncoding == nil)
+            case .urlSession:
+                // FoundationNetworking cannot give a body stream a length.
+                #expect(digest.transferEncoding == "chunked")
+            }
+        }
+    }
+
+    @Test(
+        "A form with a one-shot stream part, answered 503, fails with bodyNotReplayable instead of being sent again",
+        arguments: TransportKind.allCases
+    )
+    func oneShotPartNotResent(kind: TransportKind) async throws {
+        let generated = GeneratedPart(count: 40)
+        let made = Locked(0)
+        let once = generated.chunks(made)
+        let form = MultipartForm([.text("a", "1"), .stream("upload", once: once, filename: "once.bin")])
+        try await EndToEnd.run(kind) { e2e in
+            let client = e2e.client([
+                .retry(RetryPolicy(maximumAttempts: 3, backoff: .immediate, budget: nil)), .validatingStatus(),
+            ])
+            let error = try await #require(throws: CourierError.self) {
+                try await client.send(
+                    Request<Data>.put(
+                        "/uploads/multipart",
+                        query: ["failFirst": .init(e2e.key)],
+                        body: .multipart(form)
+                    )
+                )
+            }
+            #expect(error.code == .bodyNotReplayable)
+            #expect(error.statusCode == 503)
+            #expect(error.message.contains("\"upload\" is a one-shot stream"))
+            // The one send the server had read the part whole.
+            let body = try #require(error.responseBody)
+            let digest = try JSONDecoder().decode(MultipartDigest.self, from: body)
+            #expect(digest.attempt == 1)
+            #expect(digest.parts.last?.length == generated.length)
+            #expect(digest.parts.last?.fnv1a == generated.fnv1a)
+            // And no second one: the next request under the key is the second attempt.
+            let next: MultipartDigest = try await e2e.client().send(
+                .put(
+                    "/uploads/multipart",
+                    query: ["failFirst": .init(e2e.key)],
+                    body: .multipart(MultipartForm([.text("a", "1")]))
+                )
+            )
+            #expect(next.attempt == 2)
+        }
+    }
 }
 
 /// A file written 1 MiB at a time (never whole in this process's memory), with its FNV-1a hash.

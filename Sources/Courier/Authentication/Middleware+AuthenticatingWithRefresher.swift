@@ -26,8 +26,8 @@ extension Middleware {
     ///   any hop after a redirect layer inside removed the token on the way to another origin — is not the
     ///   token's fault: it is passed on as it is, and nothing is refreshed.
     /// - A body Courier streams (``RequestBody/file(_:contentType:)``, `.stream`, `.multipart`) is sent again
-    ///   from its first byte on the restart. A request whose body is a one-shot `httpBodyStream` cannot be
-    ///   restarted: its rejection fails with
+    ///   from its first byte on the restart. A request whose body is a one-shot `httpBodyStream` (or a form
+    ///   with a one-shot stream part) cannot be restarted: its rejection fails with
     ///   ``CourierError/Code/bodyNotReplayable`` (carrying the rejection's status and body) and nothing is
     ///   refreshed.
     /// - A request that was rejected with an older token than the current one retries with the current one

@@ -17,7 +17,7 @@ extension Middleware {
     ///
     /// Only requests whose method is idempotent (``HTTPMethod/isIdempotent``: `GET`, `HEAD`, `OPTIONS`,
     /// `TRACE`, `PUT`, `DELETE`) and whose body can be sent twice (bytes, or a body Courier streams and makes afresh for each attempt, not a
-    /// one-shot `httpBodyStream`) are hedged; the others
+    /// one-shot `httpBodyStream` or a form with a one-shot stream part) are hedged; the others
     /// pass straight through. Each extra attempt starts `delay` after the previous one, up to
     /// `maxExtraAttempts` of them.
     ///

@@ -19,8 +19,9 @@ extension Middleware {
     /// - A relative `Location` is resolved against the URL of the request that got it. A redirect
     ///   without a `Location`, or whose `Location` is not an `http` or `https` URL, is returned as it is. A
     ///   `307`/`308` sends a body Courier streams (``RequestBody/file(_:contentType:)``, `.stream`,
-    ///   `.multipart`) again from its first byte; one whose body is a one-shot `httpBodyStream` fails with
-    ///   ``CourierError/Code/bodyNotReplayable``: the stream cannot be sent a second time.
+    ///   `.multipart`) again from its first byte; one whose body is a one-shot `httpBodyStream` (or a form with
+    ///   a one-shot stream part) fails with ``CourierError/Code/bodyNotReplayable``: the stream cannot be sent
+    ///   a second time.
     /// - When a hop changes the origin (scheme, host or port), `Authorization`, `Cookie`,
     ///   `Proxy-Authorization`, `Host`, the other names in ``Redaction/sensitiveHeaderNames`` (such as
     ///   `X-Api-Key`), `sensitiveHeaders`, and every header an `.authenticating` middleware outside put its

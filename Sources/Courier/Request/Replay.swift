@@ -10,17 +10,17 @@ import FoundationNetworking
 /// A body of bytes (`httpBody`), or no body, is sent again byte for byte. A body Courier streams (a file, a
 /// stream factory, a multipart form: an ``UploadBodyStream``) is made again: every re-send gets a fresh
 /// stream over the same source, read from the first byte, so even concurrent sends (hedging) never share
-/// one. Any other body stream (`httpBodyStream`) is read as it is sent and cannot be rewound, so a second
-/// send would carry whatever is left of it — usually nothing. Such a request is never sent again: the layer
-/// that would do it throws ``CourierError/Code/bodyNotReplayable`` instead (hedging, which never needs a
-/// second send, just sends it once).
+/// one. A form with a one-shot stream part, and any other body stream (`httpBodyStream`), is read as it is
+/// sent and cannot be rewound, so a second send would carry whatever is left of it — usually nothing. Such a
+/// request is never sent again: the layer that would do it throws ``CourierError/Code/bodyNotReplayable``
+/// instead (hedging, which never needs a second send, just sends it once).
 ///
 /// Every caller sends the request these functions return, never the one it passed in.
 enum Replay {
     /// Whether `request` can be sent again.
     static func isReplayable(_ request: URLRequest) -> Bool {
         guard let stream = request.httpBodyStream else { return true }
-        return stream is UploadBodyStream
+        return (stream as? UploadBodyStream)?.source.isReplayable ?? false
     }
 
     /// The request to send again: `request` itself, or a copy with a fresh body stream when its body is one
@@ -63,9 +63,11 @@ enum Replay {
     ) -> CourierError {
         var error = CourierError(
             .bodyNotReplayable,
-            message: "\(layer) would send the request again, but its body is an httpBodyStream, which can be "
-                + "read only once; give the request its body as Data (httpBody), or as a RequestBody that "
-                + "Courier can make again (.file, .stream, .multipart), so it can be sent again",
+            message: "\(layer) would send the request again, but "
+                + ((request.httpBodyStream as? UploadBodyStream)?.source.whyNotReplayable
+                    ?? "its body is an httpBodyStream, which can be read only once; give the request its body as "
+                    + "Data (httpBody), or as a RequestBody that Courier can make again (.file, .stream, "
+                    + ".multipart), so it can be sent again"),
             request: request,
             response: response,
             body: body,

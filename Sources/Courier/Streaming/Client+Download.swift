@@ -38,11 +38,12 @@ extension Client {
     /// - **The file** is written next to `destination` under a temporary name and moved into place once the
     ///   whole body has arrived, replacing a file already there. If the download fails or is cancelled, the
     ///   temporary file is removed and `destination` is left as it was.
-    /// - **Resuming**: when the body stops early on a transient error (a lost connection, an idle timeout), and
-    ///   the first response carried a strong `ETag` or a `Last-Modified`, the request is sent again with
-    ///   `Range: bytes=N-` and `If-Range`, up to `resumeAttempts` times. A `206` whose `Content-Range` starts at
-    ///   byte `N` is appended; a `200` (the resource changed, or the server ignores ranges) starts the file over.
-    ///   Without a validator the error is thrown: appending bytes of a different version would corrupt the file.
+    /// - **Resuming**: when the body stops early (the connection is lost or cut, no chunk arrives within the idle
+    ///   timeout, the transport gives up on it), and the first response carried a strong `ETag` or a
+    ///   `Last-Modified`, the request is sent again with `Range: bytes=N-` and `If-Range`, up to
+    ///   `resumeAttempts` times. A `206` whose `Content-Range` starts at byte `N` is appended; a `200` (the
+    ///   resource changed, or the server ignores ranges) starts the file over. Without a validator the error is
+    ///   thrown: appending bytes of a different version would corrupt the file.
     /// - **Length**: when the server announced a `Content-Length`, a body that ends short of it is an error
     ///   (or resumed), never a truncated file.
     ///
@@ -53,9 +54,10 @@ extension Client {
     ///   - idleTimeout: The longest the body may go without a chunk before it counts as stopped.
     ///   - progress: Called after each chunk is written, and when a resumed download restarts.
     /// - Returns: The response head of the first response.
-    /// - Throws: What ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)`` and reading its body
-    ///   throw, ``CourierError/Code/transport`` for a body shorter than announced that cannot be resumed, or the
-    ///   file system's error.
+    /// - Throws: What ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)`` throws, a body's
+    ///   ``CourierError`` (an idle timeout's ``CourierError/Code/timedOut``, say), ``CourierError/Code/transport``
+    ///   for a body that stopped early or short of its length and cannot be resumed (the transport's own error
+    ///   underneath), or the file system's error.
     public nonisolated func download(
         _ request: Request<Data>,
         to destination: URL,
@@ -83,16 +85,22 @@ extension Client {
         while true {
             do {
                 for try await chunk in body {
-                    try file.write(contentsOf: chunk)
+                    do {
+                        try file.write(contentsOf: chunk)
+                    } catch {
+                        throw FileFailure(error: error)
+                    }
                     download.wrote(chunk.count)
                 }
                 try download.checkLength(request: first)
                 break
-            } catch let error
-                where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled
-                && (RetryPolicy.isTransient(error) || error is ShortBody)
-            {
-                let error = ShortBody.unwrapped(error)
+            } catch let failure as FileFailure {
+                throw failure.error
+            } catch let error where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled {
+                // The body stopped early. A cut connection is not always reported as a transient error: over
+                // real sockets URLSession on Linux reports "transfer closed with N bytes remaining to read" (an
+                // unknown URLError) and AsyncHTTPClient an HTTP parser error at the early end of the stream.
+                let error = download.failure(error, response: first)
                 guard let validator = download.validator else { throw error }
                 resumesLeft -= 1
                 var again = request
@@ -116,7 +124,7 @@ extension Client {
                     download.restart(with: response)
                 }
             } catch {
-                throw ShortBody.unwrapped(error)
+                throw download.failure(error, response: first)
             }
         }
         try file.synchronize()
@@ -169,6 +177,20 @@ private struct Download {
         progress?(DownloadProgress(bytesWritten: 0, expectedBytes: expectedBytes))
     }
 
+    /// What a body that stopped with `error` throws: a ``CourierError`` or `CancellationError` as it is, any
+    /// other error (the transport's own) as a ``CourierError/Code/transport`` error around it.
+    func failure(_ error: any Error, response: HTTPURLResponse) -> any Error {
+        if let short = error as? ShortBody { return short.error }
+        guard !(error is CourierError), !(error is CancellationError) else { return error }
+        let announced = expectedBytes.map { " of the \($0) announced" } ?? ""
+        return CourierError(
+            .transport,
+            message: "the download stopped after \(bytesWritten) bytes\(announced)",
+            response: response,
+            underlying: error
+        )
+    }
+
     /// Throws ``ShortBody`` when the server announced more bytes than arrived.
     func checkLength(request response: HTTPURLResponse) throws {
         guard let expectedBytes, bytesWritten < expectedBytes else { return }
@@ -186,8 +208,9 @@ private struct Download {
 /// ``CourierError`` when it cannot be.
 private struct ShortBody: Error {
     let error: CourierError
+}
 
-    static func unwrapped(_ error: any Error) -> any Error {
-        (error as? ShortBody)?.error ?? error
-    }
+/// The file system's error while writing the body: thrown as it is, never resumed.
+private struct FileFailure: Error {
+    let error: any Error
 }

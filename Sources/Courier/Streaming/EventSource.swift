@@ -141,7 +141,12 @@ public struct EventSource: AsyncSequence, Sendable {
             body?.cancel()
             body = nil
             if let error {
-                guard !(error is CancellationError), !Task.isCancelled, RetryPolicy.isTransient(error) else {
+                // A transport reports a connection cut mid-body in its own words, not always as a transient error
+                // (AsyncHTTPClient: an HTTP parser error at the stream's early end; URLSession on Linux: an unknown
+                // URLError, "transfer closed with outstanding read data remaining"). The body's own failures
+                // (an event too large, say) are CourierErrors.
+                let isLostConnection = RetryPolicy.isTransient(error) || !(error is CourierError)
+                guard !(error is CancellationError), !Task.isCancelled, isLostConnection else {
                     isFinished = true
                     throw error
                 }

@@ -1,8 +1,9 @@
 import Foundation
 
 extension MultipartForm {
-    /// The form as segments: each part's head as bytes, then its content (bytes, or the file to read), then
-    /// the closing delimiter. Files are checked and measured here, so a missing one fails before sending.
+    /// The form as segments: each part's head as bytes, then its content (bytes, the file to read, or the
+    /// stream part's chunks), then the closing delimiter. Files are checked and measured here, so a missing one
+    /// fails before sending.
     ///
     /// - Throws: ``UploadError`` for an invalid boundary or header, or a file that cannot be read.
     func segments() throws -> [UploadSource.Segment] {
@@ -35,6 +36,8 @@ extension MultipartForm {
                 segments.append(.bytes(data))
             case .file(let url):
                 segments.append(.file(path: url.path, length: try UploadSource.fileLength(of: url)))
+            case .stream(let chunks):
+                segments.append(.stream(chunks))
             }
             head = "\r\n"
         }

@@ -1,20 +1,25 @@
 public import Foundation
 
-/// A `multipart/form-data` body (RFC 7578): text fields, bytes and files, each a ``Part`` with its own
-/// headers, sent as a ``RequestBody/multipart(_:)`` body.
+/// A `multipart/form-data` body (RFC 7578): text fields, bytes, files and streams, each a ``Part`` with its
+/// own headers, sent as a ``RequestBody/multipart(_:)`` body.
 ///
 /// ```swift
 /// let form = MultipartForm([
 ///     .text("title", "Quarterly report"),
 ///     .data("metadata", metadataJSON, contentType: "application/json"),
 ///     .file("report", at: reportURL, contentType: "application/pdf"),
+///     .stream("log", filename: "build.log", contentType: "text/plain") { buildLog.chunks() },
 /// ])
 /// let receipt: Receipt = try await client.send(.post("/reports", body: .multipart(form)))
 /// ```
 ///
-/// - File parts are read from disk in chunks as the body is sent, never held whole in memory; each file's
-///   size is taken when the request is built, so the body's length is always known.
-/// - Every send of the body (including a retry or a `307`/`308`) reads the files again from the start.
+/// - File parts are read from disk, and stream parts from their sequences, in chunks as the body is sent,
+///   never held whole in memory. Each file's size is taken when the request is built; the body's length is
+///   known unless a stream part was given none (then it is sent chunked).
+/// - Every send of the body (including a retry or a `307`/`308`) reads the files again from the start and
+///   makes each stream part's sequence again. A form with a one-shot stream part
+///   (``Part/stream(_:once:length:filename:contentType:)``) can be sent only once: a layer that would send it
+///   again throws ``CourierError/Code/bodyNotReplayable`` instead.
 /// - Names and filenames are written as UTF-8, the way browsers send them and servers read them; the
 ///   three characters that would break the header, `"`, CR and LF, are percent-encoded (`%22`, `%0D`,
 ///   `%0A`), as RFC 7578 §4.2 allows. No `filename*` parameter is sent (§4.2 forbids it).
@@ -71,6 +76,7 @@ extension MultipartForm {
         enum Content: Sendable {
             case data(Data)
             case file(URL)
+            case stream(PartChunks)
         }
 
         /// The field's name, from the part's `Content-Disposition`.
@@ -130,6 +136,81 @@ extension MultipartForm {
             contentType: String = "application/octet-stream"
         ) -> Part {
             Part(name: name, filename: filename ?? url.lastPathComponent, contentType: contentType, content: .file(url))
+        }
+
+        /// Bytes from an asynchronous sequence of chunks, which `makeChunks` makes afresh for every send: a
+        /// part too large to hold in memory, or produced as it is sent.
+        ///
+        /// ```swift
+        /// let form = MultipartForm([
+        ///     .text("table", "orders"),
+        ///     .stream("rows", filename: "orders.csv", contentType: "text/csv") {
+        ///         database.orders().map { Data($0.csvLine.utf8) }     // a new sequence each time it is called
+        ///     },
+        /// ])
+        /// ```
+        ///
+        /// The part is replayable as ``RequestBody/stream(length:contentType:_:)`` is: every send of the form (a
+        /// retry, the restart after a token refresh, a `307`/`308`, a hedged attempt) calls `makeChunks` again
+        /// when it reaches the part, so it must return a sequence that starts from the beginning each time. For a
+        /// sequence that can be read only once, use ``stream(_:once:length:filename:contentType:)``.
+        ///
+        /// - With a `length`, a sequence that ends early or runs long fails the send. Without one, the form's
+        ///   length is unknown and it is sent chunked (AsyncHTTPClientTransport sends a `Content-Length` for a
+        ///   form whose every stream part has a length).
+        /// - Empty chunks are skipped. Cancelling the send cancels the task that iterates the sequence.
+        ///
+        /// - Parameters:
+        ///   - name: The field's name.
+        ///   - length: The part's length in bytes, if known.
+        ///   - filename: The filename to send, or `nil` for none.
+        ///   - contentType: The part's `Content-Type`, or `nil` for none.
+        ///   - makeChunks: Makes the sequence of chunks for one send.
+        public static func stream<Chunks: AsyncSequence & SendableMetatype>(
+            _ name: String,
+            length: Int64? = nil,
+            filename: String? = nil,
+            contentType: String? = "application/octet-stream",
+            _ makeChunks: @escaping @Sendable () -> Chunks
+        ) -> Part where Chunks.Element == Data {
+            precondition((length ?? 0) >= 0, "a part's length must not be negative")
+            let chunks = PartChunks(name: name, length: length, isOneShot: false) { ChunkIterator(makeChunks()) }
+            return Part(name: name, filename: filename, contentType: contentType, content: .stream(chunks))
+        }
+
+        /// Bytes from `chunks`, a sequence that can be read only once: a request body being forwarded, a
+        /// pipe, a socket.
+        ///
+        /// ```swift
+        /// // Chunks that arrive from elsewhere (a socket, another request's body), passed on without buffering.
+        /// let (capture, continuation) = AsyncStream<Data>.makeStream()
+        /// let form = MultipartForm([.stream("capture", once: capture, filename: "capture.pcap")])
+        /// ```
+        ///
+        /// The form can be sent **once**. A layer that would send it again (``Middleware/retry(_:clock:)``, the
+        /// authenticating middleware's restart after a refresh, a `307`/`308`) throws
+        /// ``CourierError/Code/bodyNotReplayable`` instead of sending the part empty or in part, and
+        /// ``Middleware/hedging(after:maxExtraAttempts:clock:)`` does not hedge it. Any second reading of the
+        /// body (a second send of the same request, a middleware that read the body before the transport)
+        /// fails before its first byte is sent.
+        ///
+        /// - Parameters:
+        ///   - name: The field's name.
+        ///   - chunks: The chunks; empty ones are skipped.
+        ///   - length: The part's length in bytes, if known; a sequence that ends early or runs long fails the
+        ///     send. Without one the form is sent chunked.
+        ///   - filename: The filename to send, or `nil` for none.
+        ///   - contentType: The part's `Content-Type`, or `nil` for none.
+        public static func stream<Chunks: AsyncSequence & Sendable & SendableMetatype>(
+            _ name: String,
+            once chunks: Chunks,
+            length: Int64? = nil,
+            filename: String? = nil,
+            contentType: String? = "application/octet-stream"
+        ) -> Part where Chunks.Element == Data {
+            precondition((length ?? 0) >= 0, "a part's length must not be negative")
+            let chunks = PartChunks(name: name, length: length, isOneShot: true) { ChunkIterator(chunks) }
+            return Part(name: name, filename: filename, contentType: contentType, content: .stream(chunks))
         }
 
         /// Returns the part with one more header. `Content-Disposition` and `Content-Type` are not accepted

@@ -60,9 +60,12 @@ extension RequestBody {
     /// try await client.send(.post("/photos", body: .multipart(form)))
     /// ```
     ///
-    /// File parts are read from disk as the body is sent, and the body is replayable like ``file(_:contentType:)``.
-    /// The form's boundary, part headers and files are checked when the request is built: a problem fails it
-    /// with ``CourierError/Code/encodingFailed`` and nothing is sent.
+    /// File parts are read from disk, and stream parts from their sequences, as the body is sent. The body is
+    /// replayable like ``file(_:contentType:)`` and ``stream(length:contentType:_:)``, unless a part is a one-shot
+    /// stream (``MultipartForm/Part/stream(_:once:length:filename:contentType:)``): then a layer that would send
+    /// it again throws ``CourierError/Code/bodyNotReplayable``. The form's boundary, part headers and files are
+    /// checked when the request is built: a problem fails it with ``CourierError/Code/encodingFailed`` and
+    /// nothing is sent.
     public static func multipart(_ form: MultipartForm) -> RequestBody {
         RequestBody(storage: .multipart(form))
     }

@@ -4,24 +4,29 @@ package import Foundation
 /// reader from it (``UploadChunks`` for transports that read asynchronously, ``UploadBodyStream`` for those
 /// that read an `InputStream`), which is what makes these bodies replayable.
 package struct UploadSource: Sendable {
-    /// A piece of a body that can be read synchronously.
+    /// A piece of a body.
     enum Segment: Sendable {
         case bytes(Data)
         /// A regular file's first `length` bytes, its size when the request was built.
         case file(path: String, length: Int64)
+        /// A multipart stream part's chunks, read asynchronously.
+        case stream(PartChunks)
 
-        var length: Int64 {
+        /// The segment's length, when known.
+        var length: Int64? {
             switch self {
             case .bytes(let data): Int64(data.count)
             case .file(_, let length): length
+            case .stream(let chunks): chunks.length
             }
         }
     }
 
     enum Origin: Sendable {
-        /// Bytes and files, read in order.
+        /// Bytes and files, read in order, synchronously.
         case segments([Segment])
-        /// The user's factory of chunk sequences, called once per send.
+        /// A factory of chunk sequences, called once per send: the user's, or one over segments that include a
+        /// stream part.
         case stream(@Sendable () -> ChunkIterator)
     }
 
@@ -30,10 +35,25 @@ package struct UploadSource: Sendable {
     let length: Int64?
     /// Told after every chunk the transport reads.
     var progress: (@Sendable (UploadProgress) -> Void)?
+    /// The name of a one-shot multipart stream part in the body, which makes the body readable only once.
+    let oneShotPart: String?
 
+    /// A body of `segments`, read in order; with a stream part among them, a pass reads them asynchronously.
     init(segments: [Segment], progress: (@Sendable (UploadProgress) -> Void)? = nil) {
-        origin = .segments(segments)
-        length = segments.reduce(0) { $0 + $1.length }
+        if segments.contains(where: { if case .stream = $0 { true } else { false } }) {
+            origin = .stream { ChunkIterator(MixedSegments(segments: segments)) }
+        } else {
+            origin = .segments(segments)
+        }
+        length = segments.reduce(Int64(0)) { total, segment in
+            guard let total, let length = segment.length else { return nil }
+            return total + length
+        }
+        oneShotPart =
+            segments.lazy.compactMap { segment -> String? in
+                guard case .stream(let chunks) = segment, !chunks.isReplayable else { return nil }
+                return chunks.name
+            }.first
         self.progress = progress
     }
 
@@ -41,6 +61,19 @@ package struct UploadSource: Sendable {
         origin = .stream(makeIterator)
         self.length = length
         progress = nil
+        oneShotPart = nil
+    }
+
+    /// Whether every send may read the body again from its first byte; see ``Replay``.
+    package var isReplayable: Bool { oneShotPart == nil }
+
+    /// Why the body cannot be sent again, for ``Replay``'s error; `nil` when it can.
+    package var whyNotReplayable: String? {
+        oneShotPart.map { name in
+            "its multipart part \"\(name)\" is a one-shot stream (.stream(_:once:)), which can be read only once; "
+                + "make the part with a closure that returns a new sequence for each send, or from a file, so it "
+                + "can be sent again"
+        }
     }
 
     /// One pass over the bytes, for a transport that reads asynchronously.
@@ -130,7 +163,9 @@ final class SegmentReader {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
         while index < segments.count {
             let segment = segments[index]
-            let remaining = segment.length - offset
+            // Bytes and files always have a length.
+            let length = segment.length ?? 0
+            let remaining = length - offset
             guard remaining > 0 else {
                 advance()
                 continue
@@ -153,9 +188,11 @@ final class SegmentReader {
                         "\(path) ended after \(offset) of its \(length) bytes: it changed while it was sent"
                     )
                 }
+            case .stream:
+                preconditionFailure("a SegmentReader reads bytes and files only")
             }
             offset += Int64(count)
-            if offset == segment.length { advance() }
+            if offset == length { advance() }
             return count
         }
         return 0

@@ -104,6 +104,27 @@ struct EventSourceTests {
         #expect(mock.requests.count == 3)
     }
 
+    /// What a transport may report for a connection cut mid-body without saying so: AsyncHTTPClient's parser
+    /// error at an early end of the stream, URLSession's unknown error on Linux.
+    struct UnexplainedEnd: Error {}
+
+    @Test("a body that fails with the transport's own error counts as a dropped connection: the stream reconnects")
+    func transportErrorReconnects() async throws {
+        let mock = MockTransport {
+            MockRoute.get("/events").replies(
+                .handler { request in
+                    request.header("Last-Event-ID") == nil
+                        ? .events([.event("one", id: "1"), .drop(UnexplainedEnd())]) : .noContent
+                }
+            )
+        }
+        let client = Client(baseURL: base, transport: mock)
+        let (events, error) = await drain(client.events(.get("/events"), reconnection: .init(delay: .zero)))
+        #expect(events.map(\.data) == ["one"])
+        #expect(error == nil)
+        #expect(mock.requests.last?.value(forHTTPHeaderField: "Last-Event-ID") == "1")
+    }
+
     @Test("with .never, a dropped connection is thrown and not made again")
     func neverReconnects() async throws {
         let mock = MockTransport { MockRoute.get("/events").replies(.events([.event("a"), .drop()])) }

@@ -16,25 +16,35 @@ struct UploadReplayTests {
 
     /// The kinds of streamed body, each with the bytes it must arrive as.
     enum Kind: String, CaseIterable, NamedByRawValue, Sendable {
-        case file, stream, multipart
+        case file, stream, multipart, multipartWithStreamPart
+
+        /// The file's contents in chunks of 40,000 bytes, in a new sequence.
+        static func chunks(of file: TemporaryFile) -> AsyncStream<Data> {
+            AsyncStream<Data> { continuation in
+                var offset = 0
+                while offset < file.contents.count {
+                    continuation.yield(file.contents[offset..<min(offset + 40_000, file.contents.count)])
+                    offset += 40_000
+                }
+                continuation.finish()
+            }
+        }
 
         func body(_ file: TemporaryFile) -> RequestBody {
             switch self {
             case .file:
                 .file(file.url)
             case .stream:
-                .stream(length: Int64(file.contents.count)) {
-                    AsyncStream<Data> { continuation in
-                        var offset = 0
-                        while offset < file.contents.count {
-                            continuation.yield(file.contents[offset..<min(offset + 40_000, file.contents.count)])
-                            offset += 40_000
-                        }
-                        continuation.finish()
-                    }
-                }
+                .stream(length: Int64(file.contents.count)) { Self.chunks(of: file) }
             case .multipart:
                 .multipart(MultipartForm([.text("a", "1"), .file("f", at: file.url)], boundary: "b"))
+            case .multipartWithStreamPart:
+                .multipart(
+                    MultipartForm(
+                        [.text("a", "1"), .stream("f", filename: "upload.bin") { Self.chunks(of: file) }],
+                        boundary: "b"
+                    )
+                )
             }
         }
 
@@ -42,7 +52,7 @@ struct UploadReplayTests {
             switch self {
             case .file, .stream:
                 return file.contents
-            case .multipart:
+            case .multipart, .multipartWithStreamPart:
                 var data = Data("--b\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n1\r\n".utf8)
                 data.append(
                     contentsOf:
@@ -57,7 +67,7 @@ struct UploadReplayTests {
     }
 
     /// A mock that reads every request's whole body and records it with the stream instance it came in.
-    private final class BodyRecorder: Sendable {
+    final class BodyRecorder: Sendable {
         let bodies = Locked<[Data]>([])
         let streams = Locked<[ObjectIdentifier]>([])
         let transport: MockTransport

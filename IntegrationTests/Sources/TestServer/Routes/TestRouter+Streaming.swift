@@ -18,6 +18,18 @@ import NIOCore
 ///   without `Last-Event-ID`, event `1` (`one`, with `retry: 10`) and event `2` (`two`), then the server closes the
 ///   connection; with `Last-Event-ID: 2`, event `3` (`three`), then it closes again; with `Last-Event-ID: 3`,
 ///   `204 No Content`. Any other `Last-Event-ID` is a `400`.
+/// - `GET /stream/cut-events` → like `/stream/events`, but the first connection is cut in the middle of an event:
+///   without `Last-Event-ID`, event `1` (`one`) and the first half of event `2`, then the server drops the connection
+///   (the chunked body never ends); with `Last-Event-ID: 1`, events `2` (`two`) and `3` (`three`), then the end of
+///   the body; with `Last-Event-ID: 3`, `204 No Content`; any other is a `400`.
+/// - `GET /stream/auth-events/:realm?streams=N` → the same kind of stream for `N` clients at once, behind the
+///   realm's bearer token (see `/auth/:realm/…`): a request without the current, unexpired token answers `401` with
+///   `WWW-Authenticate: Bearer …` and counts a hit of the counter key `REALM.rejected`. Without `Last-Event-ID`:
+///   events `1` (`one`) and `2` (`two`), then it counts a hit of `REALM.first` and holds the connection open until
+///   all `N` streams have had theirs; the `N`th expires the realm's token (as `POST /auth/:realm/expire` does,
+///   counting a hit of `REALM.expired`) before any of them ends, so that every stream reconnects with an expired
+///   token. With `Last-Event-ID: 2`, events `3` (`three`) and `4` (`four`), then the end of the body; with
+///   `Last-Event-ID: 4`, `204 No Content`; any other is a `400`.
 ///
 /// With `?key=K`, `/stream/drip` and `/stream/bytes` count as open streams in the counters `hanging` (open
 /// now) and `hangsEnded` (ended, by the end of the body or by the client closing the connection).
@@ -42,17 +54,31 @@ extension TestRouter {
             return Response(status: .ok, headers: headers, body: body)
         }
 
-        router.get("stream/events") { request, _ in
-            let wire: String
-            switch request.headers[HTTPField.Name("Last-Event-ID")!] {
-            case nil: wire = "retry: 10\nid: 1\ndata: one\n\nid: 2\ndata: two\n\n"
-            case "2": wire = "id: 3\ndata: three\n\n"
-            case "3": return Response(status: .noContent)
-            default: return Response.badRequest("unexpected Last-Event-ID")
+        router.get("stream/cut-events") { request, _ in
+            let cut = ResponseBody { writer in
+                try await writer.write(ByteBuffer(string: "id: 1\ndata: one\n\nid: 2\ndata: tw"))
+                throw CutStream()
             }
-            var headers = HTTPFields()
-            headers[.contentType] = "text/event-stream"
-            return Response(status: .ok, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: wire)))
+            return Self.eventBatch(
+                request,
+                ["": cut, "1": .events("id: 2\ndata: two\n\nid: 3\ndata: three\n\n")],
+                endAt: "3"
+            )
+        }
+
+        router.get("stream/events") { request, _ in
+            Self.eventBatch(
+                request,
+                [
+                    "": .events("retry: 10\nid: 1\ndata: one\n\nid: 2\ndata: two\n\n"),
+                    "2": .events("id: 3\ndata: three\n\n"),
+                ],
+                endAt: "3"
+            )
+        }
+
+        router.get("stream/auth-events/:realm") { request, context in
+            try await Self.authenticatedEvents(request, realm: try context.parameters.require("realm"), state: state)
         }
 
         router.get("stream/drip") { request, _ in
@@ -99,6 +125,59 @@ extension TestRouter {
         }
     }
 
+    /// `/stream/auth-events/:realm`: see the list of routes above.
+    private static func authenticatedEvents(
+        _ request: Request,
+        realm: String,
+        state: ServerState
+    ) async throws -> Response {
+        guard let streams = QueryItems(request.uri.query)["streams"].flatMap({ Int($0) }),
+            (1...10_000).contains(streams)
+        else {
+            return Response.badRequest("streams must be 1...10000")
+        }
+        if await state.checkToken(Self.bearerToken(request.headers[.authorization]), realm: realm) != nil {
+            await state.hit("\(realm).rejected")
+            var headers = HTTPFields()
+            headers[.wwwAuthenticate] = #"Bearer realm="\#(realm)", error="invalid_token""#
+            return try Response.json(
+                ErrorResponse(reason: "Invalid or expired token."),
+                status: .unauthorized,
+                headers: headers
+            )
+        }
+        let first = ResponseBody { writer in
+            try await writer.write(ByteBuffer(string: "id: 1\ndata: one\n\nid: 2\ndata: two\n\n"))
+            if await state.hit("\(realm).first").hits == streams {
+                _ = await state.expireToken(realm: realm)
+                await state.hit("\(realm).expired")
+            }
+            // Released by the last stream's hit above, or by the server shutting down.
+            _ = await state.waitUntil("\(realm).expired") { $0.hits >= 1 }
+            try await writer.finish(nil)
+        }
+        return Self.eventBatch(
+            request,
+            ["": first, "2": .events("id: 3\ndata: three\n\nid: 4\ndata: four\n\n")],
+            endAt: "4"
+        )
+    }
+
+    /// The answer of an event stream served in batches by the `Last-Event-ID` it receives: the batch of that ID
+    /// (of `""` for a request without one) as `text/event-stream`, `204 No Content` for `endID`, `400` for any other.
+    private static func eventBatch(
+        _ request: Request,
+        _ batches: [String: ResponseBody],
+        endAt endID: String
+    ) -> Response {
+        let lastEventID = request.headers[HTTPField.Name("Last-Event-ID")!] ?? ""
+        if lastEventID == endID { return Response(status: .noContent) }
+        guard let body = batches[lastEventID] else { return Response.badRequest("unexpected Last-Event-ID") }
+        var headers = HTTPFields()
+        headers[.contentType] = "text/event-stream"
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
     /// The longest body `/stream/bytes/:count` sends: 16 GiB.
     static let maximumStreamedBody = 16 << 30
 
@@ -127,7 +206,7 @@ extension TestRouter {
     }
 
     /// Waits until `key` has been hit once, or ``maximumWaitMilliseconds``; throws (ending the body) after that.
-    private static func waitForHit(_ key: String, state: ServerState) async throws {
+    static func waitForHit(_ key: String, state: ServerState) async throws {
         let waiter = Task { await state.waitUntil(key) { $0.hits >= 1 } }
         let timeout = Task {
             try await Task.sleep(for: .milliseconds(maximumWaitMilliseconds))
@@ -136,5 +215,15 @@ extension TestRouter {
         let snapshot = await waiter.value
         timeout.cancel()
         guard snapshot.hits >= 1 else { throw CancellationError() }
+    }
+}
+
+/// Thrown by `/stream/cut-events`'s body writer to make Hummingbird drop the connection mid-body.
+private struct CutStream: Error {}
+
+extension ResponseBody {
+    /// A body of `wire`, the text of some Server-Sent Events.
+    static func events(_ wire: String) -> ResponseBody {
+        ResponseBody(byteBuffer: ByteBuffer(string: wire))
     }
 }

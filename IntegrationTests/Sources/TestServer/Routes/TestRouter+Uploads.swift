@@ -46,7 +46,9 @@ extension TestRouter {
     /// `/uploads/digest` reads the body as it streams in, keeping none of it, and answers its length and
     /// hash; `/uploads/flaky/:key` reads the whole body and answers the first attempt under a key with 503,
     /// every later one with 200 and the body it received, byte for byte (with the digest in the
-    /// `Upload-Digest` header, as JSON).
+    /// `Upload-Digest` header, as JSON); `/uploads/multipart` reads a `multipart/form-data` body as it streams
+    /// in, keeping none of it, and answers a ``MultipartDigest`` (each part's name, filename, type, length and
+    /// hash), with `?failFirst=KEY` as a 503 to the first attempt under the key (400 for a malformed form).
     static func addUploadRoutes(to router: Router<BasicRequestContext>) {
         let attempts = UploadAttempts()
         for method in [HTTPRequest.Method.post, .put] {
@@ -58,6 +60,34 @@ extension TestRouter {
                     hash = buffer.withUnsafeReadableBytes { UploadDigest.fnv1a($0, continuing: hash) }
                 }
                 return try Response.json(Self.digest(request, attempt: 1, length: length, hash: hash))
+            }
+
+            router.on("uploads/multipart", method: method) { request, _ in
+                guard let boundary = request.headers[.contentType].flatMap(MultipartDigester.boundary(of:)) else {
+                    return Response.badRequest("the body must be multipart/form-data with a boundary")
+                }
+                var digester = MultipartDigester(boundary: boundary)
+                var length = 0
+                let parts: [MultipartDigest.Part]
+                do {
+                    for try await buffer in request.body {
+                        length += buffer.readableBytes
+                        try buffer.withUnsafeReadableBytes { try digester.feed($0) }
+                    }
+                    parts = try digester.finish()
+                } catch let failure as MultipartDigester.Failure {
+                    return Response.badRequest(failure.description)
+                }
+                let key = QueryItems(request.uri.query)["failFirst"]
+                let attempt = if let key { await attempts.next(key) } else { 1 }
+                let digest = MultipartDigest(
+                    attempt: attempt,
+                    parts: parts,
+                    contentLength: request.headers[.contentLength],
+                    transferEncoding: request.headers[.transferEncoding],
+                    length: length
+                )
+                return try Response.json(digest, status: key != nil && attempt == 1 ? .serviceUnavailable : .ok)
             }
 
             router.on("uploads/flaky/:key", method: method) { request, context in

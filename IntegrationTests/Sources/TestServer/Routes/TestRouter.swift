@@ -27,6 +27,7 @@ enum TestRouter {
         self.addOpenAPIRoutes(to: router, state: state)
         self.addUploadRoutes(to: router)
         self.addStreamingRoutes(to: router, state: state)
+        self.addDownloadRoutes(to: router, state: state)
         return router
     }
 
