@@ -22,6 +22,7 @@ private final class BytesHandler: ChannelInboundHandler {
 
     private static let chunk = ByteBuffer(repeating: 0x61, count: 64 * 1024)
     private var requested = 0
+    private var typicalHead = false
     private var left = 0
     private var writing = false
     private var inWriteMore = false
@@ -30,10 +31,21 @@ private final class BytesHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             requested = head.uri.split(separator: "/").last.flatMap { Int($0) } ?? 0
+            typicalHead = head.uri.hasPrefix("/typical-head/")
         case .body:
             break
         case .end:
-            let headers: HTTPHeaders = ["Content-Length": "\(requested)", "Content-Type": "application/octet-stream"]
+            var headers: HTTPHeaders = ["Content-Length": "\(requested)", "Content-Type": "application/octet-stream"]
+            if typicalHead {
+                // The fields of a typical API response: 8 with the two above.
+                headers.replaceOrAdd(name: "Content-Type", value: "application/json; charset=utf-8")
+                headers.add(name: "Date", value: "Mon, 24 Nov 2026 06:00:00 GMT")
+                headers.add(name: "Server", value: "nginx/1.25.3")
+                headers.add(name: "ETag", value: "\"33a64df551425fcc55e4d42a148795d9f25f89d4\"")
+                headers.add(name: "Cache-Control", value: "max-age=60")
+                headers.add(name: "X-Request-Id", value: "9f1c2a7e-4b1d-4c55-8a3f-6f2b1c0e9d11")
+                headers.add(name: "Vary", value: "Accept-Encoding")
+            }
             context.write(
                 wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
                 promise: nil

@@ -15,6 +15,7 @@ import Courier
 import Dispatch
 import Foundation
 import NIOCore
+import NIOHTTP1
 import Synchronization
 
 #if canImport(Glibc)
@@ -27,47 +28,102 @@ import FoundationNetworking
 
 @main
 struct StreamingThroughput {
-    static func main() async throws {
+    // A synchronous `main` that waits on a semaphore, as InstructionCounts': valgrind 3.19 crashes in
+    // libdispatch's main-thread signal handling, which an `async` main enters.
+    static func main() throws {
+        let failure = Mutex<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task.detached {
+            do {
+                try await run()
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            done.signal()
+        }
+        done.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+    }
+
+    static func run() async throws {
         let arguments = CommandLine.arguments
         let server = try await StreamingServer.start()
         let clients = Clients()
         defer { clients.shutdown() }
         switch (arguments.dropFirst().first, arguments.count) {
-        case ("throughput", 4):
-            try await throughput(server, clients, bytes: Int(arguments[2])!, rounds: Int(arguments[3])!)
+        case ("throughput", 4...):
+            // Optional pairs after the rounds, as `bare:candidate`; the usual four without.
+            let pairs = arguments.dropFirst(4).map { pair in
+                let names = pair.split(separator: ":").map(String.init)
+                return (names[0], names[1])
+            }
+            try await throughput(
+                server,
+                clients,
+                bytes: Int(arguments[2])!,
+                rounds: Int(arguments[3])!,
+                pairs: pairs.isEmpty ? defaultPairs : pairs
+            )
+        case ("heads", 3):
+            // Small buffered calls whose response has 8 typical fields: for valgrind, to count what converting a
+            // response head costs (callgrind's inclusive count of `makeResponse`).
+            let transport = AsyncHTTPClientTransport(client: clients.httpClient)
+            let url = URL(string: "http://127.0.0.1:\(server.port)/typical-head/16")!
+            for _ in 0..<Int(arguments[2])! {
+                let (data, _) = try await transport.send(URLRequest(url: url))
+                guard data.count == 16 else { throw DownloadFailed(detail: "\(data.count) bytes from \(url)") }
+            }
         case ("memory", 4):
             let download = try clients.download(arguments[2])
             let before = peakMemory()
             try await download(server.url(bytes: Int(arguments[3])!))
             print("\(arguments[2]): peak resident before \(before >> 20) MiB, after \(peakMemory() >> 20) MiB")
         default:
-            print("usage: StreamingThroughput throughput BYTES ROUNDS | memory CLIENT BYTES")
+            print(
+                "usage: StreamingThroughput throughput BYTES ROUNDS [BARE:CANDIDATE ...] | memory CLIENT BYTES | heads COUNT"
+            )
             print("clients: " + Clients.names.joined(separator: " "))
         }
         try await server.shutdown()
     }
 
-    static func throughput(_ server: LoopbackServer, _ clients: Clients, bytes: Int, rounds: Int) async throws {
+    static let defaultPairs = [
+        ("bareAHC", "courierAHC"), ("bareAHC", "bareAHCData"), ("bareAHCData", "courierAHC"),
+        ("bareURLSession", "courierURLSession"),
+    ]
+
+    static func throughput(
+        _ server: LoopbackServer,
+        _ clients: Clients,
+        bytes: Int,
+        rounds: Int,
+        pairs: [(String, String)]
+    ) async throws {
         let url = server.url(bytes: bytes)
         let clock = ContinuousClock()
-        let pairs = [
-            ("bareAHC", "courierAHC"), ("bareAHC", "bareAHCData"), ("bareAHCData", "courierAHC"),
-            ("bareURLSession", "courierURLSession"),
-        ]
         for (bare, courier) in pairs {
             let runBare = try clients.download(bare)
             let runCourier = try clients.download(courier)
             // One of each first, to open the connections and warm up.
             try await runBare(url)
             try await runCourier(url)
+            let gibibytes = 2 * Double(rounds) * Double(bytes) / Double(1 << 30)
             var ratios: [Double] = []
             var bareRates: [Double] = []
             var courierRates: [Double] = []
+            var bareCPU = 0.0
+            var courierCPU = 0.0
             for _ in 0..<rounds {
+                var cpu = processCPU()
                 let a1 = try await clock.measure { try await runBare(url) }
+                bareCPU += processCPU() - cpu
+                cpu = processCPU()
                 let b1 = try await clock.measure { try await runCourier(url) }
                 let b2 = try await clock.measure { try await runCourier(url) }
+                courierCPU += processCPU() - cpu
+                cpu = processCPU()
                 let a2 = try await clock.measure { try await runBare(url) }
+                bareCPU += processCPU() - cpu
                 let bareTime = seconds(a1 + a2)
                 let courierTime = seconds(b1 + b2)
                 ratios.append(bareTime / courierTime)
@@ -77,7 +133,8 @@ struct StreamingThroughput {
             print(
                 "\(courier) vs \(bare): ratio p50 \(format(median(ratios))) (min \(format(ratios.min()!)), "
                     + "max \(format(ratios.max()!))); \(bare) p50 \(Int(median(bareRates))) MiB/s, "
-                    + "\(courier) p50 \(Int(median(courierRates))) MiB/s"
+                    + "\(courier) p50 \(Int(median(courierRates))) MiB/s; CPU (process, server included) "
+                    + "\(format(bareCPU / gibibytes)) vs \(format(courierCPU / gibibytes)) s/GiB"
             )
         }
     }
@@ -96,15 +153,26 @@ struct StreamingThroughput {
         String(format: "%.3f", value)
     }
 
+    /// The CPU time of the process so far (user and system, all threads), in seconds.
+    static func processCPU() -> Double {
+        let usage = resourceUsage()
+        let user = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        return user + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
     /// The peak resident memory of the process so far, in bytes (`ru_maxrss`, in KiB on Linux).
     static func peakMemory() -> Int {
+        resourceUsage().ru_maxrss * 1024
+    }
+
+    static func resourceUsage() -> rusage {
         var usage = rusage()
         #if os(Linux)
         getrusage(RUSAGE_SELF.rawValue, &usage)
         #else
         getrusage(RUSAGE_SELF, &usage)
         #endif
-        return usage.ru_maxrss * 1024
+        return usage
     }
 }
 
@@ -115,7 +183,10 @@ struct DownloadFailed: Error {
 /// The clients: bare AsyncHTTPClient (also making each buffer a `Data`) and Courier over the same `HTTPClient`; a bare `URLSession` with a
 /// delegate that counts the bytes, and Courier's `URLSessionTransport`.
 final class Clients: Sendable {
-    static let names = ["bareAHC", "bareAHCData", "courierAHC", "bareURLSession", "courierURLSession"]
+    static let names = [
+        "bareAHC", "bareAHCData", "bareAHCDataShared", "courierAHC", "courierAHCBefore", "bareURLSession",
+        "courierURLSession",
+    ]
 
     let httpClient = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup,
@@ -124,6 +195,7 @@ final class Clients: Sendable {
     let counter = CountingDelegate()
     let session: URLSession
     let ahcCourier: Client
+    let ahcCourierBefore: Client
     let sessionCourier: Client
 
     init() {
@@ -133,6 +205,7 @@ final class Clients: Sendable {
             delegateQueue: nil
         )
         ahcCourier = Client(transport: AsyncHTTPClientTransport(client: httpClient))
+        ahcCourierBefore = Client(transport: CopyingStreamTransport(client: httpClient))
         // URLSession on Linux cannot pause: the reader may fall this far behind before the body fails.
         sessionCourier = Client(transport: URLSessionTransport(maximumResponseSize: 64 << 20))
     }
@@ -154,8 +227,18 @@ final class Clients: Sendable {
                 for try await buffer in response.body { received += Data(buffer.readableBytesView).count }
                 try Self.check(received, url)
             }
+        case "bareAHCDataShared":
+            // Bare AsyncHTTPClient making each buffer of 16 KiB or more a `Data` that shares its storage.
+            return { [httpClient] url in
+                let response = try await httpClient.execute(HTTPClientRequest(url: url), deadline: .distantFuture)
+                var received = 0
+                for try await buffer in response.body { received += Self.sharedData(buffer).count }
+                try Self.check(received, url)
+            }
         case "courierAHC":
             return { [ahcCourier] url in try await Self.stream(ahcCourier, url) }
+        case "courierAHCBefore":
+            return { [ahcCourierBefore] url in try await Self.stream(ahcCourierBefore, url) }
         case "bareURLSession":
             return { [session, counter] url in
                 let received = try await counter.download(URLRequest(url: URL(string: url)!), on: session)
@@ -173,6 +256,16 @@ final class Clients: Sendable {
         var received = 0
         for try await chunk in body { received += chunk.count }
         try check(received, url)
+    }
+
+    /// The buffer's bytes as `Data` that shares its storage (the deallocator keeps the buffer) when 16 KiB or
+    /// more, as `AsyncHTTPClientTransport` makes a large chunk.
+    static func sharedData(_ buffer: ByteBuffer) -> Data {
+        guard buffer.readableBytes >= 16 * 1024 else { return Data(buffer.readableBytesView) }
+        return buffer.withUnsafeReadableBytes { bytes in
+            let start = UnsafeMutableRawPointer(mutating: bytes.baseAddress!)
+            return Data(bytesNoCopy: start, count: bytes.count, deallocator: .custom { _, _ in _ = buffer })
+        }
     }
 
     private static func check(_ received: Int, _ url: String) throws {
@@ -214,5 +307,32 @@ final class CountingDelegate: NSObject, URLSessionDataDelegate, Sendable {
         } else {
             download.continuation.resume(returning: download.received)
         }
+    }
+}
+
+/// `AsyncHTTPClientTransport.stream(_:)` as it was before its chunks shared AsyncHTTPClient's buffers (commit
+/// 14e0b80), rebuilt from public API for a side-by-side run: a task reads `response.body`, copies each buffer into
+/// a `Data` and writes it into the body's pipe (`StreamedBody.init(_:)` makes the same task and pipe).
+struct CopyingStreamTransport: Transport {
+    let client: HTTPClient
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        throw DownloadFailed(detail: "streams only")
+    }
+
+    func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        let response = try await client.execute(
+            HTTPClientRequest(url: request.url!.absoluteString),
+            deadline: .distantFuture
+        )
+        var fields: [String: String] = [:]
+        for (name, value) in response.headers { fields[name] = fields[name].map { $0 + ", " + value } ?? value }
+        let head = HTTPURLResponse(
+            url: request.url!,
+            statusCode: Int(response.status.code),
+            httpVersion: "HTTP/1.1",
+            headerFields: fields
+        )!
+        return (StreamedBody(response.body.map { Data($0.readableBytesView) }), head)
     }
 }

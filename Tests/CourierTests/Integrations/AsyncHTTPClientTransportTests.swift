@@ -278,6 +278,35 @@ struct AsyncHTTPClientTransportTests {
         #expect(converted.mimeType == "text/plain")
     }
 
+    @Test("a field repeated with other spellings is joined under its first spelling, in the order received")
+    func repeatedFieldSpelledDifferently() throws {
+        let headers = NIOHTTP1.HTTPHeaders([
+            ("Set-Cookie", "a=1"), ("Vary", "Accept"), ("set-cookie", "b=2"), ("SET-COOKIE", "c=3"),
+            ("set-cookie", "d=4"), ("Content-Type", "text/plain"),
+        ])
+        let fields = AsyncHTTPClientTransport.headerFields(headers)
+        #expect(fields == ["Set-Cookie": "a=1, b=2, c=3, d=4", "Vary": "Accept", "Content-Type": "text/plain"])
+        let converted = AsyncHTTPClientTransport.makeResponse(
+            HTTPClientResponse(status: .ok, headers: headers),
+            for: URLRequest(url: URL(string: "http://127.0.0.1/x")!)
+        )
+        #expect(converted.allHeaderFields.count == 3)
+        #expect(converted.value(forHTTPHeaderField: "set-cookie") == "a=1, b=2, c=3, d=4")
+        #expect(converted.value(forHTTPHeaderField: "SET-COOKIE") == "a=1, b=2, c=3, d=4")
+        #expect(converted.value(forHTTPHeaderField: "vARY") == "Accept")
+    }
+
+    @Test("names that differ in more than the case of letters stay apart; empty values are joined too")
+    func distinctFieldNames() {
+        // `^` and `~` differ by the bit that tells ASCII cases apart, and are both allowed in a name.
+        let fields = AsyncHTTPClientTransport.headerFields(
+            NIOHTTP1.HTTPHeaders([
+                ("X-A^B", "1"), ("X-A~B", "2"), ("Date", "today"), ("Vary", ""), ("Vary", "Origin"), ("ETag", "\"e\""),
+            ])
+        )
+        #expect(fields == ["X-A^B": "1", "X-A~B": "2", "Date": "today", "Vary": ", Origin", "ETag": "\"e\""])
+    }
+
     @Test(
         "the HTTP version is written out",
         arguments: [

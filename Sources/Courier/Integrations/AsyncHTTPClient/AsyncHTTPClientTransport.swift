@@ -197,7 +197,8 @@ public final class AsyncHTTPClientTransport: Transport {
     ///
     /// - **Backpressure**: the body is read from the connection only as fast as its reader takes it (about
     ///   1 MiB ahead, plus AsyncHTTPClient's own small buffer), so a slow reader keeps memory bounded and a
-    ///   body of any length streams: ``maximumResponseSize`` applies to ``send(_:)`` only.
+    ///   body of any length streams: ``maximumResponseSize`` applies to ``send(_:)`` only. A chunk of 16 KiB
+    ///   or more is usually not copied: it shares AsyncHTTPClient's buffer, holding at most twice its size.
     /// - **Deadlines**: a call's ``Deadline`` bounds connecting and the wait for the head, as for
     ///   ``send(_:)``; it does not bound the body, whose time the client's idle and total timeouts bound.
     /// - **Stopping**: when the body's reader stops (leaves its loop, is cancelled, drops the body), the
@@ -211,20 +212,62 @@ public final class AsyncHTTPClientTransport: Transport {
         let pipe = ChunkPipe()
         let body = response.body
         // One task per body moves its buffers into the pipe; the pipe's backpressure makes it wait, and so
-        // AsyncHTTPClient stops reading from the socket.
+        // AsyncHTTPClient stops reading from the socket. (The reader cannot take AsyncHTTPClient's iterator
+        // itself: a read waiting in it can be ended only by cancelling the reader's task, and the body must
+        // stop when it is cancelled from elsewhere: `cancel()`, its idle timeout, a client's shutdown.)
         let pump = Task {
             do {
                 for try await buffer in body {
-                    try await pipe.write(Data(buffer.readableBytesView))
+                    try await pipe.write(Self.chunk(buffer))
                 }
                 pipe.finish(error: nil)
             } catch {
                 // After the reader stopped, the pipe has ended and this does nothing.
-                pipe.finish(error: Self.translate(error, request: request, deadline: nil))
+                pipe.finish(error: Self.bodyFailure(error, request: request))
             }
         }
         pipe.onStop { pump.cancel() }
         return (StreamedBody(pipe: pipe), head)
+    }
+
+    /// What the loop over a streamed body throws when the body fails: the error translated as for the head (a
+    /// socket error says what happened); one that says nothing of the connection (the parser's "stream ended at
+    /// an unexpected time", AsyncHTTPClient's `remoteConnectionClosed`) as a ``CourierError/Code/transport``
+    /// error that the connection was lost, with it underneath.
+    static func bodyFailure(_ error: any Error, request: URLRequest) -> any Error {
+        let translated = translate(error, request: request, deadline: nil)
+        if translated is CourierError || translated is CancellationError { return translated }
+        return CourierError(
+            .transport,
+            message: "the connection to \(TransportFailure.endpoint(of: request)) was lost during the response body",
+            request: request,
+            underlying: error
+        )
+    }
+
+    /// A chunk of at least this many bytes that fills at least half its buffer's storage becomes `Data` that
+    /// shares the storage; others are copied.
+    static let sharedChunkMinimum = 16 * 1024
+
+    /// The buffer's readable bytes as a `StreamedBody` chunk.
+    ///
+    /// A large chunk shares the buffer's memory (the `Data` keeps its storage alive; nothing writes to it
+    /// again): copying 64 KiB chunks cost more than a tenth of the throughput of a download. A small one, or
+    /// one that is a small part of a large storage, is copied, so that a chunk holds at most twice its size in
+    /// memory and the reader's buffer (``ChunkPipe/defaultHighWater``) keeps memory bounded.
+    static func chunk(_ buffer: ByteBuffer) -> Data {
+        let count = buffer.readableBytes
+        guard count >= sharedChunkMinimum, count >= buffer.storageCapacity / 2 else {
+            return buffer.withUnsafeReadableBytes { Data($0) }
+        }
+        return buffer.withUnsafeReadableBytesWithStorageManagement { bytes, storage in
+            _ = storage.retain()
+            return Data(
+                bytesNoCopy: UnsafeMutableRawPointer(mutating: bytes.baseAddress!),
+                count: count,
+                deallocator: .custom { _, _ in storage.release() }
+            )
+        }
     }
 
     /// Sends the request and waits for the response head, under the call's ``Deadline`` if it has one.
@@ -453,28 +496,58 @@ public final class AsyncHTTPClientTransport: Transport {
     /// The response head as an `HTTPURLResponse`, repeated fields joined with commas.
     ///
     /// On Linux, FoundationNetworking's initializer is most of what the transport costs on top of
-    /// AsyncHTTPClient: it capitalizes and compares every field name and parses `Content-Type` (≈ 40,000
-    /// instructions for a response with two fields, Swift 6.3.1). There is no cheaper way to make one, and
-    /// ``Transport`` returns one.
+    /// AsyncHTTPClient: it capitalizes and compares every field name through `NSString` and parses
+    /// `Content-Type` character by character (≈ 117,000 instructions for 8 typical fields, Swift 6.3.1; its
+    /// `init(coder:)` does the same work and bridges on top). There is no cheaper way to make one, and
+    /// ``Transport`` returns one; the fields dictionary made here costs ≈ 6,000 of the ≈ 123,000.
     static func makeResponse(_ response: HTTPClientResponse, for request: URLRequest) -> HTTPURLResponse {
-        var fields: [String: String] = [:]
-        fields.reserveCapacity(response.headers.count)
-        for (name, value) in response.headers {
-            if let existing = fields[name] {
-                fields[name] = existing + ", " + value
-            } else {
-                fields[name] = value
-            }
-        }
         let url = request.url ?? URL(string: "about:blank")!
-        let version = Self.versionString(response.version)
         // HTTPURLResponse's initializer fails only for a malformed HTTP version, which is built here.
         return HTTPURLResponse(
             url: url,
             statusCode: Int(response.status.code),
-            httpVersion: version,
-            headerFields: fields
+            httpVersion: Self.versionString(response.version),
+            headerFields: headerFields(response.headers)
         )!
+    }
+
+    /// The fields as `HTTPURLResponse` takes them: one entry per field name, compared case-insensitively (RFC
+    /// 9110), its values joined with ", " in the order they came (`Set-Cookie` too, as `URLSession` does), under
+    /// the name's first spelling.
+    ///
+    /// One hash lookup per field; a name is compared with earlier ones only when its length and first letter
+    /// match one of theirs, so the usual head (distinct names) costs no string comparison.
+    static func headerFields(_ headers: NIOHTTP1.HTTPHeaders) -> [String: String] {
+        var fields = [String: String](minimumCapacity: headers.count)
+        withUnsafeTemporaryAllocation(of: Int.self, capacity: headers.count) { prints in
+            for (index, (name, value)) in headers.enumerated() {
+                if let earlier = fields.updateValue(value, forKey: name) {
+                    fields[name] = earlier + ", " + value
+                    prints[index] = 0
+                    continue
+                }
+                // The name's length and first byte, with the bit that tells ASCII cases apart set: names that
+                // may be the same but for case have the same one (and `sameFieldName` tells).
+                let print = name.utf8.count << 8 | Int((name.utf8.first ?? 0) | 0x20)
+                prints[index] = print
+                for other in 0..<index where prints[other] == print {
+                    let spelling = headers[headers.index(headers.startIndex, offsetBy: other)].name
+                    if spelling != name && Self.sameFieldName(spelling, name) {
+                        // A repeat spelled differently: joined under the first spelling.
+                        fields[name] = nil
+                        fields[spelling]! += ", " + value
+                        break
+                    }
+                }
+            }
+        }
+        return fields
+    }
+
+    /// Whether two field names are the same but for the case of their ASCII letters.
+    private static func sameFieldName(_ first: String, _ second: String) -> Bool {
+        func folded(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
+        return first.utf8.elementsEqual(second.utf8) { folded($0) == folded($1) }
     }
 
     /// `HTTP/1.1` and the like, without string interpolation for the usual versions.
