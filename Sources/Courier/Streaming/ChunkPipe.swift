@@ -135,6 +135,12 @@ final class ChunkPipe: Sendable {
     ///
     /// Cancelling the reading task ends the body (the transport is stopped) and throws `CancellationError`.
     func next() async throws -> Data? {
+        // A cancelled reader stops the body, as a read that waits does (its cancellation handler), even when a
+        // chunk is already buffered.
+        if Task.isCancelled {
+            fail(CancellationError())
+            throw CancellationError()
+        }
         // Fast path: a buffered chunk or the end, without making a continuation.
         if let ready = takeReady() { return try ready.get() }
         return try await withTaskCancellationHandler {
