@@ -46,6 +46,20 @@ struct FaultsEndToEndTests {
         }
     }
 
+    @Test(
+        "A connection closed mid-body is a transport error for a streamed body too, not the client's own error",
+        arguments: TransportKind.allCases
+    )
+    func truncatedStream(kind: TransportKind) async throws {
+        try await EndToEnd.run(kind) { e2e in
+            let (body, _) = try await e2e.client().stream(URLRequest(url: e2e.server.url("/truncated")))
+            let error = try await #require(throws: CourierError.self) { _ = try await body.collect(upTo: 1 << 20) }
+            #expect(error.code == .transport)
+            #expect(error.message.contains("was lost"))
+            #expect(error.underlying != nil)
+        }
+    }
+
     @Test("Cancelling a call closes its connection: the server sees /hang end", arguments: TransportKind.allCases)
     func cancellationClosesConnection(kind: TransportKind) async throws {
         try await EndToEnd.run(kind) { e2e in

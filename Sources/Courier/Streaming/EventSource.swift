@@ -141,11 +141,12 @@ public struct EventSource: AsyncSequence, Sendable {
             body?.cancel()
             body = nil
             if let error {
-                // A transport reports a connection cut mid-body in its own words, not always as a transient error
-                // (AsyncHTTPClient: an HTTP parser error at the stream's early end; URLSession on Linux: an unknown
-                // URLError, "transfer closed with outstanding read data remaining"). The body's own failures
-                // (an event too large, say) are CourierErrors.
-                let isLostConnection = RetryPolicy.isTransient(error) || !(error is CourierError)
+                // A connection cut mid-body is a transport error (Courier's transports say "the connection … was
+                // lost during the response body", whatever their client reported), not always a transient one; a
+                // transport of someone else's may throw its client's error as it is. The body's own failures (an
+                // event too large, say) are CourierErrors with other codes.
+                let isLostConnection =
+                    RetryPolicy.isTransient(error) || (error as? CourierError).map { $0.code == .transport } ?? true
                 guard !(error is CancellationError), !Task.isCancelled, isLostConnection else {
                     isFinished = true
                     throw error

@@ -32,6 +32,18 @@ enum TransportFailure {
         return CourierError(.transport, message: message, request: request, underlying: error)
     }
 
+    /// The error for a body that failed after its head arrived, when what the client said names no cause a
+    /// caller can act on (a parser's "stream ended at an unexpected time", an unknown `URLError`): a
+    /// ``CourierError/Code/transport`` error that the connection was lost, with the client's error underneath.
+    static func lostDuringBody(_ error: any Error, request: URLRequest) -> CourierError {
+        CourierError(
+            .transport,
+            message: "the connection to \(endpoint(of: request)) was lost during the response body",
+            request: request,
+            underlying: error
+        )
+    }
+
     /// Why a connection failed, when the platform says it: Darwin's URLSession puts the socket's `errno` in
     /// the user-info of a `URLError` (FoundationNetworking on Linux does not; its explanation then says it).
     static func socketReason(of error: URLError) -> String? {

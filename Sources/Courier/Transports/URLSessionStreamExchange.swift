@@ -103,7 +103,7 @@ final class URLSessionStreamExchange: URLSessionTaskExchange {
         case .failNotHTTP(let continuation):
             continuation.resume(throwing: notHTTP())
         case .finishBody(let error):
-            pipe.finish(error: error.map { Self.describing($0, request: request) })
+            pipe.finish(error: error.map { Self.bodyFailure($0, request: request) })
         }
     }
 
@@ -115,6 +115,16 @@ final class URLSessionStreamExchange: URLSessionTaskExchange {
     private static func describing(_ error: any Error, request: URLRequest) -> any Error {
         guard let error = error as? URLError else { return error }
         return TransportFailure.describing(error, request: request)
+    }
+
+    /// What the loop over the body throws when the task fails after the head: a cancellation as it is (the
+    /// client reports it as `CancellationError`), a connection failure in words, anything else (curl's
+    /// "transfer closed with bytes remaining" is an unknown `URLError` on Linux) as a lost connection.
+    private static func bodyFailure(_ error: any Error, request: URLRequest) -> any Error {
+        if let urlError = error as? URLError, urlError.code == .cancelled { return error }
+        let described = describing(error, request: request)
+        if described is CourierError || described is CancellationError { return described }
+        return TransportFailure.lostDuringBody(error, request: request)
     }
 
     /// Cancels `task` from outside the session's delegate queue: FoundationNetworking ignores a `cancel()`

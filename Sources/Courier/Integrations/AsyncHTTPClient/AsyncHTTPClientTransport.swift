@@ -237,12 +237,7 @@ public final class AsyncHTTPClientTransport: Transport {
     static func bodyFailure(_ error: any Error, request: URLRequest) -> any Error {
         let translated = translate(error, request: request, deadline: nil)
         if translated is CourierError || translated is CancellationError { return translated }
-        return CourierError(
-            .transport,
-            message: "the connection to \(TransportFailure.endpoint(of: request)) was lost during the response body",
-            request: request,
-            underlying: error
-        )
+        return TransportFailure.lostDuringBody(error, request: request)
     }
 
     /// A chunk of at least this many bytes that fills at least half its buffer's storage becomes `Data` that
