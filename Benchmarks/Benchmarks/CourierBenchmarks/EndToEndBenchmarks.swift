@@ -82,10 +82,10 @@ func registerSessionConfigurationComparison(prefix: String, server: LoopbackTarg
     for width in [1, 16] {
         Loopback.register(
             "\(prefix): bare URLSession, URLSessionTransport's configuration vs .default, \(Loopback.label(width: width))",
-            calls: width == 1 ? 200 : 800,
+            calls: width == 1 ? 200 : 400,
             width: width,
             server: server,
-            maxDuration: .seconds(15),
+            maxDuration: .seconds(20),
             maxIterations: 30,
             baseline: { fixture in
                 let (data, response) = try await fixture.defaultSession.data(for: fixture.request)
