@@ -20,6 +20,8 @@ let scenarios: [Target.Dependency] =
         .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
         .product(name: "HTTPTypes", package: "swift-http-types"),
         .product(name: "AsyncHTTPClient", package: "async-http-client"),
+        .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+        .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
     ] + ["NIOCore", "NIOPosix", "NIOHTTP1"].map { .product(name: $0, package: "swift-nio") }
 
 let package = Package(
@@ -35,6 +37,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // The OpenAPI runtime's own transports, for the end-to-end comparison against nginx.
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
     ],
     targets: [
         // The fixtures and in-memory scenarios, shared by the benchmarks and the instruction counter.

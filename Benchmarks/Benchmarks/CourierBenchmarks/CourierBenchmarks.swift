@@ -1,6 +1,6 @@
 // Courier's benchmarks, numbered as in issue 7 and Benchmarks/RESULTS.md:
 // (1)–(3) ChainBenchmarks, (4)–(5) StackBenchmarks, (6) OpenAPIPeerBenchmarks, (7) RefreshStormBenchmarks,
-// (8) FanOutBenchmarks, (9) EndToEndBenchmarks.
+// (8) FanOutBenchmarks, (9) EndToEndBenchmarks, (10) NginxBenchmarks (end to end against nginx, issue 17).
 //
 // "Paired:" benchmarks time two variants side by side (see `Paired`); their medians are the figures
 // that RESULTS.md compares against the targets. The others report wall time and allocations per request.
@@ -16,4 +16,5 @@ let benchmarks: @Sendable () -> Void = {
     registerEndToEndBenchmarks()
     registerEndToEndBreakdown()
     registerURLSessionBreakdown()
+    registerNginxBenchmarks()
 }

@@ -14,29 +14,26 @@ import FoundationNetworking
 /// (9) End to end on loopback: the bare transports against Courier with the default stack over them,
 /// side by side in one run (blocks of requests in A B B A order), reported as throughput ratios.
 ///
-/// "Bare" is what a caller without Courier writes: `URLSession.data(for:)`; AsyncHTTPClient's `execute` and
-/// `body.collect(upTo:)`. Both sides send the same request with the same headers (the default stack's
-/// `Authorization` is set up front for the bare side).
+/// "Bare" is what a caller without Courier writes: `URLSession.data(for:)` on a session configured as
+/// `URLSessionTransport`'s is; AsyncHTTPClient's `execute` and `body.collect(upTo:)`. Both sides send the same
+/// request with the same headers (the default stack's `Authorization` is set up front for the bare side).
 func registerEndToEndBenchmarks() {
     for concurrency in [1, 16] {
         let calls = concurrency == 1 ? 200 : 800
-        let suffix = concurrency == 1 ? "serial" : "\(concurrency) concurrent"
+        let suffix = Loopback.label(width: concurrency)
         Loopback.register(
             "Loopback: Courier+default stack over URLSessionTransport vs bare URLSession, \(suffix)",
             calls: calls,
             width: concurrency,
-            baseline: { fixture in
-                let (data, response) = try await fixture.session.data(for: fixture.request)
-                blackHole((data, response))
-            },
-            candidate: { fixture in blackHole(try await fixture.sessionStackCourier.send(fixture.request)) }
+            baseline: { fixture in blackHole(try await fixture.sessionGet()) },
+            candidate: { fixture in blackHole(try await fixture.courierGet(.defaultStack, over: .urlSession)) }
         )
         Loopback.register(
             "Loopback: Courier+default stack over AsyncHTTPClientTransport vs bare AsyncHTTPClient, \(suffix)",
             calls: calls * 2,
             width: concurrency,
             baseline: { fixture in blackHole(try await fixture.asyncHTTPClientGet()) },
-            candidate: { fixture in blackHole(try await fixture.ahcStackCourier.send(fixture.request)) }
+            candidate: { fixture in blackHole(try await fixture.courierGet(.defaultStack, over: .asyncHTTPClient)) }
         )
     }
 }
@@ -44,24 +41,23 @@ func registerEndToEndBenchmarks() {
 /// Where the difference over AsyncHTTPClient comes from: Courier with no middleware, and with the default
 /// stack minus its two timeouts, each against the bare client (serial).
 func registerEndToEndBreakdown() {
-    for (label, client) in [
-        ("no middleware", \LoopbackClients.ahcCourier),
-        ("default stack without its timeouts", \LoopbackClients.ahcUntimedCourier),
-    ] {
+    for configuration in [CourierConfiguration.none, .defaultStackWithoutTimeouts] {
         Loopback.register(
-            "Loopback breakdown: Courier, \(label), over AsyncHTTPClientTransport vs bare AsyncHTTPClient, serial",
+            "Loopback breakdown: Courier, \(configuration.label), over AsyncHTTPClientTransport vs bare AsyncHTTPClient, serial",
             calls: 400,
             width: 1,
             maxDuration: .seconds(15),
             maxIterations: 30,
             baseline: { fixture in blackHole(try await fixture.asyncHTTPClientGet()) },
-            candidate: { fixture in blackHole(try await fixture[keyPath: client].send(fixture.request)) }
+            candidate: { fixture in blackHole(try await fixture.courierGet(configuration, over: .asyncHTTPClient)) }
         )
     }
 }
 
 /// Whether `URLSessionTransport` itself costs anything at 16 concurrent requests: Courier with no middleware
-/// over it, against the bare session.
+/// over it, against the bare session; and what the bare session's configuration does to that baseline: a
+/// session configured as `URLSessionTransport`'s (the baseline since issue 17) against one with `.default`
+/// (the baseline before, with a URL cache and cookie storage).
 func registerURLSessionBreakdown() {
     Loopback.register(
         "Loopback breakdown: Courier, no middleware, over URLSessionTransport vs bare URLSession, 16 concurrent",
@@ -69,12 +65,35 @@ func registerURLSessionBreakdown() {
         width: 16,
         maxDuration: .seconds(15),
         maxIterations: 30,
-        baseline: { fixture in
-            let (data, response) = try await fixture.session.data(for: fixture.request)
-            blackHole((data, response))
-        },
-        candidate: { fixture in blackHole(try await fixture.sessionCourier.send(fixture.request)) }
+        baseline: { fixture in blackHole(try await fixture.sessionGet()) },
+        candidate: { fixture in blackHole(try await fixture.courierGet(.none, over: .urlSession)) }
     )
+    registerSessionConfigurationComparison(prefix: "Loopback breakdown", server: .inProcess)
+}
+
+/// Registers, serial and at 16 concurrent, the bare session configured as `URLSessionTransport`'s against the
+/// bare session with `.default`: above 1 when the `.default` baseline was the slower one, which flattered
+/// Courier's ratio over URLSession.
+///
+/// - Parameters:
+///   - prefix: What the names start with.
+///   - server: The server.
+func registerSessionConfigurationComparison(prefix: String, server: LoopbackTarget) {
+    for width in [1, 16] {
+        Loopback.register(
+            "\(prefix): bare URLSession, URLSessionTransport's configuration vs .default, \(Loopback.label(width: width))",
+            calls: width == 1 ? 200 : 400,
+            width: width,
+            server: server,
+            maxDuration: .seconds(20),
+            maxIterations: 30,
+            baseline: { fixture in
+                let (data, response) = try await fixture.defaultSession.data(for: fixture.request)
+                blackHole((data, response))
+            },
+            candidate: { fixture in blackHole(try await fixture.sessionGet()) }
+        )
+    }
 }
 
 extension Loopback {
@@ -85,6 +104,7 @@ extension Loopback {
     ///   - name: The benchmark's name.
     ///   - calls: Calls per timed block.
     ///   - width: How many calls are in flight at once.
+    ///   - server: The server the clients call.
     ///   - maxDuration: How long to keep iterating.
     ///   - maxIterations: The most iterations.
     ///   - baseline: One call of the bare client.
@@ -93,6 +113,7 @@ extension Loopback {
         _ name: String,
         calls: Int,
         width: Int,
+        server: LoopbackTarget = .inProcess,
         maxDuration: Duration = .seconds(20),
         maxIterations: Int = 40,
         baseline: @escaping @Sendable (LoopbackClients) async throws -> Void,
@@ -103,7 +124,7 @@ extension Loopback {
             calls: calls,
             maxDuration: maxDuration,
             maxIterations: maxIterations,
-            setup: { try await Loopback.start() },
+            setup: { try await Loopback.start(server) },
             teardown: { try await Loopback.stop() },
             baseline: { calls in
                 let fixture = try Loopback.current
@@ -138,6 +159,14 @@ func concurrently(
     }
 }
 
+/// The server a loopback benchmark's clients call.
+enum LoopbackTarget: Sendable {
+    /// A ``LoopbackServer`` started in the benchmark's setup.
+    case inProcess
+    /// A server of another process (nginx), at this URL.
+    case external(url: String)
+}
+
 /// The loopback server and clients of the benchmark that runs, started in its setup.
 enum Loopback {
     private static let running = Mutex<LoopbackClients?>(nil)
@@ -149,9 +178,29 @@ enum Loopback {
         }
     }
 
-    static func start() async throws {
-        let clients = try await LoopbackClients.start()
+    static func start(_ server: LoopbackTarget) async throws {
+        let clients =
+            switch server {
+            case .inProcess: try await LoopbackClients.start()
+            case .external(let url): LoopbackClients.connecting(to: url)
+            }
+        // A server of another process is checked once, so that no figure is ever one of error responses.
+        if case .external = server {
+            let (response, body) = try await clients.asyncHTTPClientGet()
+            guard response.status == .ok, body.readableBytes > 0 else {
+                try await clients.shutdown()
+                throw LoopbackServerError.unexpectedResponse(
+                    status: response.status.code,
+                    bodyBytes: body.readableBytes
+                )
+            }
+        }
         running.withLock { $0 = clients }
+    }
+
+    /// How benchmark names spell `width` calls at a time.
+    static func label(width: Int) -> String {
+        width == 1 ? "serial" : "\(width) concurrent"
     }
 
     static func stop() async throws {

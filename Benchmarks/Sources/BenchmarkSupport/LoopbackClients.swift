@@ -8,16 +8,27 @@ import NIOHTTP1
 public import FoundationNetworking
 #endif
 
-/// A loopback server and every client measured against it: the bare ones (what a caller without Courier
-/// writes) and Courier over each transport, with and without middleware. The end-to-end benchmarks start one
-/// per benchmark; the transport scenarios share one per process.
+/// A server on 127.0.0.1 and every client measured against it: the bare ones (what a caller without Courier
+/// writes), Courier over each transport in each ``CourierConfiguration``, and swift-openapi-runtime's client
+/// over its own transports (``OpenAPIClients``). The end-to-end benchmarks make one per benchmark, against an
+/// in-process ``LoopbackServer`` or against nginx; the transport scenarios share one per process.
+///
+/// Every client sends the same header fields (`Accept`, `Authorization`): a client whose middleware sets
+/// `Authorization` is handed ``unauthenticatedRequest``, the others ``request``.
 public final class LoopbackClients: Sendable {
-    /// The server, answering every request with the same small JSON body.
-    public let server: LoopbackServer
+    /// The in-process server, or `nil` when the clients call a server of another process (nginx).
+    public let server: LoopbackServer?
     /// A GET with the headers the default stack would add, set up front for the bare clients.
     public let request: URLRequest
-    /// The bare `URLSession`.
+    /// The same GET without `Authorization`, for the clients whose middleware adds it.
+    public let unauthenticatedRequest: URLRequest
+    /// The bare `URLSession`, configured as `URLSessionTransport`'s own session is
+    /// (`URLSessionTransport.defaultConfiguration`: ephemeral, no URL cache, no cookie storage, no credential
+    /// storage), so that a comparison with the transport measures the transport.
     public let session: URLSession
+    /// A bare `URLSession` with the `.default` configuration (a URL cache and cookie storage): the baseline the
+    /// URLSession comparisons had before issue 17, kept to show what it changed.
+    public let defaultSession: URLSession
     /// The bare `HTTPClient`, with the configuration Courier's transport uses (redirects are Courier's job).
     public let httpClient: HTTPClient
     private let httpClientRequest: HTTPClientRequest
@@ -26,51 +37,85 @@ public final class LoopbackClients: Sendable {
     /// Courier's transport over ``httpClient`` (borrowed), so that Courier and the bare calls share one
     /// connection pool configuration and event loop group.
     public let ahcTransport: AsyncHTTPClientTransport
-    /// Courier with no middleware over ``sessionTransport``.
-    public let sessionCourier: Client
-    /// Courier with the default stack over ``sessionTransport``.
-    public let sessionStackCourier: Client
-    /// Courier with no middleware over ``ahcTransport``.
-    public let ahcCourier: Client
-    /// Courier with the default stack over ``ahcTransport``.
-    public let ahcStackCourier: Client
-    /// The default stack minus its two timeouts over ``ahcTransport``: where the end-to-end difference comes
-    /// from.
-    public let ahcUntimedCourier: Client
-    /// The timeout layer alone over ``ahcTransport``.
-    public let ahcTimeoutCourier: Client
+    /// Courier over ``sessionTransport``, one client per ``CourierConfiguration`` (by its raw value).
+    private let sessionCouriers: [Client]
+    /// Courier over ``ahcTransport``, one client per ``CourierConfiguration`` (by its raw value).
+    private let ahcCouriers: [Client]
+    /// swift-openapi-runtime's clients, over ``httpClient`` and over a session configured like ``session``.
+    public let openAPI: OpenAPIClients
 
-    private init(server: LoopbackServer) {
+    private init(url: String, server: LoopbackServer?) {
         self.server = server
-        var request = URLRequest(url: URL(string: server.url)!)
+        var request = URLRequest(url: URL(string: url)!)
         request.setValue("application/json", forHTTPHeaderField: "Accept")
+        unauthenticatedRequest = request
         request.setValue("Bearer \(DefaultStack.token)", forHTTPHeaderField: "Authorization")
         self.request = request
-        session = URLSession(configuration: .default)
+        session = URLSession(configuration: URLSessionTransport.defaultConfiguration)
+        defaultSession = URLSession(configuration: .default)
         httpClient = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: AsyncHTTPClientTransport.defaultConfiguration
         )
-        var httpClientRequest = HTTPClientRequest(url: server.url)
+        var httpClientRequest = HTTPClientRequest(url: url)
         httpClientRequest.headers.add(name: "Accept", value: "application/json")
         httpClientRequest.headers.add(name: "Authorization", value: "Bearer \(DefaultStack.token)")
         self.httpClientRequest = httpClientRequest
-        sessionTransport = URLSessionTransport()
-        ahcTransport = AsyncHTTPClientTransport(client: httpClient)
-        sessionCourier = Client(transport: sessionTransport)
-        sessionStackCourier = Client(transport: sessionTransport, middleware: DefaultStack.middleware())
-        ahcCourier = Client(transport: ahcTransport)
-        ahcStackCourier = Client(transport: ahcTransport, middleware: DefaultStack.middleware())
-        ahcUntimedCourier = Client(
-            transport: ahcTransport,
-            middleware: DefaultStack.middleware().filter { $0.name != "timeout" }
+        let sessionTransport = URLSessionTransport()
+        let ahcTransport = AsyncHTTPClientTransport(client: httpClient)
+        self.sessionTransport = sessionTransport
+        self.ahcTransport = ahcTransport
+        sessionCouriers = CourierConfiguration.allCases.map {
+            Client(transport: sessionTransport, middleware: $0.middleware())
+        }
+        ahcCouriers = CourierConfiguration.allCases.map { Client(transport: ahcTransport, middleware: $0.middleware()) }
+        openAPI = OpenAPIClients(
+            url: URL(string: url)!,
+            httpClient: httpClient,
+            configuration: URLSessionTransport.defaultConfiguration
         )
-        ahcTimeoutCourier = Client(transport: ahcTransport, middleware: [.timeout(.seconds(10))])
     }
 
-    /// Starts a server and makes the clients.
+    /// Starts an in-process server and makes the clients.
     public static func start() async throws -> LoopbackClients {
-        LoopbackClients(server: try await LoopbackServer.start())
+        let server = try await LoopbackServer.start()
+        return LoopbackClients(url: server.url, server: server)
+    }
+
+    /// Makes the clients for a server that runs elsewhere (nginx).
+    ///
+    /// - Parameter url: The URL every call gets.
+    public static func connecting(to url: String) -> LoopbackClients {
+        LoopbackClients(url: url, server: nil)
+    }
+
+    /// Courier over ``ahcTransport`` in `configuration`.
+    public func ahcCourier(_ configuration: CourierConfiguration) -> Client {
+        ahcCouriers[configuration.rawValue]
+    }
+
+    /// The request a client in `configuration` is handed: ``unauthenticatedRequest`` when its middleware adds
+    /// `Authorization`, ``request`` otherwise.
+    public func request(for configuration: CourierConfiguration) -> URLRequest {
+        configuration.authenticates ? unauthenticatedRequest : request
+    }
+
+    /// Gets the resource through Courier in `configuration` over one of the transports.
+    ///
+    /// - Parameters:
+    ///   - configuration: Courier's middleware.
+    ///   - transport: Which transport.
+    /// - Returns: What `Client.send` returns.
+    public func courierGet(
+        _ configuration: CourierConfiguration,
+        over transport: LoopbackTransport
+    ) async throws -> (Data, HTTPURLResponse) {
+        let client =
+            switch transport {
+            case .urlSession: sessionCouriers[configuration.rawValue]
+            case .asyncHTTPClient: ahcCouriers[configuration.rawValue]
+            }
+        return try await client.send(request(for: configuration))
     }
 
     /// What a caller of AsyncHTTPClient writes to get a whole small response.
@@ -80,10 +125,25 @@ public final class LoopbackClients: Sendable {
         return (response, body)
     }
 
-    /// Shuts the clients down, then the server.
+    /// What a caller of `URLSession` writes, with ``session``.
+    public func sessionGet() async throws -> (Data, URLResponse) {
+        try await session.data(for: request)
+    }
+
+    /// Shuts the clients down, then the server (if it is in-process).
     public func shutdown() async throws {
         try await httpClient.shutdown()
         session.finishTasksAndInvalidate()
-        try await server.shutdown()
+        defaultSession.finishTasksAndInvalidate()
+        openAPI.invalidate()
+        try await server?.shutdown()
     }
+}
+
+/// The transports Courier is measured over end to end.
+public enum LoopbackTransport: Sendable {
+    /// `URLSessionTransport`.
+    case urlSession
+    /// `AsyncHTTPClientTransport`.
+    case asyncHTTPClient
 }

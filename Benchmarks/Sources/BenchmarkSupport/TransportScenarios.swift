@@ -19,11 +19,11 @@ public enum TransportScenarios {
     public static func all() -> [(name: String, calls: Calls)] {
         let serial: [(name: String, calls: Calls)] = [
             ("ahcBare", overLoopback { try await $0.bareAHCCalls($1) }),
-            ("ahcCourier0", overLoopback { try await $0.calls($1, through: $0.ahcCourier) }),
+            ("ahcCourier0", overLoopback { try await $0.ahcCalls($1, .none) }),
             ("ahcTransport", overLoopback { try await $0.calls($1, through: $0.ahcTransport) }),
-            ("ahcStack", overLoopback { try await $0.calls($1, through: $0.ahcStackCourier) }),
-            ("ahcStackUntimed", overLoopback { try await $0.calls($1, through: $0.ahcUntimedCourier) }),
-            ("ahcTimeout", overLoopback { try await $0.calls($1, through: $0.ahcTimeoutCourier) }),
+            ("ahcStack", overLoopback { try await $0.ahcCalls($1, .defaultStack) }),
+            ("ahcStackUntimed", overLoopback { try await $0.ahcCalls($1, .defaultStackWithoutTimeouts) }),
+            ("ahcTimeout", overLoopback { try await $0.ahcCalls($1, .timeout) }),
             ("sessionBare", overLoopback { try await $0.bareSessionCalls($1) }),
             ("sessionTransport", overLoopback { try await $0.calls($1, through: $0.sessionTransport) }),
         ]
@@ -138,7 +138,7 @@ extension LoopbackClients {
 
     func bareSessionCalls(_ count: Int) async throws {
         for _ in 0..<count {
-            sink(try await session.data(for: request))
+            sink(try await sessionGet())
         }
     }
 
@@ -148,7 +148,9 @@ extension LoopbackClients {
         }
     }
 
-    func calls(_ count: Int, through client: Client) async throws {
+    func ahcCalls(_ count: Int, _ configuration: CourierConfiguration) async throws {
+        let client = ahcCourier(configuration)
+        let request = request(for: configuration)
         for _ in 0..<count {
             sink(try await client.send(request))
         }
