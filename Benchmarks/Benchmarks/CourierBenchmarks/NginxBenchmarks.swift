@@ -96,8 +96,8 @@ enum Nginx {
         switch transport {
         case .asyncHTTPClient:
             [
-                .none, .recommended, .recommendedWithoutTimeouts, .counting, .timeout, .retry, .authentication,
-                .statusValidation,
+                .none, .recommended, .recommendedWithChildTasks, .recommendedWithoutTimeouts, .counting, .timeout,
+                .retry, .authentication, .statusValidation,
             ]
         case .urlSession: [.none, .recommended]
         }

@@ -56,6 +56,12 @@ public enum CourierConfiguration: Int, CaseIterable, Sendable {
     case recommended
     /// ``DefaultStack/recommended(counter:)`` without its two timeouts.
     case recommendedWithoutTimeouts
+    /// ``DefaultStack/middleware(counter:)`` with a pass-through middleware of the caller's at the bottom: a layer
+    /// Courier cannot vouch for, so both timeouts run the chain below them in a child task, as they all did before
+    /// transports enforced deadlines themselves. The side-by-side measure of that change.
+    case defaultStackWithChildTasks
+    /// ``DefaultStack/recommended(counter:)`` with the same pass-through middleware at the bottom.
+    case recommendedWithChildTasks
     /// `.counting` alone.
     case counting
     /// `.timeout(.seconds(10))` alone.
@@ -75,6 +81,8 @@ public enum CourierConfiguration: Int, CaseIterable, Sendable {
         case .defaultStackWithoutTimeouts: "default stack without its timeouts"
         case .recommended: "recommended stack"
         case .recommendedWithoutTimeouts: "recommended stack without its timeouts"
+        case .defaultStackWithChildTasks: "default stack, timeouts in child tasks"
+        case .recommendedWithChildTasks: "recommended stack, timeouts in child tasks"
         case .counting: "counting alone"
         case .timeout: "timeout alone"
         case .retry: "retry alone"
@@ -89,7 +97,7 @@ public enum CourierConfiguration: Int, CaseIterable, Sendable {
         switch self {
         case .none, .counting, .timeout, .retry, .statusValidation: false
         case .defaultStack, .defaultStackWithoutTimeouts, .recommended, .recommendedWithoutTimeouts,
-            .authentication:
+            .defaultStackWithChildTasks, .recommendedWithChildTasks, .authentication:
             true
         }
     }
@@ -102,6 +110,8 @@ public enum CourierConfiguration: Int, CaseIterable, Sendable {
         case .defaultStackWithoutTimeouts: DefaultStack.middleware().filter { $0.name != "timeout" }
         case .recommended: DefaultStack.recommended()
         case .recommendedWithoutTimeouts: DefaultStack.recommended().filter { $0.name != "timeout" }
+        case .defaultStackWithChildTasks: DefaultStack.middleware() + [Self.passThrough]
+        case .recommendedWithChildTasks: DefaultStack.recommended() + [Self.passThrough]
         case .counting: [.counting(RequestCounter())]
         case .timeout: [.timeout(.seconds(10))]
         case .retry: [.retry(.default)]
@@ -109,4 +119,7 @@ public enum CourierConfiguration: Int, CaseIterable, Sendable {
         case .statusValidation: [.validatingStatus()]
         }
     }
+
+    /// A middleware of the caller's that only calls `next`.
+    private static let passThrough = Middleware(name: "passThrough") { request, next in try await next(request) }
 }

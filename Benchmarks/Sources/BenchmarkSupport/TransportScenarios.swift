@@ -22,6 +22,7 @@ public enum TransportScenarios {
             ("ahcCourier0", overLoopback { try await $0.ahcCalls($1, .none) }),
             ("ahcTransport", overLoopback { try await $0.calls($1, through: $0.ahcTransport) }),
             ("ahcStack", overLoopback { try await $0.ahcCalls($1, .defaultStack) }),
+            ("ahcStackChild", overLoopback { try await $0.ahcCalls($1, .defaultStackWithChildTasks) }),
             ("ahcStackUntimed", overLoopback { try await $0.ahcCalls($1, .defaultStackWithoutTimeouts) }),
             ("ahcTimeout", overLoopback { try await $0.ahcCalls($1, .timeout) }),
             ("sessionBare", overLoopback { try await $0.bareSessionCalls($1) }),
