@@ -22,13 +22,7 @@ struct DeadlineEndToEndTests {
     )
     func recommendedStack(kind: TransportKind) async throws {
         try await EndToEnd.run(kind) { e2e in
-            let client = e2e.client([
-                .timeout(.seconds(60)),
-                .retry(ResilienceEndToEndTests.quickRetry(attempts: 2)),
-                .authenticating(token: "e2e-deadline-t0ken"),
-                .timeout(.seconds(1)),
-                .validatingStatus(),
-            ])
+            let client = e2e.client(Self.recommendedStack(perAttempt: .seconds(1)))
             let start = ContinuousClock.now
             let error = try await #require(throws: CourierError.self) { try await client.send(e2e.hang) }
             #expect(error.code == .timedOut)
@@ -85,17 +79,23 @@ struct DeadlineEndToEndTests {
     @Test("A response in time comes back whole through the recommended stack", arguments: TransportKind.allCases)
     func inTime(kind: TransportKind) async throws {
         try await EndToEnd.run(kind) { e2e in
-            let client = e2e.client([
-                .timeout(.seconds(60)),
-                .retry(ResilienceEndToEndTests.quickRetry(attempts: 2)),
-                .authenticating(token: "e2e-deadline-t0ken"),
-                .timeout(.seconds(30)),
-                .validatingStatus(),
-            ])
+            let client = e2e.client(Self.recommendedStack(perAttempt: .seconds(30)))
             let (data, response) = try await client.send(URLRequest(url: e2e.server.url("/large/100000")))
             #expect(response.statusCode == 200)
             #expect(data.count == 100_000)
         }
+    }
+
+    /// The recommended stack: a whole-call timeout of a minute, two attempts, a static token, a per-attempt
+    /// timeout of `perAttempt`, status validation.
+    private static func recommendedStack(perAttempt: Duration) -> [Middleware] {
+        [
+            .timeout(.seconds(60)),
+            .retry(ResilienceEndToEndTests.quickRetry(attempts: 2)),
+            .authenticating(token: "e2e-deadline-t0ken"),
+            .timeout(perAttempt),
+            .validatingStatus(),
+        ]
     }
 
     /// Expects that at least the first of the attempts in `reached` got to the server, and that every attempt
