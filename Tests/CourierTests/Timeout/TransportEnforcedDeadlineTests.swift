@@ -77,6 +77,9 @@ struct LayersBelowTimeout: Sendable, CustomTestStringConvertible {
             _ in
             [.jsonHeaders, .counting(RequestCounter()), .circuitBreaker(CircuitBreaker()), .idempotencyKey()]
         },
+        LayersBelowTimeout(testDescription: "logging, timing, redirects", leavesDeadlineToTransport: true) { _ in
+            [.logging(to: LogSink { _ in }), .timing { _, _, _ in }, .followingRedirects()]
+        },
         LayersBelowTimeout(testDescription: "a retry on a manual clock", leavesDeadlineToTransport: false) { clock in
             [.retry(.default, clock: clock)]
         },
