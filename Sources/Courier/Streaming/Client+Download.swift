@@ -97,9 +97,10 @@ extension Client {
             } catch let failure as FileFailure {
                 throw failure.error
             } catch let error where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled {
-                // The body stopped early. A cut connection is not always reported as a transient error: over
-                // real sockets URLSession on Linux reports "transfer closed with N bytes remaining to read" (an
-                // unknown URLError) and AsyncHTTPClient an HTTP parser error at the early end of the stream.
+                // The body stopped early, whatever the reason: a lost connection (Courier's transports report it
+                // as a transport error, a third party's transport in its client's words, transient or not), an
+                // idle timeout, a transport that gave up on a reader that fell behind. The range request resumes
+                // it either way.
                 let error = download.failure(error, response: first)
                 guard let validator = download.validator else { throw error }
                 resumesLeft -= 1

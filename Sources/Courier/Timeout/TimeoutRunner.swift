@@ -29,24 +29,27 @@ enum TimeoutRunner {
         request: URLRequest,
         next: Next
     ) async throws -> (Data, HTTPURLResponse) {
-        let (deadline, isOwn) = deadline(after: duration, from: clock.now, on: clock)
-        if deadline.timeLeft > .zero, next.transportEnforces(deadline) {
+        let now = clock.now
+        let (deadline, isOwn, wait) = deadline(after: duration, from: now, on: clock)
+        if wait > .zero, next.transportEnforces(deadline) {
             return try await runEnforcedByTransport(deadline, isOwn: isOwn, request: request, next: next)
         }
-        return try await run(duration, clock: clock, request: request) { try await next($0) }
+        return try await race(deadline, isOwn: isOwn, wait: wait, from: now, on: clock, request: request) {
+            try await next($0)
+        }
     }
 
-    /// The deadline a timeout of `duration` starting now waits for: its own, or an enclosing one that is
-    /// nearer (`isOwn` is then `false`, and the error reports the enclosing timeout).
+    /// The deadline a timeout of `duration` starting at `now` waits for, and how long that is: its own, or an
+    /// enclosing one that is nearer (`isOwn` is then `false`, and the error reports the enclosing timeout).
     private static func deadline<C: Clock<Duration>>(
         after duration: Duration,
         from now: C.Instant,
         on clock: C
-    ) -> (deadline: Deadline, isOwn: Bool) {
-        if let outer = Deadline.current, outer.timeLeft < duration {
-            return (outer, false)
+    ) -> (deadline: Deadline, isOwn: Bool, wait: Duration) {
+        if let outer = Deadline.current, case let left = outer.timeLeft, left < duration {
+            return (outer, false, left)
         }
-        return (Deadline(at: now.advanced(by: duration), on: clock, timeout: duration), true)
+        return (Deadline(at: now.advanced(by: duration), on: clock, timeout: duration), true, duration)
     }
 
     /// The rest of the chain in the caller's own task, when the transport enforces the deadline and every
@@ -78,9 +81,40 @@ enum TimeoutRunner {
         operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
     ) async throws -> (Data, HTTPURLResponse) {
         let now = clock.now
-        // An enclosing deadline may be nearer: then wait for it, and report its timeout when it passes.
-        let (deadline, isOwn) = deadline(after: duration, from: now, on: clock)
-        let wait = isOwn ? duration : deadline.timeLeft
+        let (deadline, isOwn, wait) = deadline(after: duration, from: now, on: clock)
+        return try await race(deadline, isOwn: isOwn, wait: wait, from: now, on: clock, request: request, operation)
+    }
+
+    /// The race of `operation` against a deadline in real time that someone else set (a transport bounding the
+    /// part of its work its client does not bound); the error reports that deadline's timeout.
+    static func run(
+        until deadline: Deadline,
+        request: URLRequest,
+        operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
+        let clock = ContinuousClock()
+        let now = clock.now
+        return try await race(
+            deadline,
+            isOwn: false,
+            wait: deadline.timeLeft,
+            from: now,
+            on: clock,
+            request: request,
+            operation
+        )
+    }
+
+    /// Runs `operation` under `deadline`, in a child task cancelled when `wait` from `now` has passed on `clock`.
+    private static func race<C: Clock<Duration>>(
+        _ deadline: Deadline,
+        isOwn: Bool,
+        wait: Duration,
+        from now: C.Instant,
+        on clock: C,
+        request: URLRequest,
+        _ operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
         guard wait > .zero else {
             try Task.checkCancellation()
             throw timedOut(request, deadline: deadline, isOwn: isOwn)

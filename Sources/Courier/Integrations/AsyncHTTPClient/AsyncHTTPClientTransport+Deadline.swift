@@ -27,8 +27,7 @@ extension AsyncHTTPClientTransport: DeadlineEnforcingTransport {
         by deadline: Deadline?
     ) async throws -> (Data, HTTPURLResponse) {
         guard let deadline else { return try await collect(response, for: request) }
-        return try await TimeoutRunner.run(deadline.timeLeft, clock: ContinuousClock(), request: request) {
-            request in
+        return try await TimeoutRunner.run(until: deadline, request: request) { request in
             try await self.collect(response, for: request)
         }
     }
