@@ -73,7 +73,10 @@ func registerURLSessionBreakdown() {
 
 /// Registers, serial and at 16 concurrent, the bare session configured as `URLSessionTransport`'s against the
 /// bare session with `.default`: above 1 when the `.default` baseline was the slower one, which flattered
-/// Courier's ratio over URLSession.
+/// Courier's ratio over URLSession. And two pairs that split `URLSessionTransport`'s cost: a bare session that
+/// receives the body through a delegate that only collects it against `data(for:)` (what receiving through a
+/// delegate costs, which the transport does to refuse an oversized body while it arrives), and Courier with no
+/// middleware against that delegate (what the transport adds beyond it).
 ///
 /// - Parameters:
 ///   - prefix: What the names start with.
@@ -92,6 +95,27 @@ func registerSessionConfigurationComparison(prefix: String, server: LoopbackTarg
                 blackHole((data, response))
             },
             candidate: { fixture in blackHole(try await fixture.sessionGet()) }
+        )
+        Loopback.register(
+            "\(prefix): bare URLSession, a collecting delegate vs data(for:), \(Loopback.label(width: width))",
+            calls: width == 1 ? 200 : 400,
+            width: width,
+            server: server,
+            maxDuration: .seconds(20),
+            maxIterations: 30,
+            baseline: { fixture in blackHole(try await fixture.sessionGet()) },
+            candidate: { fixture in blackHole(try await fixture.delegateSessionGet()) }
+        )
+        Loopback.register(
+            "\(prefix): Courier, no middleware, over URLSessionTransport vs bare URLSession with a collecting "
+                + "delegate, \(Loopback.label(width: width))",
+            calls: width == 1 ? 200 : 400,
+            width: width,
+            server: server,
+            maxDuration: .seconds(20),
+            maxIterations: 30,
+            baseline: { fixture in blackHole(try await fixture.delegateSessionGet()) },
+            candidate: { fixture in blackHole(try await fixture.courierGet(.none, over: .urlSession)) }
         )
     }
 }

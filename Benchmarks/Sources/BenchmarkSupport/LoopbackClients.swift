@@ -29,6 +29,10 @@ public final class LoopbackClients: Sendable {
     /// A bare `URLSession` with the `.default` configuration (a URL cache and cookie storage): the baseline the
     /// URLSession comparisons had before issue 17, kept to show what it changed.
     public let defaultSession: URLSession
+    /// A bare `URLSession` configured as ``session`` that receives bodies through a delegate that only collects
+    /// them (``CollectingSessionDelegate``), as `URLSessionTransport`'s does: the floor of that mechanism.
+    public let delegateSession: URLSession
+    private let collector: CollectingSessionDelegate
     /// The bare `HTTPClient`, with the configuration Courier's transport uses (redirects are Courier's job).
     public let httpClient: HTTPClient
     private let httpClientRequest: HTTPClientRequest
@@ -53,6 +57,12 @@ public final class LoopbackClients: Sendable {
         self.request = request
         session = URLSession(configuration: URLSessionTransport.defaultConfiguration)
         defaultSession = URLSession(configuration: .default)
+        collector = CollectingSessionDelegate()
+        delegateSession = URLSession(
+            configuration: URLSessionTransport.defaultConfiguration,
+            delegate: collector,
+            delegateQueue: nil
+        )
         httpClient = HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
             configuration: AsyncHTTPClientTransport.defaultConfiguration
@@ -130,11 +140,17 @@ public final class LoopbackClients: Sendable {
         try await session.data(for: request)
     }
 
+    /// What a caller of `URLSession` writes to receive the body through a delegate, with ``delegateSession``.
+    public func delegateSessionGet() async throws -> (Data, URLResponse) {
+        try await collector.data(for: request, on: delegateSession)
+    }
+
     /// Shuts the clients down, then the server (if it is in-process).
     public func shutdown() async throws {
         try await httpClient.shutdown()
         session.finishTasksAndInvalidate()
         defaultSession.finishTasksAndInvalidate()
+        delegateSession.finishTasksAndInvalidate()
         openAPI.invalidate()
         try await server?.shutdown()
     }
