@@ -76,7 +76,7 @@ func registerURLSessionBreakdown() {
 /// Courier's ratio over URLSession. And two pairs that split `URLSessionTransport`'s cost: a bare session that
 /// receives the body through a delegate that only collects it against `data(for:)` (what receiving through a
 /// delegate costs, which the transport does to refuse an oversized body while it arrives), and Courier with no
-/// middleware against that delegate (what the transport adds beyond it).
+/// middleware and with the recommended stack against that delegate (what Courier adds beyond it).
 ///
 /// - Parameters:
 ///   - prefix: What the names start with.
@@ -106,17 +106,19 @@ func registerSessionConfigurationComparison(prefix: String, server: LoopbackTarg
             baseline: { fixture in blackHole(try await fixture.sessionGet()) },
             candidate: { fixture in blackHole(try await fixture.delegateSessionGet()) }
         )
-        Loopback.register(
-            "\(prefix): Courier, no middleware, over URLSessionTransport vs bare URLSession with a collecting "
-                + "delegate, \(Loopback.label(width: width))",
-            calls: width == 1 ? 200 : 400,
-            width: width,
-            server: server,
-            maxDuration: .seconds(20),
-            maxIterations: 30,
-            baseline: { fixture in blackHole(try await fixture.delegateSessionGet()) },
-            candidate: { fixture in blackHole(try await fixture.courierGet(.none, over: .urlSession)) }
-        )
+        for configuration in [CourierConfiguration.none, .recommended] {
+            Loopback.register(
+                "\(prefix): Courier, \(configuration.label), over URLSessionTransport vs bare URLSession with a "
+                    + "collecting delegate, \(Loopback.label(width: width))",
+                calls: width == 1 ? 200 : 400,
+                width: width,
+                server: server,
+                maxDuration: .seconds(20),
+                maxIterations: 30,
+                baseline: { fixture in blackHole(try await fixture.delegateSessionGet()) },
+                candidate: { fixture in blackHole(try await fixture.courierGet(configuration, over: .urlSession)) }
+            )
+        }
     }
 }
 
