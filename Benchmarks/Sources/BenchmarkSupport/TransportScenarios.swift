@@ -19,6 +19,7 @@ public enum TransportScenarios {
     public static func all() -> [(name: String, calls: Calls)] {
         let serial: [(name: String, calls: Calls)] = [
             ("ahcBare", overLoopback { try await $0.bareAHCCalls($1) }),
+            ("ahcFutureBare", overLoopback { try await $0.bareAHCFutureCalls($1) }),
             ("ahcCourier0", overLoopback { try await $0.ahcCalls($1, .none) }),
             ("ahcTransport", overLoopback { try await $0.calls($1, through: $0.ahcTransport) }),
             ("ahcStack", overLoopback { try await $0.ahcCalls($1, .defaultStack) }),
@@ -131,6 +132,20 @@ extension LoopbackClients {
         let clients = try await LoopbackClients.start()
         instance.value = clients
         return clients
+    }
+
+    func bareAHCFutureCalls(_ count: Int) async throws {
+        var outgoing = try HTTPClient.Request(url: request.url!, method: .GET)
+        outgoing.headers.add(name: "Accept", value: "application/json")
+        outgoing.headers.add(name: "Authorization", value: "Bearer \(DefaultStack.token)")
+        for _ in 0..<count {
+            let task = httpClient.execute(
+                request: outgoing,
+                delegate: ResponseAccumulator(request: outgoing),
+                deadline: .now() + .seconds(30)
+            )
+            sink(try await task.futureResult.get())
+        }
     }
 
     func bareAHCCalls(_ count: Int) async throws {
