@@ -161,6 +161,19 @@ struct AsyncHTTPClientTransportTests {
         await server.closedByClient.wait(for: 1)
     }
 
+    @Test("a body still arriving when the Deadline passes fails the call with timedOut, and the connection closes")
+    func deadlineBoundsBody() async throws {
+        // The head and 10 of the 1,000 bytes it announces, then nothing until the client closes.
+        let server = try SocketServer { _ in
+            .stall(status: 200, headers: [.init(name: "Content-Length", value: "1000")], body: Data(count: 10))
+        }
+        defer { server.shutdown() }
+        let error = try await timedOutError(sending: server.url("/drip"), before: Deadline(after: .milliseconds(300)))
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .milliseconds(300))
+        await server.closedByClient.wait(for: 1)
+    }
+
     @Test("a Deadline that has passed already fails the request before anything is sent")
     func deadlinePassedBeforeSending() async throws {
         let server = try SocketServer { _ in .response(status: 200) }
@@ -199,6 +212,30 @@ struct AsyncHTTPClientTransportTests {
         try await transport.shutdown()
         #expect(try result.get().0 == Data(repeating: 0x62, count: 100_000))
         #expect(server.requests.first?.method == "PUT")
+    }
+
+    @Test("a streamed body of known length is sent whole to a server that answers and closes once it has it all")
+    func knownLengthUploadToClosingServer() async throws {
+        // The server answers with `Connection: close` as soon as it has read `Content-Length` bytes: the body
+        // must end in the same turn of the event loop as its last byte is written, or AsyncHTTPClient reads the
+        // answer and the close while it still counts the request as sending, and fails it.
+        let server = try SocketServer { _ in .response(status: 200) }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        let client = Client(baseURL: server.url(), transport: transport)
+        var failures: [String] = []
+        for round in 0..<40 {
+            let factory = ChunkFactory((0..<3).map { Data(repeating: UInt8($0), count: 20_000) })
+            let body = RequestBody.stream(length: 60_000) { factory.make() }
+            let result = await outcome {
+                try await client.send(Request<Data>(method: .post, target: .path("/upload"), body: body))
+            }
+            if case .failure(let error) = result { failures.append("round \(round): \(error)") }
+        }
+        try await transport.shutdown()
+        #expect(failures.isEmpty, "\(failures)")
+        #expect(server.requests.count == 40)
+        #expect(server.requests.allSatisfy { $0.body.count == 60_000 })
     }
 
     @Test("the request is converted field by field")
