@@ -69,6 +69,19 @@ func registerNginxBenchmarks() {
         }
     }
     registerSessionConfigurationComparison(prefix: "Loopback nginx", server: server)
+    for width in [1, 16] {
+        for pinned in [false, true] {
+            Loopback.register(
+                "Loopback nginx: bare AsyncHTTPClient, EventLoopFuture API \(pinned ? "pinned" : "indifferent") vs "
+                    + "async API, \(Loopback.label(width: width))",
+                calls: Nginx.calls(.asyncHTTPClient, width: width),
+                width: width,
+                server: server,
+                baseline: { blackHole(try await $0.asyncHTTPClientGet()) },
+                candidate: { blackHole(try await $0.asyncHTTPClientFutureGet(pinned: pinned)) }
+            )
+        }
+    }
 }
 
 /// Where the nginx benchmarks find their server.

@@ -135,6 +135,22 @@ public final class LoopbackClients: Sendable {
         return (response, body)
     }
 
+    /// What a caller of AsyncHTTPClient's EventLoopFuture API writes to get a whole small response: the same
+    /// request through `execute(request:delegate:eventLoop:deadline:)` with its `ResponseAccumulator`, the event
+    /// loop left to the pool (`indifferent`) or the delegate and the connection on one (`pinned`).
+    public func asyncHTTPClientFutureGet(pinned: Bool) async throws -> HTTPClient.Response {
+        var outgoing = try HTTPClient.Request(url: request.url!, method: .GET)
+        outgoing.headers.add(name: "Accept", value: "application/json")
+        outgoing.headers.add(name: "Authorization", value: "Bearer \(DefaultStack.token)")
+        let task = httpClient.execute(
+            request: outgoing,
+            delegate: ResponseAccumulator(request: outgoing),
+            eventLoop: pinned ? .delegateAndChannel(on: httpClient.eventLoopGroup.any()) : .indifferent,
+            deadline: .now() + .seconds(30)
+        )
+        return try await task.futureResult.get()
+    }
+
     /// What a caller of `URLSession` writes, with ``session``.
     public func sessionGet() async throws -> (Data, URLResponse) {
         try await session.data(for: request)

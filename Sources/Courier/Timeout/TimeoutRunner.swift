@@ -85,6 +85,26 @@ enum TimeoutRunner {
         return try await race(deadline, isOwn: isOwn, wait: wait, from: now, on: clock, request: request, operation)
     }
 
+    /// The race of `operation` against a deadline in real time that someone else set (a transport bounding the
+    /// part of its work its client does not bound); the error reports that deadline's timeout.
+    static func run(
+        until deadline: Deadline,
+        request: URLRequest,
+        operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
+        let clock = ContinuousClock()
+        let now = clock.now
+        return try await race(
+            deadline,
+            isOwn: false,
+            wait: deadline.timeLeft,
+            from: now,
+            on: clock,
+            request: request,
+            operation
+        )
+    }
+
     /// Runs `operation` under `deadline`, in a child task cancelled when `wait` from `now` has passed on `clock`.
     private static func race<C: Clock<Duration>>(
         _ deadline: Deadline,

@@ -6,13 +6,30 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The transport enforces a call's ``Deadline`` itself, from the first byte sent to the last byte of the body
-/// (AsyncHTTPClient's delegate API bounds the whole exchange by it, see `collectThroughDelegate`): a timeout
-/// above it then needs no child task of its own (see `DeadlineEnforcingTransport`).
+/// The transport enforces a call's ``Deadline`` itself, from the first byte sent to the last byte of the body:
+/// a timeout above it then needs no child task of its own (see `DeadlineEnforcingTransport`).
 extension AsyncHTTPClientTransport: DeadlineEnforcingTransport {
     /// AsyncHTTPClient takes a wall-clock deadline, so a deadline on a clock that runs in real time.
     func enforces(_ deadline: Deadline) -> Bool {
         deadline.isRealTime
+    }
+
+    /// Collects the body of `response`, by `deadline` when there is one.
+    ///
+    /// AsyncHTTPClient applies its deadline until the head arrives, not to the body, so the body's wait is
+    /// bounded here: it is read in a child task that starts at once and, when the body came with the head
+    /// (the usual case for an API's response), ends without ever suspending; only a body still on its way
+    /// starts a timer, and at the deadline the read is cancelled, which makes AsyncHTTPClient close the
+    /// connection. The error is ``CourierError/Code/timedOut``.
+    func collect(
+        _ response: HTTPClientResponse,
+        for request: URLRequest,
+        by deadline: Deadline?
+    ) async throws -> (Data, HTTPURLResponse) {
+        guard let deadline else { return try await collect(response, for: request) }
+        return try await TimeoutRunner.run(until: deadline, request: request) { request in
+            try await self.collect(response, for: request)
+        }
     }
 }
 #endif

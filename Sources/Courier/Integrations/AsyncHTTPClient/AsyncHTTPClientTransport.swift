@@ -50,12 +50,13 @@ public import FoundationNetworking
 ///   (AsyncHTTPClient's default, `true`, retries a refused connection until the connect timeout).
 /// - **Deadlines**: under a call's ``Deadline`` (set by the timeout middleware, or by you with
 ///   `Deadline.$current.withValue`), the request is given to AsyncHTTPClient with that deadline, so that
-///   connecting, waiting for a pooled connection, the response head and the whole body never go past it
-///   (AsyncHTTPClient then closes the connection); a deadline that has passed fails the request before it is
-///   sent. Either fails with ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set, as the timeout
-///   middleware reports it. Only a deadline on a real-time clock (`ContinuousClock`, `SuspendingClock`) is
-///   handed over; one on a test's manual clock is virtual, and only the timeout middleware that set it
-///   enforces it. `URLRequest.timeoutInterval` is ignored.
+///   connecting and waiting for a pooled connection and for the response head never go past it; a deadline
+///   that has passed fails the request before it is sent. Either fails with ``CourierError/Code/timedOut``
+///   and ``CourierError/timeout`` set, as the timeout middleware reports it. Only a deadline on a real-time
+///   clock (`ContinuousClock`, `SuspendingClock`) is handed over; one on a test's manual clock is virtual,
+///   and only the timeout middleware that set it enforces it.
+///   The body is read until the timeout middleware cancels the call. Without a deadline, the transport passes
+///   `NIODeadline.distantFuture`. `URLRequest.timeoutInterval` is ignored.
 /// - **Errors**: a failed socket call is a ``CourierError/Code/transport`` error that says what happened
 ///   (`cannot connect to 127.0.0.1:8080 (connection refused)`), with the socket's `POSIXError` as
 ///   ``CourierError/underlying``, so ``RetryPolicy/isTransient(_:)`` treats a refused, reset or timed-out
@@ -180,7 +181,15 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   call's ``Deadline`` passes, ``CourierError/Code/transport`` for a failed socket call, or
     ///   AsyncHTTPClient's error.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        try await collectThroughDelegate(request)
+        let (response, deadline) = try await execute(request)
+        do {
+            return try await collect(response, for: request, by: deadline)
+        } catch let error as CourierError {
+            throw error
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
+            throw Self.translate(error, request: request, deadline: deadline)
+        }
     }
 
     /// Sends the request with the client and returns as soon as the response head arrives, with the body
@@ -420,7 +429,7 @@ public final class AsyncHTTPClientTransport: Transport {
         }
     }
 
-    static func readAll(_ stream: InputStream, request: URLRequest) throws -> Data {
+    private static func readAll(_ stream: InputStream, request: URLRequest) throws -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         stream.open()
@@ -487,27 +496,13 @@ public final class AsyncHTTPClientTransport: Transport {
     /// `init(coder:)` does the same work and bridges on top). There is no cheaper way to make one, and
     /// ``Transport`` returns one; the fields dictionary made here costs ≈ 6,000 of the ≈ 123,000.
     static func makeResponse(_ response: HTTPClientResponse, for request: URLRequest) -> HTTPURLResponse {
-        makeResponse(status: response.status, version: response.version, headers: response.headers, for: request)
-    }
-
-    /// The response head as an `HTTPURLResponse`, as ``makeResponse(_:for:)-(HTTPClientResponse,_)`` makes it.
-    static func makeResponse(_ head: HTTPResponseHead, for request: URLRequest) -> HTTPURLResponse {
-        makeResponse(status: head.status, version: head.version, headers: head.headers, for: request)
-    }
-
-    private static func makeResponse(
-        status: HTTPResponseStatus,
-        version: NIOHTTP1.HTTPVersion,
-        headers: NIOHTTP1.HTTPHeaders,
-        for request: URLRequest
-    ) -> HTTPURLResponse {
         let url = request.url ?? URL(string: "about:blank")!
         // HTTPURLResponse's initializer fails only for a malformed HTTP version, which is built here.
         return HTTPURLResponse(
             url: url,
-            statusCode: Int(status.code),
-            httpVersion: Self.versionString(version),
-            headerFields: headerFields(headers)
+            statusCode: Int(response.status.code),
+            httpVersion: Self.versionString(response.version),
+            headerFields: headerFields(response.headers)
         )!
     }
 
