@@ -147,6 +147,146 @@ struct AsyncHTTPClientStreamingTests {
         }
     }
 
+    // MARK: Backpressure, stopping, deadlines and request bodies
+
+    /// 32 MiB, more than the pipe and the loopback sockets hold together, so that a reader who does not read
+    /// pauses the transfer; each 64 KiB block is filled with its own index, so order shows.
+    static let large: Data = {
+        var data = Data(capacity: 32 << 20)
+        for block in 0..<512 {
+            data.append(Data(repeating: UInt8(truncatingIfNeeded: block), count: 64 * 1024))
+        }
+        return data
+    }()
+
+    static func readAll(_ body: StreamedBody) async throws -> Data {
+        var received = Data()
+        for try await chunk in body {
+            received.append(chunk)
+        }
+        return received
+    }
+
+    @Test("a reader that does not read pauses AsyncHTTPClient: the pipe holds about its high-water mark")
+    func backpressure() async throws {
+        try await Self.withServer(.response(status: 200, body: Self.large)) { server, transport in
+            let (body, _) = try await transport.stream(URLRequest(url: server.url("/large")))
+            try await waitUntil { body.pipe.progress.isPaused }
+            // The high-water mark plus the read that crossed it (AsyncHTTPClient reads at most 64 KiB at once).
+            let bound = ChunkPipe.defaultHighWater + 64 * 1024
+            // Not a synchronization: a transport that went on after the pause would keep filling the pipe, up
+            // to the whole body, in this time.
+            for _ in 0..<20 {
+                try await Task.sleep(for: .milliseconds(10))
+                #expect(body.pipe.bufferedBytes <= bound)
+            }
+            #expect(try await Self.readAll(body) == Self.large)
+        }
+    }
+
+    @Test("a body paused by backpressure, stopped from another task, closes its connection")
+    func stopWhilePaused() async throws {
+        let reply = SocketServer.Reply.stall(
+            status: 200,
+            headers: [.init(name: "Content-Length", value: String(2 * Self.large.count))],
+            body: Self.large
+        )
+        try await Self.withServer(reply) { server, transport in
+            let (body, _) = try await transport.stream(URLRequest(url: server.url("/large")))
+            try await waitUntil { body.pipe.progress.isPaused }
+            await Task.detached { body.cancel() }.value
+            await server.closedByClient.wait(for: 1)
+            await #expect(throws: CancellationError.self) { _ = try await Self.readAll(body) }
+        }
+    }
+
+    @Test("a Deadline that passes while the body streams does not cut it: it bounds the head only")
+    func deadlineAfterHead() async throws {
+        try await Self.withServer(.response(status: 200, body: Self.large)) { server, transport in
+            let deadline = Deadline(after: .seconds(1))
+            let (body, _) = try await Deadline.$current.withValue(deadline) {
+                try await transport.stream(URLRequest(url: server.url("/large")))
+            }
+            // The body is still on its way (paused) when the deadline passes.
+            try await waitUntil { body.pipe.progress.isPaused }
+            try await Task.sleep(for: deadline.timeLeft + .milliseconds(200))
+            #expect(deadline.hasPassed)
+            #expect(try await Self.readAll(body) == Self.large)
+        }
+    }
+
+    @Test("a head that does not come by the Deadline fails the call with timedOut and closes the connection")
+    func headDeadline() async throws {
+        try await Self.withServer(.hang) { server, transport in
+            let error = await #expect(throws: CourierError.self) {
+                try await Deadline.$current.withValue(Deadline(after: .milliseconds(200))) {
+                    _ = try await transport.stream(URLRequest(url: server.url("/slow")))
+                }
+            }
+            #expect(error?.code == .timedOut)
+            #expect(error?.timeout == .milliseconds(200))
+            await server.closedByClient.wait(for: 1)
+        }
+    }
+
+    @Test("cancelling the caller while it waits for the head throws CancellationError and closes the connection")
+    func cancelledWaitingForHead() async throws {
+        try await Self.withServer(.hang) { server, transport in
+            let call = Task { try await transport.stream(URLRequest(url: server.url("/slow"))) }
+            await server.arrivals.wait(for: 1)
+            call.cancel()
+            await #expect(throws: CancellationError.self) { _ = try await call.value }
+            await server.closedByClient.wait(for: 1)
+        }
+    }
+
+    @Test("a call already cancelled, or past its Deadline, fails without sending anything")
+    func failsBeforeSending() async throws {
+        try await Self.withServer(.response(status: 200)) { server, transport in
+            let cancelled = Task {
+                withUnsafeCurrentTask { $0?.cancel() }
+                return try await transport.stream(URLRequest(url: server.url("/cancelled")))
+            }
+            await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
+            let late = await #expect(throws: CourierError.self) {
+                try await Deadline.$current.withValue(Deadline(after: .zero)) {
+                    _ = try await transport.stream(URLRequest(url: server.url("/late")))
+                }
+            }
+            #expect(late?.code == .timedOut)
+            // A request sent by either would have arrived before this one's answer came back.
+            _ = try await transport.send(URLRequest(url: server.url("/after")))
+            #expect(server.requests.map(\.path) == ["/after"])
+        }
+    }
+
+    @Test("a streamed request body is sent with its length, and an InputStream read whole")
+    func requestBodies() async throws {
+        let server = try SocketServer { request in .response(status: 200, body: request.body) }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        let result = await outcome {
+            let client = Client(baseURL: server.url(), transport: transport)
+            let factory = ChunkFactory((0..<5).map { Data(repeating: UInt8($0), count: 30_000) })
+            let upload = Request<Data>(
+                method: .post,
+                target: .path("/upload"),
+                body: .stream(length: 150_000) { factory.make() }
+            )
+            let (streamed, _) = try await client.stream(upload)
+            #expect(try await Self.readAll(streamed) == factory.joined)
+            var plain = URLRequest(url: server.url("/plain"))
+            plain.httpMethod = "PUT"
+            plain.httpBodyStream = InputStream(data: Data(repeating: 0x62, count: 100_000))
+            let (read, _) = try await transport.stream(plain)
+            #expect(try await Self.readAll(read) == Data(repeating: 0x62, count: 100_000))
+        }
+        try await transport.shutdown()
+        try result.get()
+        #expect(server.requests.first?.header("Content-Length") == "150000")
+        #expect(server.requests.last?.method == "PUT")
+    }
+
     // MARK: Chunks
 
     @Test("a large chunk shares its buffer's memory, and keeps it alive after the buffer is gone")
