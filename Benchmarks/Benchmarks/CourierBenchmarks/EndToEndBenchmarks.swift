@@ -83,42 +83,62 @@ func registerURLSessionBreakdown() {
 ///   - server: The server.
 func registerSessionConfigurationComparison(prefix: String, server: LoopbackTarget) {
     for width in [1, 16] {
-        Loopback.register(
-            "\(prefix): bare URLSession, URLSessionTransport's configuration vs .default, \(Loopback.label(width: width))",
-            calls: width == 1 ? 200 : 400,
+        let register = PairRegistrar(
+            prefix: prefix,
             width: width,
             server: server,
+            calls: width == 1 ? 200 : 400,
             maxDuration: .seconds(20),
-            maxIterations: 30,
+            maxIterations: 30
+        )
+        register(
+            "bare URLSession, URLSessionTransport's configuration vs .default",
             baseline: { fixture in
                 let (data, response) = try await fixture.defaultSession.data(for: fixture.request)
                 blackHole((data, response))
             },
             candidate: { fixture in blackHole(try await fixture.sessionGet()) }
         )
-        Loopback.register(
-            "\(prefix): bare URLSession, a collecting delegate vs data(for:), \(Loopback.label(width: width))",
-            calls: width == 1 ? 200 : 400,
-            width: width,
-            server: server,
-            maxDuration: .seconds(20),
-            maxIterations: 30,
+        register(
+            "bare URLSession, a collecting delegate vs data(for:)",
             baseline: { fixture in blackHole(try await fixture.sessionGet()) },
             candidate: { fixture in blackHole(try await fixture.delegateSessionGet()) }
         )
         for configuration in [CourierConfiguration.none, .recommended] {
-            Loopback.register(
-                "\(prefix): Courier, \(configuration.label), over URLSessionTransport vs bare URLSession with a "
-                    + "collecting delegate, \(Loopback.label(width: width))",
-                calls: width == 1 ? 200 : 400,
-                width: width,
-                server: server,
-                maxDuration: .seconds(20),
-                maxIterations: 30,
+            register(
+                "Courier, \(configuration.label), over URLSessionTransport vs bare URLSession with a collecting delegate",
                 baseline: { fixture in blackHole(try await fixture.delegateSessionGet()) },
                 candidate: { fixture in blackHole(try await fixture.courierGet(configuration, over: .urlSession)) }
             )
         }
+    }
+}
+
+/// Registers paired loopback benchmarks that share a name prefix, a width, a server and their limits; each is
+/// named "prefix: name, width".
+struct PairRegistrar {
+    let prefix: String
+    let width: Int
+    let server: LoopbackTarget
+    let calls: Int
+    let maxDuration: Duration
+    var maxIterations = 40
+
+    func callAsFunction(
+        _ name: String,
+        baseline: @escaping @Sendable (LoopbackClients) async throws -> Void,
+        candidate: @escaping @Sendable (LoopbackClients) async throws -> Void
+    ) {
+        Loopback.register(
+            "\(prefix): \(name), \(Loopback.label(width: width))",
+            calls: calls,
+            width: width,
+            server: server,
+            maxDuration: maxDuration,
+            maxIterations: maxIterations,
+            baseline: baseline,
+            candidate: candidate
+        )
     }
 }
 

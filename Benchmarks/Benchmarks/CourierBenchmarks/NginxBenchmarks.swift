@@ -32,21 +32,13 @@ func registerNginxBenchmarks() {
                 case .asyncHTTPClient: { blackHole(try await $0.asyncHTTPClientGet()) }
                 case .urlSession: { blackHole(try await $0.sessionGet()) }
                 }
-            func register(
-                _ name: String,
-                baseline: @escaping @Sendable (LoopbackClients) async throws -> Void,
-                candidate: @escaping @Sendable (LoopbackClients) async throws -> Void
-            ) {
-                Loopback.register(
-                    "Loopback nginx: \(name), \(Loopback.label(width: width))",
-                    calls: Nginx.calls(transport, width: width),
-                    width: width,
-                    server: server,
-                    maxDuration: .seconds(transport == .urlSession ? 30 : 20),
-                    baseline: baseline,
-                    candidate: candidate
-                )
-            }
+            let register = PairRegistrar(
+                prefix: "Loopback nginx",
+                width: width,
+                server: server,
+                calls: Nginx.calls(transport, width: width),
+                maxDuration: .seconds(transport == .urlSession ? 30 : 20)
+            )
             for configuration in Nginx.configurations(transport) {
                 register(
                     "Courier, \(configuration.label), over \(names.courier) vs bare \(names.bare)",
@@ -70,13 +62,16 @@ func registerNginxBenchmarks() {
     }
     registerSessionConfigurationComparison(prefix: "Loopback nginx", server: server)
     for width in [1, 16] {
+        let register = PairRegistrar(
+            prefix: "Loopback nginx",
+            width: width,
+            server: server,
+            calls: Nginx.calls(.asyncHTTPClient, width: width),
+            maxDuration: .seconds(20)
+        )
         for pinned in [false, true] {
-            Loopback.register(
-                "Loopback nginx: bare AsyncHTTPClient, EventLoopFuture API \(pinned ? "pinned" : "indifferent") vs "
-                    + "async API, \(Loopback.label(width: width))",
-                calls: Nginx.calls(.asyncHTTPClient, width: width),
-                width: width,
-                server: server,
+            register(
+                "bare AsyncHTTPClient, EventLoopFuture API \(pinned ? "pinned" : "indifferent") vs async API",
                 baseline: { blackHole(try await $0.asyncHTTPClientGet()) },
                 candidate: { blackHole(try await $0.asyncHTTPClientFutureGet(pinned: pinned)) }
             )
