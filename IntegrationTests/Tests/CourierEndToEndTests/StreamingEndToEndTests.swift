@@ -111,9 +111,11 @@ struct StreamingEndToEndTests {
     )
     func gigabyteDownload(kind: TransportKind) async throws {
         // URLSession on Linux cannot pause: its reader may fall this far behind (a loaded machine starves it for
-        // milliseconds at a time) before the body fails. AsyncHTTPClient ignores it when streaming.
+        // milliseconds at a time) before the body fails. AsyncHTTPClient ignores it when streaming. 16 MiB, not
+        // more: chunks still queued on the session's delegate queue count on top of it, and with 32 MiB the peak
+        // grew by 64.2 MiB once beside the whole suite.
         let count = 1 << 30
-        let growth = try await Self.peakGrowth(kind, bytes: count, readAhead: 32 << 20) { body in
+        let growth = try await Self.peakGrowth(kind, bytes: count, readAhead: 16 << 20) { body in
             var received = 0
             var misplaced = 0
             do {
