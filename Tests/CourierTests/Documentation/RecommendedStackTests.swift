@@ -264,6 +264,23 @@ struct RecommendedStackTests {
         "the README's stack follows a redirect, strips the token on another origin, refreshes once, retries, and cuts a hang"
     )
     func readmeStackBehaves() async throws {
+        // The stack is the README's, on real clocks. Beside thousands of model-based cases on two cores (and
+        // under the thread sanitizer), a call can wait for a thread longer than the stack's 10-second whole-call
+        // timeout: a run where a call timed out after 10 s of wall-clock time says nothing about the stack (its
+        // calls take milliseconds, the hung one 2 s), so the scenario is run again, at most three times in all.
+        // A stack that fails to cut the hang times out every time, and the test fails. High priority, so that its
+        // jobs go ahead of the model-based tests' in the global executor's queues.
+        for attempt in 1...3 {
+            do {
+                try await Task(priority: .high) { try await Self.runReadmeScenario() }.value
+                return
+            } catch let error as CourierError where error.code == .timedOut && error.timeout == .seconds(10) {
+                if attempt == 3 { throw error }
+            }
+        }
+    }
+
+    private static func runReadmeScenario() async throws {
         let scenario = Scenario()
         // A same-origin redirect keeps the credential; a foreign one loses it.
         #expect(try await scenario.get("/moved") == "Bearer token-v1-abcdef")
