@@ -17,19 +17,29 @@ public final class RunningServer: Sendable {
     let state: ServerState
     private let serviceGroup: ServiceGroup
     private let runTask: Task<Void, any Error>
+    /// The server's place in ``ServerGate/shared``, left once it has stopped.
+    private let place: ServerGate.Place
 
     /// How long ``shutdown()`` lets open requests finish before it cancels them. Released long polls and
     /// hangs answer at once; the period is long because under the thread sanitizer, with the fan-out tests
     /// running, writing those answers has taken more than 5 seconds.
     static let gracePeriod = Duration.seconds(30)
 
-    init(name: String, port: Int, state: ServerState, serviceGroup: ServiceGroup, runTask: Task<Void, any Error>) {
+    init(
+        name: String,
+        port: Int,
+        state: ServerState,
+        serviceGroup: ServiceGroup,
+        runTask: Task<Void, any Error>,
+        place: ServerGate.Place
+    ) {
         self.name = name
         self.port = port
         self.baseURL = URL(string: "http://127.0.0.1:\(port)")!
         self.state = state
         self.serviceGroup = serviceGroup
         self.runTask = runTask
+        self.place = place
     }
 
     /// A URL on this server.
@@ -81,6 +91,7 @@ public final class RunningServer: Sendable {
             await group.next()
             group.cancelAll()
         }
+        self.place.leave()
     }
 
     private static let unreserved = CharacterSet(

@@ -98,7 +98,8 @@ public import ServiceLifecycle
 public enum TestServers {
     /// Starts a server on `127.0.0.1` at an ephemeral port.
     ///
-    /// The server runs until ``RunningServer/shutdown()``. Log output is quiet (warnings and up)
+    /// The server runs until ``RunningServer/shutdown()``; while a test runs alone (``ServerGate``), it first waits
+    /// for that test to end. Log output is quiet (warnings and up)
     /// unless `TEST_SERVER_LOG_LEVEL` names another level (`trace`, `debug`, `info`, …).
     ///
     /// - Parameter name: The name the server reports in ``EchoResponse/server``.
@@ -135,6 +136,8 @@ public enum TestServers {
         state: ServerState,
         services: [any Service] = []
     ) async throws -> RunningServer {
+        // Waits while a test runs alone (see `ServerGate`); the place is left when the server has stopped.
+        let place = try await ServerGate.shared.enter(name)
         var logger = Logger(label: "courier.test-server.\(name)")
         logger.logLevel =
             ProcessInfo.processInfo.environment["TEST_SERVER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:))
@@ -173,7 +176,14 @@ public enum TestServers {
                 throw TestServerError("The test server \(name) could not start: \(error)")
             }
         }
-        return RunningServer(name: name, port: port, state: state, serviceGroup: serviceGroup, runTask: runTask)
+        return RunningServer(
+            name: name,
+            port: port,
+            state: state,
+            serviceGroup: serviceGroup,
+            runTask: runTask,
+            place: place
+        )
     }
 
     /// Runs `body` with a server started for it, and shuts the server down afterwards, whether

@@ -13,7 +13,7 @@ import FoundationNetworking
 struct StreamingEndToEndTests {
     @Test(
         "NDJSON lines are read as they arrive: the first before the server has sent the last",
-        .timeLimit(.minutes(1)),
+        .timeLimit(.minutes(3)),
         arguments: TransportKind.allCases
     )
     func linesAsTheyArrive(kind: TransportKind) async throws {
@@ -49,7 +49,7 @@ struct StreamingEndToEndTests {
 
     @Test(
         "A body that drips slower than the idle timeout fails with timedOut, and the server sees the connection close",
-        .timeLimit(.minutes(1)),
+        .timeLimit(.minutes(3)),
         arguments: TransportKind.allCases
     )
     func slowDrip(kind: TransportKind) async throws {
@@ -72,7 +72,7 @@ struct StreamingEndToEndTests {
 
     @Test(
         "A 401 that asks for credentials comes back whole to a streamed call, at once (URLSession on Linux too)",
-        .timeLimit(.minutes(1)),
+        .timeLimit(.minutes(3)),
         arguments: TransportKind.allCases
     )
     func challenge(kind: TransportKind) async throws {
@@ -87,7 +87,7 @@ struct StreamingEndToEndTests {
 
     @Test(
         "Cancelled before the head arrives, a streamed call throws CancellationError and the server sees the close",
-        .timeLimit(.minutes(1)),
+        .timeLimit(.minutes(3)),
         arguments: TransportKind.allCases
     )
     func cancelledBeforeHead(kind: TransportKind) async throws {

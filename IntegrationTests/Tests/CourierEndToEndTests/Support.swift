@@ -185,3 +185,32 @@ struct Muster: Sendable {
         gate.open()
     }
 }
+
+/// Runs a suite with no other test server running: its tests wait until every server other tests started has
+/// shut down, and servers that other tests start meanwhile wait until the suite is done (see `ServerGate`).
+///
+/// For load tests whose timeouts are real: beside the other suites, which Swift Testing runs in parallel, such
+/// a test measures their load as much as its own. A test of another suite that starts a server meanwhile waits
+/// within its own time limit, so no suite's limit is under 3 minutes (the fan-out suite runs for about 50 s).
+struct RunsAloneTrait: SuiteTrait, TestScoping {
+    /// One scope around the whole suite, so that its tests run in one stretch.
+    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
+        test.isSuite ? self : nil
+    }
+
+    func provideScope(
+        for test: Test,
+        testCase: Test.Case?,
+        performing function: @Sendable () async throws -> Void
+    ) async throws {
+        // Other suites' servers live for seconds; 15 minutes is far past the slowest whole run of them.
+        try await ServerGate.shared.alone(waitingAtMost: .seconds(15 * 60)) {
+            try await function()
+        }
+    }
+}
+
+extension Trait where Self == RunsAloneTrait {
+    /// Runs the suite with no other test server running (see ``RunsAloneTrait``).
+    static var runsAlone: Self { Self() }
+}
