@@ -4,8 +4,10 @@ import Foundation
 /// backpressure; the transitions are ``ChunkPipeStateMachine``'s, carried out here outside the lock.
 ///
 /// A transport writes with ``yield(_:)`` from a callback (URLSession's delegate: on `pause` it suspends its
-/// task until the ``onDemand`` handler runs) or with ``write(_:)`` from a task (it waits while the buffer is
-/// full), and ends with ``finish(error:)``. It learns that the reader is gone through the handler it gives
+/// task until the ``onDemand`` handler runs; AsyncHTTPClient's delegate: it hands the event loop a future that
+/// the handler completes; it uses ``buffer(_:)`` and ``flush()`` to wake the reader once for a read's parts)
+/// or with ``write(_:)`` from a task (it waits while the buffer is full), and ends with
+/// ``finish(error:)``. It learns that the reader is gone through the handler it gives
 /// ``onStop(_:)``, and must then stop (cancel its task or connection).
 final class ChunkPipe: Sendable {
     // Unsafe continuations: the state machine resumes each exactly once, and a checked one (an allocated
@@ -85,10 +87,7 @@ final class ChunkPipe: Sendable {
     ///   because the body is over (check ``isEnded``).
     @discardableResult
     func yield(_ data: Data) -> Bool {
-        let action = state.withLock { state in
-            if let elapsed = state.elapsed { state.lastProgress = elapsed() }
-            return state.machine.yield(data)
-        }
+        let action = progressing { $0.yield(data) }
         switch action {
         case .proceed:
             return true
@@ -98,6 +97,58 @@ final class ChunkPipe: Sendable {
         case .pause, .drop:
             return false
         }
+    }
+
+    /// What a writer that batches wake-ups does after ``buffer(_:)``.
+    enum Buffered {
+        /// Go on writing.
+        case proceed
+        /// Go on writing, and call ``flush()`` soon (after the chunks arriving together): the reader waits.
+        case flushSoon
+        /// Pause until the ``onDemand(_:)`` handler runs, or stop because the body is over (check
+        /// ``isEnded``). A waiting reader was woken already.
+        case pause
+    }
+
+    /// Buffers a chunk without waking a waiting reader, so that the chunks of one burst cost the reader one
+    /// wake-up: the writer calls ``flush()`` when told to (and before it ends, ``finish(error:)`` flushes).
+    func buffer(_ data: Data) -> Buffered {
+        let action = progressing { $0.buffer(data) }
+        switch action {
+        case .proceed:
+            return .proceed
+        case .scheduleFlush:
+            return .flushSoon
+        case .resumeConsumer(let consumer, let chunk):
+            consumer.resume(returning: chunk)
+            return .proceed
+        case .pause(let wake):
+            if let (consumer, chunk) = wake { consumer.resume(returning: chunk) }
+            return .pause
+        case .drop:
+            return .pause
+        }
+    }
+
+    /// Wakes a reader that waits while chunks are buffered.
+    func flush() {
+        guard let flush = state.withLock({ $0.machine.flush() }) else { return }
+        deliver(flush)
+    }
+
+    /// Runs a writer's event on the machine, under the lock, noting first that the transport made progress
+    /// (what the idle timeout measures from).
+    private func progressing<Action>(_ event: @Sendable (inout Machine) -> Action) -> Action {
+        state.withLock { state in
+            if let elapsed = state.elapsed { state.lastProgress = elapsed() }
+            return event(&state.machine)
+        }
+    }
+
+    /// Resumes the reader a flush woke, and the paused writer when the flush drained the buffer enough.
+    private func deliver(_ flush: Machine.Flush) {
+        wake(flush.demand)
+        flush.consumer.resume(returning: flush.chunk)
     }
 
     /// Hands a chunk to the reader, waiting while the buffer is full.
@@ -119,7 +170,10 @@ final class ChunkPipe: Sendable {
 
     /// Ends the body: cleanly (`error == nil`) or with a transport error, after the chunks already buffered.
     func finish(error: (any Error)?) {
-        let consumer = state.withLock { $0.machine.finish(error: error) }
+        let (flush, consumer) = state.withLock { state in
+            (state.machine.flush(), state.machine.finish(error: error))
+        }
+        if let flush { deliver(flush) }
         guard let consumer else { return }
         if let error {
             consumer.resume(throwing: error)

@@ -14,9 +14,9 @@ import Foundation
 /// ```
 ///
 /// **Backpressure.** Chunks are buffered until the reader takes them. Once more than `highWater` bytes wait,
-/// ``yield(_:)`` says `pause` (a URLSession task is suspended, a pumping task waits), and the writer is told to
-/// go on when the reader has brought the buffer down to half of it. So at most `highWater` plus one chunk is
-/// held, however slow the reader.
+/// ``yield(_:)`` says `pause` (a URLSession task is suspended, AsyncHTTPClient waits on a future, a pumping task
+/// waits), and the writer is told to go on when the reader has brought the buffer down to half of it. So at
+/// most `highWater` plus one chunk is held, however slow the reader.
 ///
 /// **Ending.** The writer ends the body with ``finish(error:)``: the reader gets the chunks still buffered,
 /// then the end or the error. The reader's side ends it with ``fail(_:)`` (a cancelled read, an idle
@@ -41,6 +41,28 @@ struct ChunkPipeStateMachine<Consumer, Producer> {
         case pause
         /// The body is over (the reader's side failed it): drop the chunk and stop.
         case drop
+    }
+
+    /// What the writer should do after ``buffer(_:)``.
+    enum BufferAction {
+        /// Go on writing.
+        case proceed
+        /// Go on writing, and arrange for ``flush()`` to run soon: the reader waits and no flush is arranged.
+        case scheduleFlush
+        /// Resume the waiting reader with this chunk now (the buffer passed its high-water mark), and go on.
+        case resumeConsumer(Consumer, Data)
+        /// Stop writing until the reader asks for more; resume the waiting reader with its chunk first, if
+        /// one is given, so that it drains the buffer.
+        case pause(wake: (Consumer, Data)?)
+        /// The body is over (the reader's side failed it): drop the chunk and stop.
+        case drop
+    }
+
+    /// A waiting reader to resume with a chunk, and how to tell a paused writer to go on, if it is.
+    struct Flush {
+        var consumer: Consumer
+        var chunk: Data
+        var demand: Demand?
     }
 
     /// What ``next(consumer:)`` decided.
@@ -76,6 +98,8 @@ struct ChunkPipeStateMachine<Consumer, Producer> {
     private var bufferedBytes = 0
     private var consumer: Consumer?
     private var producer: Producer?
+    /// Whether ``buffer(_:)`` asked for a ``flush()`` that has not run yet.
+    private var flushPending = false
     /// Whether the writer was told to pause and has not been told to go on.
     private(set) var isPaused = false
 
@@ -113,6 +137,57 @@ struct ChunkPipeStateMachine<Consumer, Producer> {
         return .pause
     }
 
+    /// A chunk arrived from a writer that batches wake-ups: it is buffered even when the reader waits, and the
+    /// reader is resumed by ``flush()``, once for every chunk buffered until then.
+    ///
+    /// A reader that waits while chunks are buffered is always resumed: ``buffer(_:)`` asks for a flush the
+    /// first time it buffers for a waiting reader, and past the high-water mark it hands the reader a chunk at
+    /// once (a writer must never pause with its reader asleep).
+    mutating func buffer(_ data: Data) -> BufferAction {
+        guard case .open = phase else { return .drop }
+        if !data.isEmpty {
+            chunks.append(data)
+            bufferedBytes += data.count
+        }
+        if bufferedBytes > highWater {
+            var wake: (Consumer, Data)?
+            if let consumer {
+                self.consumer = nil
+                wake = (consumer, takeChunk())
+            }
+            if bufferedBytes > highWater {
+                isPaused = true
+                return .pause(wake: wake)
+            }
+            if let wake { return .resumeConsumer(wake.0, wake.1) }
+        }
+        guard consumer != nil, head < chunks.count, !flushPending else { return .proceed }
+        flushPending = true
+        return .scheduleFlush
+    }
+
+    /// Wakes a reader waiting while chunks are buffered (the flush ``buffer(_:)`` asked for).
+    ///
+    /// - Returns: The reader and its chunk, `nil` when no reader waits or nothing is buffered.
+    mutating func flush() -> Flush? {
+        flushPending = false
+        guard let consumer, head < chunks.count else { return nil }
+        self.consumer = nil
+        let chunk = takeChunk()
+        return Flush(consumer: consumer, chunk: chunk, demand: takeDemandIfDrained())
+    }
+
+    private mutating func takeChunk() -> Data {
+        let chunk = chunks[head]
+        head += 1
+        bufferedBytes -= chunk.count
+        if head == chunks.count {
+            chunks.removeAll(keepingCapacity: true)
+            head = 0
+        }
+        return chunk
+    }
+
     /// An async writer was told to pause and waits with `producer` until the reader asks for more.
     ///
     /// - Returns: `false` when it must not wait: the reader already asked for more, or the body is over.
@@ -124,10 +199,12 @@ struct ChunkPipeStateMachine<Consumer, Producer> {
 
     /// The transport finished the body, cleanly (`nil`) or with an error.
     ///
-    /// - Returns: The waiting reader to resume with the end, if it was waiting (the buffer is then empty).
+    /// A writer that batches wake-ups calls ``flush()`` first, so that a waiting reader has its chunks.
+    ///
+    /// - Returns: The waiting reader to resume with the end, if it was waiting and nothing is buffered.
     mutating func finish(error: (any Error)?) -> Consumer? {
         guard case .open = phase else { return nil }
-        if let consumer {
+        if let consumer, head == chunks.count {
             self.consumer = nil
             phase = .ended(error)
             return consumer
@@ -142,13 +219,7 @@ struct ChunkPipeStateMachine<Consumer, Producer> {
     /// and `wait` only says that nothing is ready).
     mutating func next(consumer: Consumer?) -> NextAction {
         if head < chunks.count {
-            let chunk = chunks[head]
-            head += 1
-            bufferedBytes -= chunk.count
-            if head == chunks.count {
-                chunks.removeAll(keepingCapacity: true)
-                head = 0
-            }
+            let chunk = takeChunk()
             return .chunk(chunk, resumeProducer: takeDemandIfDrained())
         }
         switch phase {

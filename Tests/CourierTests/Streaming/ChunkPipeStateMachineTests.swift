@@ -113,6 +113,91 @@ struct ChunkPipeStateMachineTests {
         }
     }
 
+    @Test("a batching writer buffers while the reader waits, asks for one flush, and the flush wakes the reader once")
+    func bufferThenFlush() {
+        var machine = Machine(highWater: 100)
+        _ = machine.next(consumer: "reader")
+        let first = machine.buffer(bytes(3))
+        #expect(first.isScheduleFlush, "the first chunk for a waiting reader asks for a flush")
+        let second = machine.buffer(bytes(4))
+        #expect(second.isProceed, "a flush is arranged already")
+        #expect(machine.isReaderWaiting, "buffering does not wake the reader")
+        let flush = machine.flush()
+        #expect(flush?.consumer == "reader")
+        #expect(flush?.chunk.count == 3)
+        #expect(!machine.isReaderWaiting)
+        let restOfBurst = machine.next(consumer: "reader")
+        #expect(restOfBurst.chunkSize == 4, "the rest of the burst is read without waiting")
+        let idleFlush = machine.flush()
+        #expect(idleFlush == nil, "a flush with nobody waiting does nothing")
+        // After a flush, the next chunk for a waiting reader asks for a flush again.
+        _ = machine.next(consumer: "reader")
+        let nextBurst = machine.buffer(bytes(1))
+        #expect(nextBurst.isScheduleFlush)
+        // Without a waiting reader, nothing is asked: it takes the chunk when it reads.
+        var running = Machine(highWater: 100)
+        let notWaiting = running.buffer(bytes(2))
+        #expect(notWaiting.isProceed)
+        let laterRead = running.next(consumer: "reader")
+        #expect(laterRead.chunkSize == 2)
+    }
+
+    @Test("past the high-water mark a batching writer wakes the waiting reader before it pauses")
+    func bufferPastHighWater() {
+        var machine = Machine(highWater: 10)
+        _ = machine.next(consumer: "reader")
+        let firstChunk = machine.buffer(bytes(2))
+        #expect(firstChunk.isScheduleFlush)
+        // 13 buffered; the reader takes 2 at once, and 11 > 10 still: the writer pauses.
+        guard case .pause(wake: ("reader", let chunk)?) = machine.buffer(bytes(11)) else {
+            Issue.record("a writer must not pause with its reader asleep")
+            return
+        }
+        #expect(chunk.count == 2)
+        // Paused until the reader drains to half the mark, which then wakes the writer.
+        #expect(machine.isPaused)
+        guard case .chunk(_, resumeProducer: .handler?) = machine.next(consumer: nil) else {
+            Issue.record("the drained reader must wake the paused writer")
+            return
+        }
+        // Past the mark, but back under it once the waiting reader has its chunk: the writer goes on.
+        var single = Machine(highWater: 10)
+        _ = single.next(consumer: "reader")
+        _ = single.buffer(bytes(6))
+        guard case .resumeConsumer("reader", let first) = single.buffer(bytes(6)) else {
+            Issue.record("past the mark the waiting reader gets its chunk at once")
+            return
+        }
+        #expect(first.count == 6)
+        #expect(!single.isPaused)
+    }
+
+    @Test("finishing after buffered chunks leaves them to a flush, then the end")
+    func finishAfterBufferedForWaitingReader() {
+        var machine = Machine(highWater: 100)
+        _ = machine.next(consumer: "reader")
+        _ = machine.buffer(bytes(2))
+        let endedReader = machine.finish(error: nil)
+        #expect(endedReader == nil, "a reader with a chunk buffered is not resumed with the end")
+        let flushBeforeEnd = machine.flush()
+        #expect(flushBeforeEnd?.chunk.count == 2)
+        guard case .end(nil) = machine.next(consumer: "reader") else {
+            Issue.record("expected the end after the chunk")
+            return
+        }
+        var failed = Machine(highWater: 100)
+        _ = failed.next(consumer: "reader")
+        _ = failed.buffer(bytes(2))
+        let failure = failed.fail(Boom())
+        #expect(failure?.consumer == "reader", "failing drops the buffer and resumes the reader")
+        let flushAfterFailure = failed.flush()
+        #expect(flushAfterFailure == nil)
+        guard case .drop = failed.buffer(bytes(1)) else {
+            Issue.record("writes after the end are dropped")
+            return
+        }
+    }
+
     @Test("failing after the transport finished does not stop it again, and after the end does nothing")
     func failAfterFinish() {
         var machine = Machine(highWater: 100)
@@ -139,6 +224,18 @@ extension ChunkPipeStateMachine.YieldAction {
 
     fileprivate var isPause: Bool {
         if case .pause = self { return true }
+        return false
+    }
+}
+
+extension ChunkPipeStateMachine.BufferAction {
+    fileprivate var isProceed: Bool {
+        if case .proceed = self { return true }
+        return false
+    }
+
+    fileprivate var isScheduleFlush: Bool {
+        if case .scheduleFlush = self { return true }
         return false
     }
 }

@@ -195,39 +195,29 @@ public final class AsyncHTTPClientTransport: Transport {
     /// Sends the request with the client and returns as soon as the response head arrives, with the body
     /// streaming.
     ///
+    /// The body streams through AsyncHTTPClient's delegate API: its event loop hands each chunk to the body's
+    /// reader, with no task in between.
+    ///
     /// - **Backpressure**: the body is read from the connection only as fast as its reader takes it (about
-    ///   1 MiB ahead, plus AsyncHTTPClient's own small buffer), so a slow reader keeps memory bounded and a
-    ///   body of any length streams: ``maximumResponseSize`` applies to ``send(_:)`` only. A chunk of 16 KiB
-    ///   or more is usually not copied: it shares AsyncHTTPClient's buffer, holding at most twice its size.
+    ///   1 MiB ahead, plus AsyncHTTPClient's own small buffer): while the reader is behind, AsyncHTTPClient
+    ///   stops reading from the socket. So a slow reader keeps memory bounded and a body of any length
+    ///   streams: ``maximumResponseSize`` applies to ``send(_:)`` only. A chunk of 16 KiB or more is usually
+    ///   not copied: it shares AsyncHTTPClient's buffer, holding at most twice its size.
     /// - **Deadlines**: a call's ``Deadline`` bounds connecting and the wait for the head, as for
-    ///   ``send(_:)``; it does not bound the body, whose time the client's idle and total timeouts bound.
-    /// - **Stopping**: when the body's reader stops (leaves its loop, is cancelled, drops the body), the
-    ///   request is cancelled and the connection closed. A connection lost mid-body is thrown by the body's
-    ///   loop as ``CourierError/Code/transport``.
+    ///   ``send(_:)``, and fails it with ``CourierError/Code/timedOut``; it does not bound the body, whose time
+    ///   the client's idle and total timeouts bound.
+    /// - **Stopping**: when the body's reader stops (leaves its loop, is cancelled, drops the body, or the
+    ///   body is stopped from another task: ``StreamedBody/cancel()``, an idle timeout, a shutdown), the
+    ///   request is cancelled and the connection closed, even while AsyncHTTPClient waits for the reader.
+    ///   Cancelling the caller while it waits for the head cancels the request and throws
+    ///   `CancellationError`. A connection lost mid-body is thrown by the body's loop as
+    ///   ``CourierError/Code/transport``.
     ///
     /// - Throws: What ``send(_:)`` throws while waiting for the head.
     public func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
-        let (response, _) = try await execute(request)
-        let head = Self.makeResponse(response, for: request)
-        let pipe = ChunkPipe()
-        let body = response.body
-        // One task per body moves its buffers into the pipe; the pipe's backpressure makes it wait, and so
-        // AsyncHTTPClient stops reading from the socket. (The reader cannot take AsyncHTTPClient's iterator
-        // itself: a read waiting in it can be ended only by cancelling the reader's task, and the body must
-        // stop when it is cancelled from elsewhere: `cancel()`, its idle timeout, a client's shutdown.)
-        let pump = Task {
-            do {
-                for try await buffer in body {
-                    try await pipe.write(Self.chunk(buffer))
-                }
-                pipe.finish(error: nil)
-            } catch {
-                // After the reader stopped, the pipe has ended and this does nothing.
-                pipe.finish(error: Self.bodyFailure(error, request: request))
-            }
-        }
-        pipe.onStop { pump.cancel() }
-        return (StreamedBody(pipe: pipe), head)
+        // AsyncHTTPClient's delegate API: its event loop writes each body part into the body's pipe, and the
+        // pipe's reader stops the request from whatever task it is stopped in.
+        try await streamThroughDelegate(request)
     }
 
     /// What the loop over a streamed body throws when the body fails: the error translated as for the head (a
@@ -429,7 +419,7 @@ public final class AsyncHTTPClientTransport: Transport {
         }
     }
 
-    private static func readAll(_ stream: InputStream, request: URLRequest) throws -> Data {
+    static func readAll(_ stream: InputStream, request: URLRequest) throws -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         stream.open()
