@@ -66,11 +66,24 @@ enum TimeoutRunner {
         do {
             return try await Deadline.$current.withValue(deadline) { try await next(request) }
         } catch {
-            guard deadline.hasPassed else { throw error }
-            // The caller's own cancellation wins over a deadline that passed at the same time.
-            try Task.checkCancellation()
-            throw timedOut(request, deadline: deadline, isOwn: isOwn)
+            throw failure(error, request: request, deadline: deadline, isOwn: isOwn)
         }
+    }
+
+    /// What the caller gets for `error`, thrown by the rest of the chain: the error as it is while the deadline
+    /// has not passed; once it has, this timeout's `timedOut`. The call ran out of time, whatever the layers
+    /// below made of it (a retry that gave up for want of time rethrows an attempt's error), and the same call
+    /// reports the same error however late a busy machine runs the timer. The caller's own cancellation wins
+    /// over a deadline that passed at the same time.
+    private static func failure(
+        _ error: any Error,
+        request: URLRequest,
+        deadline: Deadline,
+        isOwn: Bool
+    ) -> any Error {
+        guard deadline.hasPassed else { return error }
+        if Task.isCancelled { return CancellationError() }
+        return timedOut(request, deadline: deadline, isOwn: isOwn)
     }
 
     /// The race around any operation: what a ``Request/timeout`` runs around the client's whole chain.
@@ -128,23 +141,28 @@ enum TimeoutRunner {
             }
             return .response(data, response)
         }
-        let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
-            defer { group.cancelAll() }
-            startImmediately(work, in: &group)
-            if !finished.isSet {
-                startImmediately(
-                    {
-                        try await clock.sleep(until: fireAt, tolerance: nil)
-                        return .deadlinePassed
-                    },
-                    in: &group
-                )
+        let outcome: Outcome
+        do {
+            outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
+                defer { group.cancelAll() }
+                startImmediately(work, in: &group)
+                if !finished.isSet {
+                    startImmediately(
+                        {
+                            try await clock.sleep(until: fireAt, tolerance: nil)
+                            return .deadlinePassed
+                        },
+                        in: &group
+                    )
+                }
+                // The first child to finish decides; the other is cancelled and awaited when the group ends.
+                guard let first = try await group.next() else {
+                    preconditionFailure("the timeout's task group has no children")
+                }
+                return first
             }
-            // The first child to finish decides; the other is cancelled and awaited when the group ends.
-            guard let first = try await group.next() else {
-                preconditionFailure("the timeout's task group has no children")
-            }
-            return first
+        } catch {
+            throw failure(error, request: request, deadline: deadline, isOwn: isOwn)
         }
         switch outcome {
         case .response(let data, let response):
@@ -224,10 +242,12 @@ enum TimeoutRunner {
                 return first
             }
         } catch {
-            guard work.didFire else { throw error }
-            // The caller's own cancellation wins over a deadline that passed at the same time.
-            try Task.checkCancellation()
-            throw timedOut(request, deadline: deadline, isOwn: true)
+            guard !work.didFire else {
+                // The caller's own cancellation wins over a deadline that passed at the same time.
+                try Task.checkCancellation()
+                throw timedOut(request, deadline: deadline, isOwn: true)
+            }
+            throw failure(error, request: request, deadline: deadline, isOwn: true)
         }
         // A response that came back after the deadline was passed is not the caller's any more.
         if work.didFire {

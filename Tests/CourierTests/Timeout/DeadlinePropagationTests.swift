@@ -57,6 +57,33 @@ struct DeadlinePropagationTests {
         #expect(transport.cancellationCount == 1)
     }
 
+    @Test(
+        "a retry that gives up for want of time reports the whole-call timeout, not the last attempt's, however late the whole call's timer runs"
+    )
+    func wholeCallReportedWhenRetryGivesUp() async throws {
+        // Each attempt takes 1.3 s and is cut by its own 1-second timeout; the second ends past the whole
+        // call's 2.5 s, and the retry gives up. The whole call's timer never runs (a busy machine), so only the
+        // clock says the call ran out of time.
+        let stalled = StalledClock()
+        let transport = MockTransport { _ in
+            await Task.yield()
+            stalled.advance(by: .milliseconds(1_300))
+            throw URLError(.timedOut)
+        }
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .timeout(.milliseconds(2_500), clock: stalled),
+                .retry(RetryFixtures.policy(attempts: 10), clock: stalled),
+                .timeout(.seconds(1), clock: stalled),
+            ]
+        )
+        let error = try await #require(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .milliseconds(2_500))
+        #expect(transport.callCount == 2)
+    }
+
     @Test("the retry does not sleep past the deadline: it returns the last response at once")
     func noSleepPastDeadline() async throws {
         let transport = MockTransport(.status(503))

@@ -107,6 +107,29 @@ struct TimeoutTests {
         #expect((error?.underlying as? URLError)?.code == .cannotConnectToHost)
     }
 
+    @Test(
+        "an error that reaches the timeout after its deadline is reported as the timeout, though its timer has not run",
+        arguments: TimerKind.allCases
+    )
+    func errorAfterDeadline(kind: TimerKind) async throws {
+        let stalled = StalledClock()
+        let timeout: Middleware =
+            switch kind {
+            case .perRequest: .timeout(.seconds(1), clock: stalled)
+            case .shared: .timeout(.seconds(1), timer: DeadlineTimer(clock: stalled))
+            }
+        let transport = MockTransport { _ in
+            await Task.yield()
+            stalled.advance(by: .seconds(2))
+            throw URLError(.networkConnectionLost)
+        }
+        let client = Client(transport: transport, middleware: [timeout])
+        let error = try await #require(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .seconds(1))
+        #expect(error.middleware == "timeout")
+    }
+
     @Test("layers inside see the deadline and the time left; outside there is none", arguments: TimerKind.allCases)
     func deadlineVisible(kind: TimerKind) async throws {
         let seen = Locked<[Duration]>([])
