@@ -63,6 +63,34 @@ struct AsyncHTTPClientStreamingTests {
         }
     }
 
+    @Test("streamed calls share pooled connections, one after another and 8 at a time, instead of opening one each")
+    func connectionReuse() async throws {
+        let pong = Data("pong".utf8)
+        try await Self.withServer(.keepAlive(status: 200, body: pong)) { server, transport in
+            @Sendable func call(_ round: Int) async throws {
+                let (body, _) = try await transport.stream(URLRequest(url: server.url("/ping/\(round)")))
+                var received = Data()
+                for try await chunk in body { received.append(chunk) }
+                #expect(received == pong)
+            }
+            for round in 0..<20 { try await call(round) }
+            // One connection, or two when a call comes before AsyncHTTPClient has put the last one back in its
+            // pool. (A stream pinned to an event loop opens a connection of its own whenever none is idle on that
+            // loop, and AsyncHTTPClient closes it after: 5 for 10 streams here, on two loops.)
+            let sequential = server.connectionsAccepted.count
+            #expect(sequential <= 2)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask { for round in 0..<10 { try await call(round) } }
+                }
+                try await group.waitForAll()
+            }
+            #expect(server.arrivals.count == 100)
+            // At most one more for each caller: AsyncHTTPClient's pool keeps up to 8 per host.
+            #expect(server.connectionsAccepted.count - sequential <= 8)
+        }
+    }
+
     @Test("cancelling the body from another task ends a read in progress and closes the connection")
     func cancelledFromElsewhere() async throws {
         try await Self.withServer(Self.stalling) { server, transport in

@@ -12,8 +12,9 @@ import Darwin
 /// A tiny HTTP/1.1 server on 127.0.0.1 (an ephemeral port) for testing transports against real sockets,
 /// without any package dependency.
 ///
-/// Every connection carries one request: the server reads it, asks the handler for a ``Reply`` and
-/// answers with `Connection: close`. Each connection runs on its own thread, so blocking calls are fine.
+/// A connection carries one request, which the server reads, asks the handler for a ``Reply`` and answers with
+/// `Connection: close`, unless the reply is ``Reply/keepAlive(status:headers:body:)``: then the server reads
+/// the connection's next request. Each connection runs on its own thread, so blocking calls are fine.
 ///
 /// ```swift
 /// let server = try SocketServer { request in
@@ -63,6 +64,8 @@ final class SocketServer: Sendable {
         case hang
         /// Writes these bytes as they are (an HTTP response or not) and closes the connection.
         case raw(Data)
+        /// A complete response with `Content-Length`, after which the connection stays open for the next request.
+        case keepAlive(status: Int, headers: [Header] = [], body: Data = Data())
     }
 
     /// The port the server listens on.
@@ -73,6 +76,9 @@ final class SocketServer: Sendable {
 
     /// Counts the connections the client closed while the server was stalling or hanging on them.
     let closedByClient = Arrivals()
+
+    /// Counts the connections the server accepted.
+    let connectionsAccepted = Arrivals()
 
     private let listener: Int32
     private let handler: @Sendable (Request) -> Reply
@@ -179,6 +185,7 @@ final class SocketServer: Sendable {
                 close(connection)
                 break
             }
+            connectionsAccepted.arrive()
             Thread.detachNewThread { [self] in serve(connection) }
         }
         close(listener)
@@ -196,10 +203,23 @@ final class SocketServer: Sendable {
         setsockopt(connection, SOL_SOCKET, SO_NOSIGPIPE, &noSignal, socklen_t(MemoryLayout<Int32>.size))
         #endif
         var reader = Reader(connection: connection)
-        guard let request = reader.readRequest() else { return }
-        state.withLock { $0.requests.append(request) }
-        arrivals.arrive()
-        switch handler(request) {
+        while let request = reader.readRequest() {
+            state.withLock { $0.requests.append(request) }
+            arrivals.arrive()
+            let reply = handler(request)
+            if case .keepAlive(let status, let headers, let body) = reply {
+                let head = headers + [Header(name: "Content-Length", value: String(body.count))]
+                guard Glue.write(Self.head(status: status, headers: head) + body, to: connection) else { return }
+                continue
+            }
+            answer(reply, on: connection, reader: &reader)
+            return
+        }
+    }
+
+    /// Answers with a reply that ends the connection.
+    private func answer(_ reply: Reply, on connection: Int32, reader: inout Reader) {
+        switch reply {
         case .response(let status, let headers, let body):
             var head = headers
             head.append(Header(name: "Content-Length", value: String(body.count)))
@@ -214,6 +234,8 @@ final class SocketServer: Sendable {
             closedByClient.arrive()
         case .raw(let bytes):
             _ = Glue.write(bytes, to: connection)
+        case .keepAlive:
+            preconditionFailure("a keep-alive reply is answered by serve(_:)")
         }
     }
 

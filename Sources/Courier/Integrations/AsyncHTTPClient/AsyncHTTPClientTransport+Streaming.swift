@@ -49,14 +49,12 @@ extension AsyncHTTPClientTransport {
                     return
                 }
                 // No `deadline:`: AsyncHTTPClient would apply it to the body too; the delegate's timer bounds the
-                // wait for the head only. The connection is taken on the delegate's event loop: on another one,
-                // each chunk would cross between the two loops before reaching the reader (AsyncHTTPClient opens
-                // a connection on that loop when none is idle there).
-                let task = client.execute(
-                    request: outgoing,
-                    delegate: delegate,
-                    eventLoop: .delegateAndChannel(on: client.eventLoopGroup.any())
-                )
+                // wait for the head only. Any pooled connection will do (`.indifferent`): a request pinned to an
+                // event loop with no idle connection there gets a connection of its own, which AsyncHTTPClient
+                // closes once the request ends, so streams pinned to a loop would open a connection for most
+                // calls. The cost: when the connection is on another loop than the delegate's, each body part
+                // crosses between them (see Benchmarks/RESULTS.md).
+                let task = client.execute(request: outgoing, delegate: delegate, eventLoop: .indifferent)
                 delegate.started(task, headDeadline: headDeadline)
             }
         } onCancel: {
