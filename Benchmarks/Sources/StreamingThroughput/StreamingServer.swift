@@ -1,6 +1,7 @@
 import BenchmarkSupport
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// The loopback server answering `GET /bytes/N` with N bytes (a `Content-Length` body), generated as they are
 /// written: one shared 64 KiB buffer, written again and again while the socket takes it. Its cost is the same for
@@ -9,6 +10,9 @@ enum StreamingServer {
     static func start() async throws -> LoopbackServer {
         try await LoopbackServer.start { BytesHandler() }
     }
+
+    /// How many connections the server has accepted so far.
+    static var connectionsAccepted: Int { BytesHandler.connections.load(ordering: .relaxed) }
 }
 
 extension LoopbackServer {
@@ -21,11 +25,17 @@ private final class BytesHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private static let chunk = ByteBuffer(repeating: 0x61, count: 64 * 1024)
+    static let connections = Atomic<Int>(0)
     private var requested = 0
     private var typicalHead = false
     private var left = 0
     private var writing = false
     private var inWriteMore = false
+
+    func channelActive(context: ChannelHandlerContext) {
+        Self.connections.add(1, ordering: .relaxed)
+        context.fireChannelActive()
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {

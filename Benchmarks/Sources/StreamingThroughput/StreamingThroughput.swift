@@ -4,6 +4,7 @@
 //     swift build -c release --product StreamingThroughput
 //     .build/release/StreamingThroughput throughput 268435456 15     # 256 MiB a download, 15 rounds
 //     .build/release/StreamingThroughput memory courierAHC 1073741824
+//     .build/release/StreamingThroughput calls 1024 2000 16 9          # 2,000 streamed 1 KiB calls, 16 at once
 //
 // A round downloads the body once with each client of a pair in A B B A order (bare, Courier, Courier, bare)
 // and records Courier's throughput over the bare client's; the medians and spreads of those ratios are
@@ -64,6 +65,21 @@ struct StreamingThroughput {
                 rounds: Int(arguments[3])!,
                 pairs: pairs.isEmpty ? defaultPairs : pairs
             )
+        case ("calls", 6...):
+            // Many small streamed calls, WIDTH at a time, as a generated OpenAPI client makes them.
+            let pairs = arguments.dropFirst(6).map { pair in
+                let names = pair.split(separator: ":").map(String.init)
+                return (names[0], names[1])
+            }
+            try await calls(
+                server,
+                clients,
+                bytes: Int(arguments[2])!,
+                count: Int(arguments[3])!,
+                width: Int(arguments[4])!,
+                rounds: Int(arguments[5])!,
+                pairs: pairs.isEmpty ? [("bareAHC", "courierAHC")] : pairs
+            )
         case ("heads", 3):
             // Small buffered calls whose response has 8 typical fields: for valgrind, to count what converting a
             // response head costs (callgrind's inclusive count of `makeResponse`).
@@ -80,7 +96,8 @@ struct StreamingThroughput {
             print("\(arguments[2]): peak resident before \(before >> 20) MiB, after \(peakMemory() >> 20) MiB")
         default:
             print(
-                "usage: StreamingThroughput throughput BYTES ROUNDS [BARE:CANDIDATE ...] | memory CLIENT BYTES | heads COUNT"
+                "usage: StreamingThroughput throughput BYTES ROUNDS [BARE:CANDIDATE ...] | "
+                    + "calls BYTES COUNT WIDTH ROUNDS [BARE:CANDIDATE ...] | memory CLIENT BYTES | heads COUNT"
             )
             print("clients: " + Clients.names.joined(separator: " "))
         }
@@ -135,6 +152,60 @@ struct StreamingThroughput {
                     + "max \(format(ratios.max()!))); \(bare) p50 \(Int(median(bareRates))) MiB/s, "
                     + "\(courier) p50 \(Int(median(courierRates))) MiB/s; CPU (process, server included) "
                     + "\(format(bareCPU / gibibytes)) vs \(format(courierCPU / gibibytes)) s/GiB"
+            )
+        }
+    }
+
+    /// `count` calls for `bytes` each, `width` at a time, per client and round (A B B A, as `throughput`): the
+    /// ratio of Courier's calls per second over the bare client's, and how many connections each client opened.
+    static func calls(
+        _ server: LoopbackServer,
+        _ clients: Clients,
+        bytes: Int,
+        count: Int,
+        width: Int,
+        rounds: Int,
+        pairs: [(String, String)]
+    ) async throws {
+        let url = server.url(bytes: bytes)
+        let clock = ContinuousClock()
+        for (bare, courier) in pairs {
+            let runBare = try clients.download(bare)
+            let runCourier = try clients.download(courier)
+            var connections = (bare: 0, courier: 0)
+            func batch(_ run: @escaping @Sendable (String) async throws -> Void, isBare: Bool) async throws -> Double {
+                let before = StreamingServer.connectionsAccepted
+                let elapsed = try await clock.measure {
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for _ in 0..<width {
+                            group.addTask { for _ in 0..<(count / width) { try await run(url) } }
+                        }
+                        try await group.waitForAll()
+                    }
+                }
+                let opened = StreamingServer.connectionsAccepted - before
+                if isBare { connections.bare += opened } else { connections.courier += opened }
+                return seconds(elapsed)
+            }
+            // One batch of each first, to open the connections and warm up.
+            _ = try await batch(runBare, isBare: true)
+            _ = try await batch(runCourier, isBare: false)
+            connections = (0, 0)
+            var ratios: [Double] = []
+            var courierRates: [Double] = []
+            for _ in 0..<rounds {
+                let a1 = try await batch(runBare, isBare: true)
+                let b1 = try await batch(runCourier, isBare: false)
+                let b2 = try await batch(runCourier, isBare: false)
+                let a2 = try await batch(runBare, isBare: true)
+                ratios.append((a1 + a2) / (b1 + b2))
+                courierRates.append(2 * Double(count) / (b1 + b2))
+            }
+            print(
+                "\(courier) vs \(bare), \(count) calls of \(bytes) bytes, \(width) at a time: ratio p50 "
+                    + "\(format(median(ratios))) (min \(format(ratios.min()!)), max \(format(ratios.max()!))); "
+                    + "\(courier) p50 \(Int(median(courierRates))) calls/s; connections opened over "
+                    + "\(2 * rounds * count) calls each: \(bare) \(connections.bare), \(courier) \(connections.courier)"
             )
         }
     }
