@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Token refresh and request counting over real sockets", .timeLimit(.minutes(3)))
+@Suite("Token refresh and request counting over real sockets", .endToEndLimit(minutes: 3))
 struct AuthenticationEndToEndTests {
     /// A refresher that gets its tokens from the server's realm named by the test's key, through a client
     /// without the refresher.

@@ -9,7 +9,7 @@ import FoundationNetworking
 #endif
 
 /// The `.caching` layer against the test server's `/cache` routes, which count their full and `304` answers.
-@Suite("HTTP cache over real sockets", .timeLimit(.minutes(2)))
+@Suite("HTTP cache over real sockets", .endToEndLimit(minutes: 2))
 struct CachingEndToEndTests {
     @Test("100 GETs of a no-cache ETag resource: 1 full response, 99 × 304", arguments: TransportKind.allCases)
     func etagRevalidation(kind: TransportKind) async throws {

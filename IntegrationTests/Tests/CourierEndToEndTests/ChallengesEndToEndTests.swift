@@ -13,7 +13,7 @@ import FoundationNetworking
 /// request times out; the transports the tests make give a request 300 seconds, past the suite's time limit, so
 /// a hang fails the test. AsyncHTTPClient's pool, left to its defaults, tries a refused connection again until
 /// its connect timeout, which the tests' transports set to 5 minutes.
-@Suite("Credential challenges and refused connections over real sockets", .timeLimit(.minutes(3)))
+@Suite("Credential challenges and refused connections over real sockets", .endToEndLimit(minutes: 3))
 struct ChallengesEndToEndTests {
     /// A generous bound for "promptly": far below the 300-second request timeout and the 5-minute connect
     /// timeout, far above a loaded machine's slowest loopback exchanges (with the whole suite running in

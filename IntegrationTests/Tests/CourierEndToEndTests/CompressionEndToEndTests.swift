@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Compressed responses", .timeLimit(.minutes(2)))
+@Suite("Compressed responses", .endToEndLimit(minutes: 2))
 struct CompressionEndToEndTests {
     @Test(
         "gzip and deflate responses arrive decompressed over both transports, which ask for them",

@@ -14,7 +14,7 @@ import FoundationNetworking
 /// assert what holds however late things run: no timeout fires early, the nearest deadline is the one
 /// reported, and every request that reached the server has its connection closed. The manual-clock tests in
 /// ResilienceEndToEndTests pin down each attempt exactly.
-@Suite("Timeouts in real time over real sockets", .timeLimit(.minutes(2)))
+@Suite("Timeouts in real time over real sockets", .endToEndLimit(minutes: 2))
 struct DeadlineEndToEndTests {
     @Test(
         "The recommended stack cuts each hanging attempt at its deadline, and the server sees each connection close",

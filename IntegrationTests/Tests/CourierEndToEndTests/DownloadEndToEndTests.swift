@@ -11,7 +11,7 @@ import FoundationNetworking
 /// `client.download` over both transports against the test server's `/download/:key`, which honours `Range` and
 /// `If-Range` and cuts or stalls its first answers on request. Serialized: the first test measures the process's
 /// peak memory, which another download beside it would blur.
-@Suite("Downloads to a file over real sockets", .serialized, .timeLimit(.minutes(5)))
+@Suite("Downloads to a file over real sockets", .serialized, .endToEndLimit(minutes: 5))
 struct DownloadEndToEndTests {
     /// A directory of the test's own, holding `destination` (with `existing` in it first, when given).
     struct Place {

@@ -10,7 +10,7 @@ import FoundationNetworking
 /// `client.events` over both transports against the test server's `/stream/events`, which closes the connection
 /// after each batch and answers by the `Last-Event-ID` it receives, and `/stream/auth-events/:realm`, which does the
 /// same behind a bearer token that it expires under 100 open streams.
-@Suite("Server-Sent Events over real sockets", .timeLimit(.minutes(3)))
+@Suite("Server-Sent Events over real sockets", .endToEndLimit(minutes: 3))
 struct EventSourceEndToEndTests {
     @Test(
         "events reconnect after the server closes, with Last-Event-ID and the server's retry delay, until a 204",

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Fan-out and flow control over real sockets", .timeLimit(.minutes(3)))
+@Suite("Fan-out and flow control over real sockets", .endToEndLimit(minutes: 3))
 struct FanOutEndToEndTests {
     @Test("sendAll: 1,000 concurrent requests, each answered in input order", arguments: TransportKind.allCases)
     func sendAllThousand(kind: TransportKind) async throws {

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Large bodies, broken connections and cancellation over real sockets", .timeLimit(.minutes(2)))
+@Suite("Large bodies, broken connections and cancellation over real sockets", .endToEndLimit(minutes: 2))
 struct FaultsEndToEndTests {
     @Test(
         "A large body arrives whole, in order, up to the maximum response size; a byte more is bodyTooLarge",

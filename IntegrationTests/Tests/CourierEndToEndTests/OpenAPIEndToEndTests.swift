@@ -9,7 +9,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("A generated OpenAPI client sending through Courier", .serialized, .timeLimit(.minutes(5)))
+@Suite("A generated OpenAPI client sending through Courier", .serialized, .endToEndLimit(minutes: 5))
 struct OpenAPIEndToEndTests {
     /// A Courier client of the server that authenticates with a token the server has already expired, and
     /// refreshes it from the realm's token endpoint; the refresher is returned so its refreshes can be counted.

@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Rate limiting against a server's own rate-limit fields", .timeLimit(.minutes(3)))
+@Suite("Rate limiting against a server's own rate-limit fields", .endToEndLimit(minutes: 3))
 struct RateLimitingEndToEndTests {
     @Test(
         "1,000 concurrent callers against 50 per window: zero 429s, in ceil(1000 / 50) = 20 windows",

@@ -7,7 +7,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Redirects across two origins over real sockets", .timeLimit(.minutes(3)))
+@Suite("Redirects across two origins over real sockets", .endToEndLimit(minutes: 3))
 struct RedirectsEndToEndTests {
     /// Headers that must not travel to another origin, and one that may.
     static let credentials: HTTPHeaders = [

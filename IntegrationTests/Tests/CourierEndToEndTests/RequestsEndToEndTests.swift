@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Typed requests, headers and status validation over real sockets", .timeLimit(.minutes(2)))
+@Suite("Typed requests, headers and status validation over real sockets", .endToEndLimit(minutes: 2))
 struct RequestsEndToEndTests {
     @Test("A typed GET decodes the server's JSON", arguments: TransportKind.allCases)
     func typedGet(kind: TransportKind) async throws {

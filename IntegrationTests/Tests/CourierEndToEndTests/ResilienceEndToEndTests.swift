@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Retry and timeout over real sockets", .timeLimit(.minutes(2)))
+@Suite("Retry and timeout over real sockets", .endToEndLimit(minutes: 2))
 struct ResilienceEndToEndTests {
     /// A policy without backoff delays and without a budget, so a test's attempts are only what it asks.
     static func quickRetry(attempts: Int, onRetry: (@Sendable (RetryEvent) -> Void)? = nil) -> RetryPolicy {

@@ -13,7 +13,7 @@ import FoundationNetworking
 struct StreamingEndToEndTests {
     @Test(
         "NDJSON lines are read as they arrive: the first before the server has sent the last",
-        .timeLimit(.minutes(3)),
+        .endToEndLimit(minutes: 1),
         arguments: TransportKind.allCases
     )
     func linesAsTheyArrive(kind: TransportKind) async throws {
@@ -49,7 +49,7 @@ struct StreamingEndToEndTests {
 
     @Test(
         "A body that drips slower than the idle timeout fails with timedOut, and the server sees the connection close",
-        .timeLimit(.minutes(3)),
+        .endToEndLimit(minutes: 1),
         arguments: TransportKind.allCases
     )
     func slowDrip(kind: TransportKind) async throws {
@@ -72,7 +72,7 @@ struct StreamingEndToEndTests {
 
     @Test(
         "A 401 that asks for credentials comes back whole to a streamed call, at once (URLSession on Linux too)",
-        .timeLimit(.minutes(3)),
+        .endToEndLimit(minutes: 1),
         arguments: TransportKind.allCases
     )
     func challenge(kind: TransportKind) async throws {
@@ -87,7 +87,7 @@ struct StreamingEndToEndTests {
 
     @Test(
         "Cancelled before the head arrives, a streamed call throws CancellationError and the server sees the close",
-        .timeLimit(.minutes(3)),
+        .endToEndLimit(minutes: 1),
         arguments: TransportKind.allCases
     )
     func cancelledBeforeHead(kind: TransportKind) async throws {
@@ -106,7 +106,7 @@ struct StreamingEndToEndTests {
     @Test(
         "1 GiB streams through with flat memory: the peak grows by less than 64 MiB (URLSession on Linux: or fails)",
         .enabled(if: PeakMemory.isAvailable, "reads /proc/self/status"),
-        .timeLimit(.minutes(5)),
+        .endToEndLimit(minutes: 5),
         arguments: TransportKind.allCases
     )
     func gigabyteDownload(kind: TransportKind) async throws {
@@ -143,7 +143,7 @@ struct StreamingEndToEndTests {
     @Test(
         "A reader slower than the server keeps memory bounded (URLSession on Linux: the body fails instead)",
         .enabled(if: PeakMemory.isAvailable, "reads /proc/self/status"),
-        .timeLimit(.minutes(3)),
+        .endToEndLimit(minutes: 1),
         arguments: TransportKind.allCases
     )
     func slowReader(kind: TransportKind) async throws {
@@ -191,7 +191,7 @@ struct StreamingEndToEndTests {
 
     @Test(
         "10,000 streams cancelled mid-body leak nothing: no call in flight, no stream open on the server",
-        .timeLimit(.minutes(5)),
+        .endToEndLimit(minutes: 5),
         arguments: TransportKind.allCases
     )
     func tenThousandCancelled(kind: TransportKind) async throws {

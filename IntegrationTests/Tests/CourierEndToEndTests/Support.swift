@@ -214,3 +214,12 @@ extension Trait where Self == RunsAloneTrait {
     /// Runs the suite with no other test server running (see ``RunsAloneTrait``).
     static var runsAlone: Self { Self() }
 }
+
+extension Trait where Self == TimeLimitTrait {
+    /// The time limit of an end-to-end test: `minutes` for the test's own work, and three more for the wait for a
+    /// ``RunsAloneTrait`` suite, which holds back every other test's server while it runs (46 s here when the
+    /// whole package runs; CI's machine is slower). A limit is a guard against a hang, not a measure of speed.
+    static func endToEndLimit(minutes: Int) -> Self {
+        .timeLimit(.minutes(minutes + 3))
+    }
+}

@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-@Suite("Uploads over real sockets", .serialized, .timeLimit(.minutes(5)))
+@Suite("Uploads over real sockets", .serialized, .endToEndLimit(minutes: 5))
 struct UploadsEndToEndTests {
     @Test(
         "A multipart upload with a 3 MiB file part, answered 503 the first time, arrives byte for byte on the retry",
