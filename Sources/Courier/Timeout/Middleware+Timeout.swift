@@ -23,11 +23,12 @@ extension Middleware {
     /// cancelled (the transport sees the cancellation and stops), and the call throws a ``CourierError``
     /// with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to the duration. Because the
     /// work is structured, the error is thrown once the cancelled work has ended: a transport that ignores
-    /// cancellation delays it. A response that arrives before the deadline is returned as it is. An error that
-    /// reaches the timeout once the deadline has passed is reported as the timeout, even when its timer has not
-    /// run yet on a busy machine: a retry that gave up for want of time, say, rethrows its last attempt's
-    /// error, but the call failed because its time ran out. If the caller's task is cancelled, the call throws
-    /// `CancellationError`, not a timeout.
+    /// cancellation delays it. A response that arrives before the deadline is returned as it is, and so is an
+    /// error, with one exception: a nearer deadline's `timedOut` (an inner timeout's) that reaches this timeout
+    /// once its own deadline has passed is reported as this timeout's, even when its timer has not run yet on a
+    /// busy machine. So a retry inside a whole-call timeout that finds no time left after an attempt timed out
+    /// reports the whole call's timeout, whichever of the two a busy machine ran first. If the caller's task is
+    /// cancelled, the call throws `CancellationError`, not a timeout.
     ///
     /// **Deadlines.** The outermost timeout sets ``Deadline/current`` for the layers below it. An inner
     /// timeout waits for the smaller of its own duration and the time left; when the outer deadline is the

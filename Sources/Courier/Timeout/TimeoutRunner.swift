@@ -66,22 +66,28 @@ enum TimeoutRunner {
         do {
             return try await Deadline.$current.withValue(deadline) { try await next(request) }
         } catch {
-            throw failure(error, request: request, deadline: deadline, isOwn: isOwn)
+            // The transport ends the exchange at the deadline, in whatever error it has for that.
+            guard deadline.hasPassed else { throw error }
+            // The caller's own cancellation wins over a deadline that passed at the same time.
+            try Task.checkCancellation()
+            throw timedOut(request, deadline: deadline, isOwn: isOwn)
         }
     }
 
-    /// What the caller gets for `error`, thrown by the rest of the chain: the error as it is while the deadline
-    /// has not passed; once it has, this timeout's `timedOut`. The call ran out of time, whatever the layers
-    /// below made of it (a retry that gave up for want of time rethrows an attempt's error), and the same call
-    /// reports the same error however late a busy machine runs the timer. The caller's own cancellation wins
-    /// over a deadline that passed at the same time.
+    /// What the caller gets for `error`, thrown by the rest of the chain while this timeout's timer had not
+    /// fired: the error as it is, unless it is a nearer deadline's `timedOut` (an inner timeout's, or a
+    /// transport's) and this timeout's deadline has passed too. Then the call ran out of its own time, and it
+    /// reports this timeout however late a busy machine runs the timer: a retry that finds no time left
+    /// rethrows the last attempt's timeout, which the timer would otherwise have beaten or not by chance. Other
+    /// errors (a status the server sent, a failed connection) pass through as they are, late or not. The
+    /// caller's own cancellation wins over a deadline that passed at the same time.
     private static func failure(
         _ error: any Error,
         request: URLRequest,
         deadline: Deadline,
         isOwn: Bool
     ) -> any Error {
-        guard deadline.hasPassed else { return error }
+        guard (error as? CourierError)?.code == .timedOut, deadline.hasPassed else { return error }
         if Task.isCancelled { return CancellationError() }
         return timedOut(request, deadline: deadline, isOwn: isOwn)
     }

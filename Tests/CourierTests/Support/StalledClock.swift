@@ -7,6 +7,9 @@ final class StalledClock: Clock, Sendable {
 
     private let offset = Locked<Duration>(.zero)
 
+    /// Counts the calls to `sleep(until:tolerance:)`, so that a test can move time once a timer is asleep.
+    let sleeps = Arrivals()
+
     var now: Instant { Instant(offset: offset.value) }
 
     var minimumResolution: Duration { .zero }
@@ -16,6 +19,7 @@ final class StalledClock: Clock, Sendable {
     }
 
     func sleep(until deadline: Instant, tolerance: Duration?) async throws {
+        sleeps.arrive()
         // Only cancellation ends it: an hour is far past every suite's time limit.
         try await Task.sleep(for: .seconds(3_600))
     }

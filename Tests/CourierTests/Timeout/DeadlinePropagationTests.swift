@@ -58,30 +58,32 @@ struct DeadlinePropagationTests {
     }
 
     @Test(
-        "a retry that gives up for want of time reports the whole-call timeout, not the last attempt's, however late the whole call's timer runs"
+        "a retry that finds no time left after an attempt timed out reports the whole-call timeout, however late the whole call's timer runs"
     )
     func wholeCallReportedWhenRetryGivesUp() async throws {
-        // Each attempt takes 1.3 s and is cut by its own 1-second timeout; the second ends past the whole
-        // call's 2.5 s, and the retry gives up. The whole call's timer never runs (a busy machine), so only the
-        // clock says the call ran out of time.
+        // Each attempt hangs for 1.3 s, and its own 1-second timeout (on the suite's clock) cuts it. The second
+        // ends past the whole call's 2.5 s, and the retry finds no time left. The whole call's timer never runs
+        // (a busy machine): only its clock says the call ran out of time.
         let stalled = StalledClock()
         let transport = MockTransport { _ in
-            await Task.yield()
+            await stalled.sleeps.wait(for: 1)
             stalled.advance(by: .milliseconds(1_300))
-            throw URLError(.timedOut)
+            clock.advance(by: .milliseconds(1_300))
+            return .hang
         }
         let client = Client(
             transport: transport,
             middleware: [
                 .timeout(.milliseconds(2_500), clock: stalled),
-                .retry(RetryFixtures.policy(attempts: 10), clock: stalled),
-                .timeout(.seconds(1), clock: stalled),
+                .retry(RetryFixtures.policy(attempts: 10), clock: clock),
+                .timeout(.seconds(1), clock: clock),
             ]
         )
         let error = try await #require(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
         #expect(error.code == .timedOut)
         #expect(error.timeout == .milliseconds(2_500))
         #expect(transport.callCount == 2)
+        #expect(transport.cancellationCount == 2)
     }
 
     @Test("the retry does not sleep past the deadline: it returns the last response at once")

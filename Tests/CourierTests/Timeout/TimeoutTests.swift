@@ -108,26 +108,50 @@ struct TimeoutTests {
     }
 
     @Test(
-        "an error that reaches the timeout after its deadline is reported as the timeout, though its timer has not run",
+        "an inner timedOut that reaches the timeout after its deadline is reported as this timeout, though its timer has not run",
         arguments: TimerKind.allCases
     )
-    func errorAfterDeadline(kind: TimerKind) async throws {
+    func innerTimeoutAfterDeadline(kind: TimerKind) async throws {
+        let error = try await Self.errorAfterStalledDeadline(kind) { request in
+            var inner = CourierError(.timedOut, message: "an inner timeout", request: request)
+            inner.timeout = .milliseconds(500)
+            return inner
+        }
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .seconds(1))
+        #expect(error.middleware == "timeout")
+    }
+
+    @Test(
+        "any other error that reaches the timeout after its deadline passes through as it is",
+        arguments: TimerKind.allCases
+    )
+    func otherErrorAfterDeadline(kind: TimerKind) async throws {
+        let error = try await Self.errorAfterStalledDeadline(kind) { _ in URLError(.networkConnectionLost) }
+        #expect(error.code == .transport)
+        #expect((error.underlying as? URLError)?.code == .networkConnectionLost)
+    }
+
+    /// Sends through `kind`'s timeout of 1 s on a ``StalledClock``, over a transport that waits until the
+    /// timeout's timer is asleep, moves the clock 2 s on and throws `failure(request)`: an error that comes after
+    /// the deadline, before the timer has run.
+    private static func errorAfterStalledDeadline(
+        _ kind: TimerKind,
+        failure: @escaping @Sendable (URLRequest) -> any Error
+    ) async throws -> CourierError {
         let stalled = StalledClock()
         let timeout: Middleware =
             switch kind {
             case .perRequest: .timeout(.seconds(1), clock: stalled)
             case .shared: .timeout(.seconds(1), timer: DeadlineTimer(clock: stalled))
             }
-        let transport = MockTransport { _ in
-            await Task.yield()
+        let transport = MockTransport { request in
+            await stalled.sleeps.wait(for: 1)
             stalled.advance(by: .seconds(2))
-            throw URLError(.networkConnectionLost)
+            throw failure(request.urlRequest)
         }
         let client = Client(transport: transport, middleware: [timeout])
-        let error = try await #require(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
-        #expect(error.code == .timedOut)
-        #expect(error.timeout == .seconds(1))
-        #expect(error.middleware == "timeout")
+        return try await #require(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
     }
 
     @Test("layers inside see the deadline and the time left; outside there is none", arguments: TimerKind.allCases)
