@@ -54,10 +54,7 @@ struct StreamingThroughput {
         switch (arguments.dropFirst().first, arguments.count) {
         case ("throughput", 4...):
             // Optional pairs after the rounds, as `bare:candidate`; the usual four without.
-            let pairs = arguments.dropFirst(4).map { pair in
-                let names = pair.split(separator: ":").map(String.init)
-                return (names[0], names[1])
-            }
+            let pairs = namedPairs(arguments.dropFirst(4))
             try await throughput(
                 server,
                 clients,
@@ -67,10 +64,7 @@ struct StreamingThroughput {
             )
         case ("calls", 6...):
             // Many small streamed calls, WIDTH at a time, as a generated OpenAPI client makes them.
-            let pairs = arguments.dropFirst(6).map { pair in
-                let names = pair.split(separator: ":").map(String.init)
-                return (names[0], names[1])
-            }
+            let pairs = namedPairs(arguments.dropFirst(6))
             try await calls(
                 server,
                 clients,
@@ -102,6 +96,14 @@ struct StreamingThroughput {
             print("clients: " + Clients.names.joined(separator: " "))
         }
         try await server.shutdown()
+    }
+
+    /// The pairs named on the command line, each as `bare:candidate`.
+    static func namedPairs(_ arguments: ArraySlice<String>) -> [(String, String)] {
+        arguments.map { pair in
+            let names = pair.split(separator: ":").map(String.init)
+            return (names[0], names[1])
+        }
     }
 
     static let defaultPairs = [

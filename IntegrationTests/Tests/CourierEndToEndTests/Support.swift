@@ -191,7 +191,8 @@ struct Muster: Sendable {
 ///
 /// For load tests whose timeouts are real: beside the other suites, which Swift Testing runs in parallel, such
 /// a test measures their load as much as its own. A test of another suite that starts a server meanwhile waits
-/// within its own time limit, so no suite's limit is under 3 minutes (the fan-out suite runs for about 50 s).
+/// within its own time limit, which counts three minutes for that (`endToEndLimit(minutes:)`; the fan-out suite
+/// runs for about 50 s).
 struct RunsAloneTrait: SuiteTrait, TestScoping {
     /// One scope around the whole suite, so that its tests run in one stretch.
     func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {

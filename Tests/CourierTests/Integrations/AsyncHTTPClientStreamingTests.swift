@@ -76,9 +76,9 @@ struct AsyncHTTPClientStreamingTests {
             for round in 0..<20 { try await call(round) }
             // One connection, or two when a call comes before AsyncHTTPClient has put the last one back in its
             // pool. (A stream pinned to an event loop opens a connection of its own whenever none is idle on that
-            // loop, and AsyncHTTPClient closes it after: 5 for 10 streams here, on two loops.)
-            let sequential = server.connectionsAccepted.count
-            #expect(sequential <= 2)
+            // loop, and AsyncHTTPClient closes it after: 12 for these 20 on this machine's two loops. With one
+            // loop, as on a one-core machine, pinning would pass this test.)
+            #expect(server.connectionsAccepted.count <= 2)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 for _ in 0..<8 {
                     group.addTask { for round in 0..<10 { try await call(round) } }
@@ -86,8 +86,8 @@ struct AsyncHTTPClientStreamingTests {
                 try await group.waitForAll()
             }
             #expect(server.arrivals.count == 100)
-            // At most one more for each caller: AsyncHTTPClient's pool keeps up to 8 per host.
-            #expect(server.connectionsAccepted.count - sequential <= 8)
+            // No more than AsyncHTTPClient's pool keeps for a host: 8, the first ones reused.
+            #expect(server.connectionsAccepted.count <= 8)
         }
     }
 

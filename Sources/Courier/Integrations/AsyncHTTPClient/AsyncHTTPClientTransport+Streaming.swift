@@ -8,10 +8,11 @@ import NIOHTTP1
 import FoundationNetworking
 #endif
 
-/// A streamed body through AsyncHTTPClient's delegate API: the event loop writes each body part into the
-/// reader's ``ChunkPipe`` itself, so a chunk goes from the event loop to the reader's task in one hop, and the
-/// parts of one read wake the reader once, as with AsyncHTTPClient's own async body; the body can still be
-/// stopped from any task (the pipe's stop handler cancels the request).
+/// A streamed body through AsyncHTTPClient's delegate API: the delegate's event loop writes each body part into
+/// the reader's ``ChunkPipe`` itself, with no task in between (AsyncHTTPClient hands a read's parts to that loop
+/// together when the connection is on another one), and the parts of one read wake the reader once, as with
+/// AsyncHTTPClient's own async body; the body can still be stopped from any task (the pipe's stop handler
+/// cancels the request).
 extension AsyncHTTPClientTransport {
     /// Sends the request and waits for the head under the call's real-time ``Deadline``; the body streams into
     /// the returned ``StreamedBody``.
@@ -186,8 +187,8 @@ extension AsyncHTTPClientTransport {
         }
 
         func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
-            // The reader is woken once for the parts of one read: the flush runs after the event loop has
-            // handed over every part it read (its queued tasks run after its I/O).
+            // The reader is woken once for the parts of one read: AsyncHTTPClient hands them over in one go (in
+            // the channel's read, or in one task hopped to this loop), and the flush is queued behind it.
             switch pipe.buffer(AsyncHTTPClientTransport.chunk(buffer)) {
             case .proceed:
                 return task.eventLoop.makeSucceededVoidFuture()
