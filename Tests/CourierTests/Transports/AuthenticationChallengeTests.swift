@@ -12,11 +12,13 @@ import FoundationNetworking
 ///
 /// FoundationNetworking (Swift 6.3.1, Linux) turns a 401 with `WWW-Authenticate: Basic realm=…` into an
 /// authentication challenge and, when nothing answers it with a credential, waits until the request times out.
-/// Each test gives the session a timeout far longer than the test needs (30 s), so a hang fails it.
-@Suite("Authentication challenges come back as responses", .timeLimit(.minutes(1)))
+/// Each test gives the session a timeout far longer than the test needs (2 minutes), so that no answer can come
+/// from the session giving up. (With default handling in place of Courier's answer, checked on 2026-11-24, the
+/// two Basic cases with a realm were still waiting when the suite's 3-minute limit failed them.)
+@Suite("Authentication challenges come back as responses", .timeLimit(.minutes(3)))
 struct AuthenticationChallengeTests {
     /// How long the transports under test let a request run: long enough that a hang cannot pass for a reply.
-    static let sessionTimeout: TimeInterval = 30
+    static let sessionTimeout: TimeInterval = 120
 
     enum Challenge: String, CaseIterable, NamedByRawValue, Sendable {
         case basic
@@ -92,8 +94,11 @@ struct AuthenticationChallengeTests {
             return (data, response, start.duration(to: clock.now))
         }
 
-        // A generous guard: a hang ends only at the 30-second session timeout.
-        #expect(elapsed < .seconds(10))
+        // A hang ends only at the session timeout; a reply comes in well under half of it. (Under the thread
+        // sanitizer, beside the whole suite and two busy loops, the six URLSession exchanges once took 27.7 s,
+        // all ending at the same instant: FoundationNetworking's shared queues held up behind the other suites'
+        // traffic, not a hang.)
+        #expect(elapsed < .seconds(Self.sessionTimeout / 2))
         #expect(response.statusCode == challenge.status)
         #expect(response.value(forHTTPHeaderField: challenge.header.name) == challenge.header.value)
         #expect(String(decoding: data, as: UTF8.self) == "denied")
