@@ -206,25 +206,23 @@ final class SocketServer: Sendable {
         while let request = reader.readRequest() {
             state.withLock { $0.requests.append(request) }
             arrivals.arrive()
-            let reply = handler(request)
-            if case .keepAlive(let status, let headers, let body) = reply {
-                let head = headers + [Header(name: "Content-Length", value: String(body.count))]
-                guard Glue.write(Self.head(status: status, headers: head) + body, to: connection) else { return }
-                continue
-            }
-            answer(reply, on: connection, reader: &reader)
-            return
+            guard answer(handler(request), on: connection, reader: &reader) else { return }
         }
     }
 
-    /// Answers with a reply that ends the connection.
-    private func answer(_ reply: Reply, on connection: Int32, reader: inout Reader) {
+    /// Answers with `reply`.
+    ///
+    /// - Returns: Whether the connection stays open for the next request.
+    private func answer(_ reply: Reply, on connection: Int32, reader: inout Reader) -> Bool {
         switch reply {
         case .response(let status, let headers, let body):
             var head = headers
             head.append(Header(name: "Content-Length", value: String(body.count)))
             head.append(Header(name: "Connection", value: "close"))
             _ = Glue.write(Self.head(status: status, headers: head) + body, to: connection)
+        case .keepAlive(let status, let headers, let body):
+            let head = headers + [Header(name: "Content-Length", value: String(body.count))]
+            return Glue.write(Self.head(status: status, headers: head) + body, to: connection)
         case .stall(let status, let headers, let body):
             _ = Glue.write(Self.head(status: status, headers: headers) + body, to: connection)
             reader.waitForClose()
@@ -234,9 +232,8 @@ final class SocketServer: Sendable {
             closedByClient.arrive()
         case .raw(let bytes):
             _ = Glue.write(bytes, to: connection)
-        case .keepAlive:
-            preconditionFailure("a keep-alive reply is answered by serve(_:)")
         }
+        return false
     }
 
     private static func head(status: Int, headers: [Header]) -> Data {
