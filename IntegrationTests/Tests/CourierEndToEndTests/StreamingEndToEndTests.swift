@@ -48,16 +48,19 @@ struct StreamingEndToEndTests {
     }
 
     @Test(
-        "A body that drips slower than the idle timeout fails with timedOut, and the server sees the connection close",
+        "A body that stalls longer than the idle timeout fails with timedOut, and the server sees the connection close",
         .endToEndLimit(minutes: 1),
         arguments: TransportKind.allCases
     )
-    func slowDrip(kind: TransportKind) async throws {
+    func stalledBodyIdleTimeout(kind: TransportKind) async throws {
         try await EndToEnd.run(kind) { e2e in
             let counter = RequestCounter()
             let client = e2e.client([.counting(counter)])
+            // The server writes one tick, then nothing until this test hits the gate: the stall lasts until the
+            // idle timeout has fired however late the reader gets to `next()`, so no second tick can be waiting.
+            let query = ["everyMs": "50", "key": e2e.key, "gate": e2e.key]
             let (body, _) = try await client.stream(
-                URLRequest(url: e2e.server.url("/stream/drip", query: ["everyMs": "600", "key": e2e.key])),
+                URLRequest(url: e2e.server.url("/stream/drip", query: query)),
                 idleTimeout: .milliseconds(250)
             )
             var iterator = body.makeAsyncIterator()
@@ -66,6 +69,9 @@ struct StreamingEndToEndTests {
             #expect(error.code == .timedOut)
             #expect(error.message.contains("idle timeout"))
             #expect(counter.snapshot.inFlight == 0)
+            // Let the server tick again: its next writes find the connection closed.
+            let hits = try await e2e.inspector.client.send(.get("/hit/\(e2e.key)") as Request<CounterSnapshot>)
+            #expect(hits.hits == 1)
             try await e2e.expectHangsEnded(1)
         }
     }

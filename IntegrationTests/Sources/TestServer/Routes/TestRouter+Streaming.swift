@@ -10,7 +10,10 @@ import NIOCore
 ///   until the counter `hits` of `K` reaches 1 (a test hits `/hit/K` once it has read that line; at most
 ///   ``maximumWaitMilliseconds``, then it answers nothing more) before the rest.
 /// - `GET /stream/drip?everyMs=MS` → `tick\n` at once and then every MS milliseconds (default 100, at most
-///   ``maximumWaitMilliseconds``), until the client closes the connection.
+///   ``maximumWaitMilliseconds``), until the client closes the connection. With `?gate=K` the server writes the
+///   first tick, then writes nothing until the counter `hits` of `K` reaches 1 (a test hits `/hit/K` once it has
+///   seen what a stalled body does; at most ``maximumGateMilliseconds``, then it drops the connection) and
+///   ticks on after that: a stall as long as the test needs, whatever the machine's scheduler does.
 /// - `GET /stream/bytes/:count` → `count` bytes (up to 16 GiB) of ``TestServers/largeBodyByte(at:)``, with a
 ///   `Content-Length`, generated while they are written: the server holds one 62.75 KiB chunk whatever the
 ///   length. It waits for the client like any body writer, so a client that reads slowly slows it.
@@ -87,14 +90,19 @@ extension TestRouter {
                 return Response.badRequest("everyMs must be 1...\(maximumWaitMilliseconds)")
             }
             let key = query["key"]
+            let gate = query["gate"]
             var headers = HTTPFields()
             headers[.contentType] = "text/plain"
             let body = ResponseBody { writer in
                 try await Self.counted(key, state: state) {
                     let tick = ByteBuffer(string: "tick\n")
+                    try await writer.write(tick)
+                    if let gate {
+                        try await Self.waitForHit(gate, state: state, milliseconds: maximumGateMilliseconds)
+                    }
                     while true {
-                        try await writer.write(tick)
                         try await Task.sleep(for: .milliseconds(interval))
+                        try await writer.write(tick)
                     }
                 }
             }
@@ -205,11 +213,19 @@ extension TestRouter {
         await state.hangEnded(key)
     }
 
-    /// Waits until `key` has been hit once, or ``maximumWaitMilliseconds``; throws (ending the body) after that.
-    static func waitForHit(_ key: String, state: ServerState) async throws {
+    /// How long `/stream/drip?gate=K` waits for its gate: long enough for a test on a starved machine, short
+    /// enough that a test that never opens it does not keep a stream open for the rest of the run.
+    static let maximumGateMilliseconds = 120_000
+
+    /// Waits until `key` has been hit once, or `milliseconds`; throws (ending the body) after that.
+    static func waitForHit(
+        _ key: String,
+        state: ServerState,
+        milliseconds: Int = maximumWaitMilliseconds
+    ) async throws {
         let waiter = Task { await state.waitUntil(key) { $0.hits >= 1 } }
         let timeout = Task {
-            try await Task.sleep(for: .milliseconds(maximumWaitMilliseconds))
+            try await Task.sleep(for: .milliseconds(milliseconds))
             waiter.cancel()
         }
         let snapshot = await waiter.value
