@@ -214,10 +214,12 @@ public final class ManualClock: Clock, Sendable {
     /// be set first, and the default needs no count. For what it sees, the outcome is the same on every run.
     ///
     /// **What it sees.** The operation's task and every structured child task it creates (task groups,
-    /// `async let`, and so the middleware's timeouts and hedges), and the code of the (default) actors they
-    /// call. It does not see work in unstructured tasks (`Task { }`, `Task.detached`) — among them a
-    /// `TokenRefresher`'s refresh and a coalesced call (`Middleware.coalescing(ignoringHeaders:)`) — nor
-    /// code on an actor with an executor of its own (the main actor), nor I/O in flight (a real transport).
+    /// `async let`, and so the middleware's timeouts and hedges), the work Courier shares between callers (a
+    /// `TokenRefresher`'s refresh, a coalesced call from `Middleware.coalescing(ignoringHeaders:)`), and the
+    /// code of the (default) actors they call. So the recommended stack — retry, a refresh, both timeouts — runs
+    /// to the same end on every run. It does not see work in the code's own unstructured tasks (`Task { }`,
+    /// `Task.detached`), nor code on an actor with an executor of its own (the main actor), nor I/O in flight (a
+    /// real transport).
     /// While the operation waits on such work with a timer pending, time may move before the work is done;
     /// when that matters, drive the clock step by step with ``waitForSleepers(count:)`` and ``advance(by:)``,
     /// or, when that work sleeps on this clock as well, pass the number of tasks that sleep at once.
@@ -243,7 +245,9 @@ public final class ManualClock: Clock, Sendable {
         return try await withThrowingTaskGroup(of: Result?.self) { group in
             group.addTask(executorPreference: executor) {
                 defer { self.finishRun(run) }
-                return try await operation()
+                // Work Courier shares between callers (a token refresh, a coalesced call) prefers this executor
+                // too, so the run counts it.
+                return try await SharedWork.$executor.withValue(executor) { try await operation() }
             }
             // The driver runs elsewhere, so that it never counts as the run's own work.
             group.addTask(executorPreference: globalConcurrentExecutor) {

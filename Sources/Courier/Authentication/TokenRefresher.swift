@@ -42,6 +42,9 @@
 ///   counts a retry. So `refresh` may send its token request through the very client it authenticates,
 ///   without deadlocking. This is carried by a task-local value, so it covers everything `refresh` awaits
 ///   and the child tasks and `Task { }`s it creates, but not `Task.detached`.
+/// - **Tests see the refresh.** The refresh task keeps the task-local values of the caller that started it, so
+///   a test's transport (the `.mockTransport` trait, `TestTransport`) reaches a client that `refresh` calls,
+///   and `ManualClock.run` counts its work: time does not move to a timeout while a refresh is running.
 ///
 /// **Cost.** The current token lives in a mutex, so the middleware reads it synchronously: a request whose
 /// token is valid never awaits anything. Only rejections and refreshes wait, on a continuation, without an
@@ -320,22 +323,25 @@ public actor TokenRefresher {
         }
     }
 
-    /// Runs the refresh closure for `replaced` in a task of the refresher's own, which no caller can cancel and
-    /// which inherits none of the caller's task-local values (its deadline, its redirect hop).
+    /// Runs the refresh closure for `replaced` in a task of the refresher's own, which no caller can cancel. It is
+    /// ``SharedWork``: it keeps the caller's task-local values (a test's transport) but none of Courier's per-call
+    /// context (its deadline, its redirect hop), and the test kit's clock sees it.
     private nonisolated func startRefresh(replacing replaced: Credential, now: Duration) {
         let token = Token(replaced.value, expiresIn: replaced.expiresAt.map { $0 - now })
         let operation = self.operation
         // Requests sent by `refresh` pass through this refresher's middleware (and those of any refresher
         // whose refresh this one runs inside) untouched.
         let context = Self.refreshing + [ObjectIdentifier(self)]
-        Task.detached(priority: Task.currentPriority) {
-            let result: Result<Token, any Error>
-            do {
-                result = .success(try await Self.$refreshing.withValue(context) { try await operation(token) })
-            } catch {
-                result = .failure(error)
+        SharedWork.start(priority: Task.currentPriority) {
+            await SharedWork.withoutCallContext {
+                let result: Result<Token, any Error>
+                do {
+                    result = .success(try await Self.$refreshing.withValue(context) { try await operation(token) })
+                } catch {
+                    result = .failure(error)
+                }
+                self.finishRefresh(result)
             }
-            self.finishRefresh(result)
         }
     }
 

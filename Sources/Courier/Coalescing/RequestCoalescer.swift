@@ -114,7 +114,7 @@ public final class RequestCoalescer: Sendable {
                 case .cancelled:
                     continuation.resume(throwing: CancellationError())
                 case .start(let flightID):
-                    let call = Task {
+                    let call = SharedWork.start {
                         let result: Result<(Data, HTTPURLResponse), any Error>
                         do {
                             // The call serves every caller, so it runs under none of their deadlines: the
