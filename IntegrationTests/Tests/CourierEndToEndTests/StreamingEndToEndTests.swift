@@ -58,9 +58,9 @@ struct StreamingEndToEndTests {
             let client = e2e.client([.counting(counter)])
             // The server writes one tick, then nothing until this test hits the gate: the stall lasts until the
             // idle timeout has fired however late the reader gets to `next()`, so no second tick can be waiting.
-            let query = ["everyMs": "50", "key": e2e.key, "gate": e2e.key]
+            let url = e2e.server.url("/stream/drip", query: ["everyMs": "50", "key": e2e.key, "gate": e2e.key])
             let (body, _) = try await client.stream(
-                URLRequest(url: e2e.server.url("/stream/drip", query: query)),
+                URLRequest(url: url),
                 idleTimeout: .milliseconds(250)
             )
             var iterator = body.makeAsyncIterator()

@@ -175,12 +175,7 @@ final class ChunkPipe: Sendable {
         }
         if let flush { deliver(flush) }
         guard let consumer else { return }
-        if let error {
-            consumer.resume(throwing: error)
-        } else {
-            consumer.resume(returning: nil)
-        }
-        runEndHooks(error)
+        endRead(error, consumer: consumer)
     }
 
     // MARK: The reader's side
@@ -231,13 +226,15 @@ final class ChunkPipe: Sendable {
         }
     }
 
+    /// Resumes a waiting reader with the end, after the end hooks: a reader that sees the end sees what ends
+    /// with it (the request counter's in-flight count among them).
     private func endRead(_ error: (any Error)?, consumer: Consumer) {
+        runEndHooks(error)
         if let error {
             consumer.resume(throwing: error)
         } else {
             consumer.resume(returning: nil)
         }
-        runEndHooks(error)
     }
 
     private func wake(_ demand: Machine.Demand?) {
@@ -262,10 +259,11 @@ final class ChunkPipe: Sendable {
             (state.machine.fail(error), state.stop)
         }
         guard let failure else { return }
+        if failure.stopsTransport { stop?() }
+        // The hooks run before the reader is resumed, as in `endRead`.
+        runEndHooks(error)
         failure.consumer?.resume(throwing: error)
         failure.producer?.resume(throwing: CancellationError())
-        if failure.stopsTransport { stop?() }
-        runEndHooks(error)
     }
 
     private func runEndHooks(_ error: (any Error)?) {
