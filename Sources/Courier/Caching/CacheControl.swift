@@ -36,13 +36,13 @@ struct CacheControl: Sendable, Equatable {
         }
     }
 
-    /// A delta-seconds argument (RFC 9111 §1.2.2): digits only; a value too large for an `Int` is the
-    /// largest one. A malformed argument counts as zero for `max-age` readers, which is the safe reading.
+    /// A delta-seconds argument (RFC 9111 §1.2.2): digits only; a value above
+    /// ``NetworkNumber/maximumSeconds`` (about 34,800 years) is that many, as §1.2.2 allows ("the greatest
+    /// positive integer it can conveniently represent"). A malformed argument counts as zero for `max-age`
+    /// readers, which is the safe reading.
     private static func seconds(_ argument: Substring?) -> Int? {
-        guard let argument, !argument.isEmpty, argument.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            return argument == nil ? nil : 0
-        }
-        return Int(argument) ?? Int.max
+        guard let argument else { return nil }
+        return NetworkNumber.digits(argument.utf8, maximum: NetworkNumber.maximumSeconds).map(NetworkNumber.int) ?? 0
     }
 
     /// The comma-separated directives of `value` (commas inside quoted strings do not split), each name

@@ -105,8 +105,14 @@ enum HTTPCachePolicy {
 
     /// The response's age at `now`, in seconds (RFC 9111 §4.2.3): its age when it arrived (the larger of what
     /// its `Date` says and its `Age` field plus the time the request took), plus the time it has spent here.
+    ///
+    /// `Age` is read as §5.1 says: the first member of a list, ignored when it is not a non-negative integer;
+    /// above ``NetworkNumber/maximumSeconds`` it is that many seconds, so a huge `Age` makes the response stale,
+    /// never fresh for ever, and never traps.
     static func currentAge(_ stored: CachedResponse, now: Date) -> Double {
-        let ageValue = stored.header("age").flatMap { Double($0.trimmingCharacters(in: .whitespaces)) } ?? 0
+        let ageField = stored.header("age")?.prefix { $0 != "," }
+        let age = ageField.flatMap { NetworkNumber.integer($0, maximum: NetworkNumber.maximumSeconds) }
+        let ageValue = age.map(Double.init) ?? 0
         let dateValue = stored.header("date").flatMap { date($0, now: stored.responseDate) } ?? stored.responseDate
         let apparentAge = max(0, stored.responseDate.timeIntervalSince(dateValue))
         let responseDelay = max(0, stored.responseDate.timeIntervalSince(stored.requestDate))
@@ -168,7 +174,7 @@ enum HTTPCachePolicy {
     /// The header fields to serve `stored` with at `now`: the stored ones and an `Age` field (RFC 9111 §5.1).
     static func servedHeaders(_ stored: CachedResponse, now: Date) -> [String: String] {
         var headers = stored.headers
-        setHeader("Age", String(Int(currentAge(stored, now: now).rounded(.down))), in: &headers)
+        setHeader("Age", String(NetworkNumber.int(currentAge(stored, now: now).rounded(.down))), in: &headers)
         return headers
     }
 

@@ -39,6 +39,10 @@ struct RateLimitObservation: Sendable, Equatable {
 /// value larger than half the current epoch time (about 28 years in seconds today) is an epoch time: no
 /// window lasts that long, and no server's clock is that far behind. An epoch time in the past means "now".
 ///
+/// Every number goes through ``NetworkNumber``: a reset or window beyond ``NetworkNumber/maximumSeconds``
+/// (about 34,800 years) is that long, a count beyond ``NetworkNumber/maximumCount`` is that many, and none
+/// traps, whatever the server sends.
+///
 /// A `429` or `503` also carries `Retry-After` (seconds or an HTTP-date; see ``RetryAfter``).
 enum RateLimitHeaders {
     /// Reads `response`'s fields; `now` is the wall-clock time, for epoch resets and HTTP-dates.
@@ -116,31 +120,26 @@ enum RateLimitHeaders {
         StructuredFieldList.parse(value).lazy.compactMap { $0.value("w").flatMap(seconds) }.first
     }
 
-    /// A reset as delta seconds or an epoch time (see the type's overview), from `now`.
+    /// A reset as delta seconds or an epoch time (see the type's overview), from `now`. A reset of
+    /// ``NetworkNumber/maximumSeconds`` or more (`1e21`) is that long, as a delta: "for ever".
     static func reset(_ value: String, now: Date) -> Duration? {
-        guard let number = Double(value.trimmingCharacters(in: .whitespaces)), number.isFinite, number >= 0 else {
-            return nil
-        }
+        guard let number = NetworkNumber.seconds(value) else { return nil }
         let epochNow = now.timeIntervalSince1970
-        if number > epochNow / 2 {
-            return .seconds(max(0, number - epochNow))
+        if number > epochNow / 2, number < Double(NetworkNumber.maximumSeconds) {
+            return NetworkNumber.duration(seconds: number - epochNow)
         }
-        return .seconds(number)
+        return NetworkNumber.duration(seconds: number)
     }
 
-    /// A non-negative number of seconds, possibly fractional.
+    /// A non-negative number of seconds, possibly fractional, at most ``NetworkNumber/maximumSeconds``.
     private static func seconds<S: StringProtocol>(_ value: S) -> Duration? {
-        guard let number = Double(value.trimmingCharacters(in: .whitespaces)), number.isFinite, number >= 0 else {
-            return nil
-        }
-        return .seconds(number)
+        NetworkNumber.seconds(value).map(NetworkNumber.duration(seconds:))
     }
 
-    /// The integer a value starts with (`"100"`, `"100, 100;w=60"`), when it is one and not negative.
+    /// The count a value starts with (`"100"`, `"100, 100;w=60"`), when it is one and not negative; at most
+    /// ``NetworkNumber/maximumCount``.
     private static func leadingInteger<S: StringProtocol>(_ value: S) -> Int? {
-        let digits = value.drop { $0 == " " || $0 == "\t" }.prefix { $0.isASCII && $0.isNumber }
-        guard !digits.isEmpty, digits.count <= 18 else { return nil }
-        return Int(digits)
+        NetworkNumber.leadingInteger(value, maximum: NetworkNumber.maximumCount).map(NetworkNumber.int)
     }
 }
 

@@ -19,6 +19,8 @@
 ///   (the server may count them in the new window); each of those that comes back showing it was counted in
 ///   the old window gives its slot back. With a known window length the next reset is predicted.
 /// - **Throttled** (`429`/`503`): nothing goes until `Retry-After` (or the reset, or `fallbackDelay`).
+/// - **A quota of 0**, or nothing left and no limit known: at the reset (or after `fallbackDelay` when the
+///   server gave none) one request probes again, and the server's answer to it decides.
 /// - **Client-side limit** (`clientLimit` per `clientWindow`): used from the start instead of a probe, until
 ///   the server sends numbers of its own.
 ///
@@ -269,8 +271,9 @@ struct RateLimitStateMachine<Waiter> {
         guard let reset = resetAt, now >= reset else { return }
         epoch += 1
         carried = inFlight
-        guard let limit else {
-            // Only a Retry-After was known: probe again.
+        guard let limit, limit > 0 else {
+            // Only a Retry-After was known, or the server's limit is 0 (a quota that never comes back by
+            // itself): probe again, and let the server's next answer decide.
             remaining = nil
             resetAt = nil
             return
@@ -285,8 +288,11 @@ struct RateLimitStateMachine<Waiter> {
         remaining = max(0, limit - carried)
         sentInWindow = carried
         if let window, window > .zero {
-            let passed = Int(((now - reset) / window).rounded(.down))
-            resetAt = reset + window * (passed + 1)
+            // Windows passed since the reset. A window of a few attoseconds (`w=1e-18`) can make that more than
+            // an Int holds: past 2^31 windows, the next one simply starts a window from now.
+            let passed = min(NetworkNumber.int(((now - reset) / window).rounded(.down)), Int(Int32.max))
+            let next = reset + window * (passed + 1)
+            resetAt = next > now ? next : now + window
         } else {
             resetAt = nil
         }

@@ -275,14 +275,17 @@ public final class RateLimiter: Sendable {
         }
     }
 
+    /// The quota `stored` describes, on this limiter's clock. A store may be shared and its entries decoded from
+    /// anywhere, so its numbers are clamped like a server's (``NetworkNumber``).
     private func quota(from stored: RateLimitQuota, now: Duration) -> Machine.Quota? {
         guard let resetsAt = stored.resetsAt else { return nil }
         let resetIn = resetsAt.timeIntervalSince(policy.currentDate())
+        let count = { (value: Int) in min(max(value, 0), NetworkNumber.int(NetworkNumber.maximumCount)) }
         return Machine.Quota(
-            limit: stored.limit,
-            remaining: stored.remaining,
-            resetAt: now + .seconds(resetIn),
-            window: stored.window
+            limit: stored.limit.map(count),
+            remaining: count(stored.remaining),
+            resetAt: now + NetworkNumber.duration(seconds: resetIn),
+            window: stored.window.map { min(max($0, .zero), .seconds(NetworkNumber.maximumSeconds)) }
         )
     }
 

@@ -7,20 +7,18 @@ enum RetryAfter {
     /// - Parameters:
     ///   - value: The header value, for example `"2"` or `"Wed, 21 Oct 2015 07:28:00 GMT"`.
     ///   - now: The current wall-clock time, for HTTP-dates.
-    /// - Returns: The delay (zero for a date in the past), or `nil` when the value is neither form.
+    /// - Returns: The delay (zero for a date in the past; at most ``NetworkNumber/maximumSeconds``, about
+    ///   34,800 years, which is "longer than any cap"), or `nil` when the value is neither form.
     static func delay(_ value: String, now: Date) -> Duration? {
         var bytes = Array(value.utf8)[...]
         while let first = bytes.first, first == space || first == tab { bytes.removeFirst() }
         while let last = bytes.last, last == space || last == tab { bytes.removeLast() }
         guard !bytes.isEmpty else { return nil }
-        if bytes.allSatisfy(isDigit) {
-            // More than 12 digits (about 31,000 years) is "longer than any cap"; keep it representable.
-            guard bytes.count <= 12 else { return .seconds(Int64(999_999_999_999)) }
-            return .seconds(number(bytes))
+        if let seconds = NetworkNumber.digits(bytes, maximum: NetworkNumber.maximumSeconds) {
+            return NetworkNumber.duration(wholeSeconds: seconds)
         }
         guard let date = httpDate(Array(bytes), now: now) else { return nil }
-        let seconds = Double(date) - now.timeIntervalSince1970
-        return seconds > 0 ? .seconds(seconds) : .zero
+        return NetworkNumber.duration(seconds: Double(date) - now.timeIntervalSince1970)
     }
 
     /// Parses an HTTP-date in any of the three forms a recipient must accept (RFC 9110 §5.6.7), and

@@ -11,24 +11,34 @@ enum NetworkNumber {
     /// limits.
     static let maximumSeconds: Int64 = 1 << 40
 
+    /// The most a count from the network (requests allowed or left in a rate-limit window) counts for: 2^31 − 1,
+    /// the bound RFC 9111 §1.2.2 suggests for delta-seconds. Larger counts read as "plenty", and this bound keeps
+    /// sums and differences of counts far from `Int`'s limits.
+    static let maximumCount: Int64 = (1 << 31) - 1
+
     /// Decimal digits, optionally surrounded by spaces or tabs, as a number from 0 to `maximum` (a longer run of
     /// digits is `maximum`); `nil` when `text` holds anything else (a sign, a dot, an empty string).
     static func integer<S: StringProtocol>(_ text: S, maximum: Int64 = .max) -> Int64? {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        let start = text.utf8.drop(while: isSpace)
+        let body = start.prefix { !isSpace($0) }
+        guard start.dropFirst(body.count).allSatisfy(isSpace) else { return nil }
+        return digits(body, maximum: maximum)
+    }
+
+    /// ASCII decimal digits and nothing else (no spaces, no sign) as a number from 0 to `maximum` (a longer run
+    /// of digits is `maximum`); `nil` for anything else, or no bytes. For byte-level parsers such as the
+    /// event-stream `retry:` field.
+    static func digits<Bytes: Collection<UInt8>>(_ bytes: Bytes, maximum: Int64 = .max) -> Int64? {
+        guard !bytes.isEmpty else { return nil }
         var value: Int64 = 0
-        var sawDigit = false
-        var trailingSpace = false
-        for byte in text.utf8 {
-            if byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") {
-                if sawDigit { trailingSpace = true }
-                continue
-            }
-            guard !trailingSpace, byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-            sawDigit = true
+        for byte in bytes {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
             let (times10, overflow1) = value.multipliedReportingOverflow(by: 10)
             let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte &- UInt8(ascii: "0")))
             value = overflow1 || overflow2 ? maximum : min(sum, maximum)
         }
-        return sawDigit ? value : nil
+        return value
     }
 
     /// The leading decimal digits of `text` (after spaces or tabs), clamped at `maximum` as ``integer(_:maximum:)``

@@ -405,4 +405,22 @@ struct CachingTests {
         let key = HTTPCacheKey(resource: "https://a.test/x?token=abc123", partition: "GET " + partition)
         #expect(key.description == "GET \(partition) https://a.test/x?token=REDACTED")
     }
+
+    @Test("a 304 carrying Age: 1e20 does not trap: the stored body is served, stale, with a clamped Age")
+    func hugeAgeOn304() async throws {
+        let server = CacheTestServer()
+        server.state.withLock { $0.extraHeaders = ["Age": "100000000000000000000"] }
+        let clock = ManualClock()
+        let client = Client(transport: server.transport, middleware: [.caching(cache(clock))])
+        _ = try await client.send(get("/items"))
+        let revalidated = try await client.send(get("/items"))
+        #expect(server.full == 1 && server.notModified == 1)
+        #expect(revalidated.1.statusCode == 200)
+        #expect(text(revalidated) == "\"v1\" anonymous")
+        let age = try #require(revalidated.1.value(forHTTPHeaderField: "Age").flatMap { Int($0) })
+        #expect(age >= 1 << 40)
+        // So old that max-age=60 never makes it fresh: the next request revalidates again.
+        _ = try await client.send(get("/items"))
+        #expect(server.notModified == 2)
+    }
 }

@@ -97,6 +97,19 @@ struct HTTPCachePolicyTests {
         #expect(HTTPCachePolicy.currentAge(slow, now: now) == 18)
     }
 
+    @Test("an Age too large for an Int is served clamped, and the response is stale, never fresh for ever")
+    func hugeAge() throws {
+        let now = Self.received.addingTimeInterval(10)
+        let response = stored(["Age": "100000000000000000000", "Cache-Control": "max-age=60"])
+        let served = try #require(HTTPCachePolicy.servedHeaders(response, now: now)["Age"].flatMap { Int($0) })
+        #expect(served >= 1 << 40)
+        #expect(!HTTPCachePolicy.isFresh(response, for: request(), now: now))
+        // RFC 9111 §5.1: the first member of a list; a value that is not a non-negative integer is ignored.
+        #expect(HTTPCachePolicy.currentAge(stored(["Age": "30, 99"]), now: now) == 40)
+        #expect(HTTPCachePolicy.currentAge(stored(["Age": "1e308"]), now: now) == 10)
+        #expect(HTTPCachePolicy.currentAge(stored(["Age": "-5"]), now: now) == 10)
+    }
+
     @Test("fresh until max-age, then stale; the request's no-cache, Pragma and max-age force revalidation")
     func freshness() {
         let response = stored(["Cache-Control": "max-age=60"])

@@ -124,4 +124,29 @@ struct RateLimitHeadersTests {
         let ietf = observe(["RateLimit": #""default";t=5"#])
         #expect(ietf.remaining == nil)
     }
+
+    @Test(
+        "a reset or window beyond what a Duration holds (1e21 s) is the longest one, not a trap",
+        arguments: [
+            ["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1e21"],
+            ["RateLimit-Remaining": "0", "RateLimit-Reset": "1e21", "RateLimit-Policy": "10;w=1e21"],
+            ["RateLimit": "limit=10, remaining=0, reset=1e21", "RateLimit-Policy": "10;w=1e21"],
+            ["RateLimit": #""default";r=0;t=1e21"#, "RateLimit-Policy": #""default";q=10;w=1e21"#],
+        ]
+    )
+    func hugeReset(fields: [String: String]) {
+        let observation = observe(fields)
+        #expect(observation.remaining == 0)
+        #expect(observation.reset == .seconds(NetworkNumber.maximumSeconds))
+        if fields["RateLimit-Policy"] != nil { #expect(observation.window == .seconds(NetworkNumber.maximumSeconds)) }
+    }
+
+    @Test("counts too long for an Int are clamped rather than dropped or trapped")
+    func hugeCounts() {
+        let observation = observe([
+            "X-RateLimit-Limit": String(repeating: "9", count: 400), "X-RateLimit-Remaining": "18446744073709551616",
+        ])
+        #expect(observation.limit == NetworkNumber.int(NetworkNumber.maximumCount))
+        #expect(observation.remaining == NetworkNumber.int(NetworkNumber.maximumCount))
+    }
 }

@@ -245,6 +245,73 @@ struct RateLimitStateMachineTests {
         #expect(machine.tick(now: .seconds(1)).sends.map(\.waiter) == [1])
     }
 
+    @Test(
+        "a quota of 0 holds requests until its reset, then one probes: the server's next answer decides",
+        arguments: [nil, Duration.seconds(60)]
+    )
+    func zeroQuota(window: Duration?) throws {
+        var machine = Machine(settings: Self.settings(maximumWait: .seconds(60)))
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1)
+        Self.arrive(&machine, 2)
+        let quota = RateLimitObservation(limit: 0, remaining: 0, reset: .seconds(1), window: window)
+        let answered = machine.complete(probe, observation: quota, now: .zero)
+        #expect(answered.sends.isEmpty)
+        #expect(answered.scheduleTick == .seconds(1))
+        // At the reset, the head of the queue probes; the other waits for its answer.
+        let reset = machine.tick(now: .seconds(1))
+        #expect(reset.sends.map(\.waiter) == [1])
+        #expect(reset.sends.first?.ticket.isProbe == true)
+        #expect(reset.rejections.isEmpty)
+        // The server says 0 again: hold again until its reset, then probe again.
+        let probed = try #require(reset.sends.first)
+        let again = machine.complete(probed.ticket, observation: quota, now: .seconds(1))
+        #expect(again.sends.isEmpty)
+        #expect(again.scheduleTick == .seconds(2))
+        let later = machine.tick(now: .seconds(2))
+        #expect(later.sends.map(\.waiter) == [2])
+        // This time the server lets it through: the quota it reports applies.
+        let second = try #require(later.sends.first)
+        let opened = machine.complete(
+            second.ticket,
+            observation: Self.headers(limit: 10, remaining: 9, reset: .seconds(60)),
+            now: .seconds(2)
+        )
+        #expect(opened.updated?.remaining == 9)
+        #expect(Self.arrive(&machine, 3, now: .seconds(2)) != nil)
+    }
+
+    @Test("a quota of 0 with nothing left and no reset holds for the fallback delay, then probes")
+    func zeroQuotaNoReset() throws {
+        var machine = Machine(settings: Self.settings(maximumWait: .seconds(60)))
+        let probe = try #require(Self.arrive(&machine, 0))
+        Self.arrive(&machine, 1)
+        let output = machine.complete(probe, observation: RateLimitObservation(limit: 0, remaining: 0), now: .zero)
+        #expect(output.scheduleTick == .seconds(1))
+        let tick = machine.tick(now: .seconds(1))
+        #expect(tick.sends.map(\.waiter) == [1])
+        #expect(tick.sends.first?.ticket.isProbe == true)
+    }
+
+    @Test("a reset in the past opens the window at once")
+    func pastReset() throws {
+        var machine = try Self.probed(Self.headers(limit: 0, remaining: 0, reset: .zero))
+        let next = try #require(Self.arrive(&machine, 1, now: .milliseconds(1)))
+        #expect(next.isProbe)
+    }
+
+    @Test("a reset beyond the maximum wait is refused at once, saying when it opens")
+    func farReset() throws {
+        let far = Duration.seconds(1 << 40)
+        var machine = try Self.probed(
+            Self.headers(limit: 10, remaining: 0, reset: far),
+            settings: Self.settings(maximumWait: .seconds(60))
+        )
+        #expect(
+            machine.acquire(now: .zero, deadline: nil) == .reject(.waitTooLong(opensIn: far, maximum: .seconds(60)))
+        )
+    }
+
     @Test("a client-side limit applies from the first request, its window starting then, until the server speaks")
     func clientLimit() throws {
         var machine = Machine(settings: Self.settings(clientLimit: 2, clientWindow: .seconds(10)))

@@ -409,4 +409,54 @@ struct RateLimitingTests {
         )
         #expect(events.value.first?.description == "2/3 left for api.example.test:443, resets in 60.0 seconds")
     }
+
+    @Test("a reset too far for a Duration (1e21 s) does not trap: the next request fails at once, saying why")
+    func hugeReset() async throws {
+        let transport = MockTransport(
+            .status(
+                200,
+                headers: ["X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1e21"]
+            ),
+            then: .ok
+        )
+        let limiter = RateLimiter(RateLimitPolicy(maximumWait: .seconds(60)), clock: clock)
+        let client = Client(transport: transport, middleware: [.rateLimiting(limiter)])
+        #expect(try await client.send(URLRequest(url: url)).1.statusCode == 200)
+        #expect(limiter.state(for: "api.example.test:443")?.resetIn == .seconds(1 << 40))
+        let error = await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: url)) }
+        #expect(error?.code == .rateLimited)
+        #expect(error?.message.contains("opens in 1099511627776.0 seconds, past the maximum wait") == true)
+        #expect(transport.callCount == 1)
+        #expect(clock.now.offset == .zero)
+    }
+
+    @Test(
+        "a quota of 0 does not lock the host: once its reset has passed a request goes out again",
+        .timeLimit(.minutes(1))
+    )
+    func zeroQuota() async throws {
+        let empty = MockResponse.status(
+            200,
+            headers: ["X-RateLimit-Limit": "0", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1"]
+        )
+        let transport = MockTransport(empty, then: empty, .ok)
+        let limiter = RateLimiter(RateLimitPolicy(maximumWait: .seconds(60)), clock: clock)
+        let client = Client(transport: transport, middleware: [.rateLimiting(limiter)])
+        _ = try await client.send(URLRequest(url: url))
+
+        for call in 2...3 {
+            let next = Task { try await client.send(URLRequest(url: url)).1.statusCode }
+            await clock.waitForSleepers(count: 1)
+            #expect(clock.pendingDeadlines == [.init(offset: clock.now.offset + .seconds(1))])
+            #expect(transport.callCount == call - 1)
+            clock.advance(by: .seconds(1))
+            // Either the request goes, or (the lock) the limiter sleeps again until the maximum wait.
+            try await waitUntil { transport.callCount == call || clock.sleeperCount == 1 }
+            #expect(transport.callCount == call, "no request was sent after the reset")
+            if transport.callCount < call { clock.advance(by: .seconds(60)) }
+            #expect((try? await next.value) == 200)
+        }
+        // The server's third answer has no fields: nothing is paced any more.
+        #expect(limiter.state(for: "api.example.test:443")?.isUnlimited == true)
+    }
 }

@@ -36,6 +36,27 @@ struct NetworkNumberTests {
         #expect(NetworkNumber.leadingInteger("x10") == nil)
     }
 
+    @Test("digits: ASCII digits only, no spaces or sign; they clamp at the maximum", arguments: hostileTexts)
+    func digits(text: String) {
+        let value = NetworkNumber.digits(text.utf8)
+        let isDigits = !text.isEmpty && text.utf8.allSatisfy { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        #expect((value != nil) == isDigits, "\(text.debugDescription) → \(String(describing: value))")
+        if isDigits { #expect(value == NetworkNumber.integer(text)) }
+        #expect(NetworkNumber.digits(text.utf8, maximum: 60).map { $0 <= 60 } ?? true)
+    }
+
+    @Test("digits: exact below the maximum, the maximum above it")
+    func digitsBounds() {
+        #expect(NetworkNumber.digits("0".utf8) == 0)
+        #expect(NetworkNumber.digits("007".utf8) == 7)
+        #expect(NetworkNumber.digits("".utf8) == nil)
+        #expect(NetworkNumber.digits(" 7".utf8) == nil)
+        #expect(NetworkNumber.digits("9223372036854775807".utf8) == .max)
+        #expect(NetworkNumber.digits("9223372036854775808".utf8) == .max)
+        #expect(NetworkNumber.digits("2147483648".utf8, maximum: NetworkNumber.maximumCount) == 2_147_483_647)
+        #expect(NetworkNumber.digits("2147483646".utf8, maximum: NetworkNumber.maximumCount) == 2_147_483_646)
+    }
+
     @Test("seconds: finite and non-negative, at most maximumSeconds", arguments: hostileTexts)
     func seconds(text: String) {
         guard let value = NetworkNumber.seconds(text) else { return }

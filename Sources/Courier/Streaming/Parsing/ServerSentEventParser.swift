@@ -178,17 +178,10 @@ private struct EventFields: Sendable {
         )
     }
 
-    /// The value of a `retry` field: one or more ASCII digits, as milliseconds (saturating), or `nil`.
+    /// The value of a `retry` field: one or more ASCII digits, as milliseconds (saturating at `Int64.max`), or
+    /// `nil`.
     private static func milliseconds(_ value: UnsafeRawBufferPointer) -> Int64? {
-        guard !value.isEmpty else { return nil }
-        var result: Int64 = 0
-        for byte in value {
-            guard byte >= ASCII.zero, byte <= ASCII.nine else { return nil }
-            let (times10, overflow1) = result.multipliedReportingOverflow(by: 10)
-            let (sum, overflow2) = times10.addingReportingOverflow(Int64(byte - ASCII.zero))
-            result = overflow1 || overflow2 ? .max : sum
-        }
-        return result
+        NetworkNumber.digits(value)
     }
 }
 
