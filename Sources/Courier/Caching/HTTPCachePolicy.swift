@@ -168,7 +168,7 @@ enum HTTPCachePolicy {
     /// The header fields to serve `stored` with at `now`: the stored ones and an `Age` field (RFC 9111 §5.1).
     static func servedHeaders(_ stored: CachedResponse, now: Date) -> [String: String] {
         var headers = stored.headers
-        setHeader("Age", String(Int(currentAge(stored, now: now).rounded(.down))), in: &headers)
+        setHeader("Age", String(NetworkNumber.int(currentAge(stored, now: now))), in: &headers)
         return headers
     }
 

@@ -123,9 +123,9 @@ enum RateLimitHeaders {
         }
         let epochNow = now.timeIntervalSince1970
         if number > epochNow / 2 {
-            return .seconds(max(0, number - epochNow))
+            return NetworkNumber.duration(seconds: number - epochNow)
         }
-        return .seconds(number)
+        return NetworkNumber.duration(seconds: number)
     }
 
     /// A non-negative number of seconds, possibly fractional.
@@ -133,7 +133,7 @@ enum RateLimitHeaders {
         guard let number = Double(value.trimmingCharacters(in: .whitespaces)), number.isFinite, number >= 0 else {
             return nil
         }
-        return .seconds(number)
+        return NetworkNumber.duration(seconds: number)
     }
 
     /// The integer a value starts with (`"100"`, `"100, 100;w=60"`), when it is one and not negative.
