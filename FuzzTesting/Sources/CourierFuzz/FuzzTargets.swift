@@ -1,0 +1,343 @@
+// The fuzz targets: each feeds bytes a server controls to one of Courier's parsers and checks a cheap invariant.
+//
+// This file is compiled twice: into FuzzTesting's libFuzzer executable, and (through the symbolic link
+// Tests/CourierTests/Fuzzing/FuzzTargets.swift) into the root package's tests, which replay every committed
+// corpus and regression input through the same targets.
+import Foundation
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The parsers of server-controlled bytes, each as a function of the raw input that throws ``Violation`` when
+/// an invariant fails. A parser that traps stops the process: that is what the fuzzer looks for too.
+enum FuzzTargets {
+    /// A fuzz target: the name of its corpus folder and the function of one input.
+    struct Target: Sendable {
+        let name: String
+        let run: @Sendable ([UInt8]) throws -> Void
+    }
+
+    /// An invariant the parser broke, with what it got.
+    struct Violation: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Every target, by the name of its folder in FuzzTesting/Corpora.
+    static let all: [Target] = [
+        Target(name: "cache-control", run: cacheControl),
+        Target(name: "http-cache", run: httpCache),
+        Target(name: "rate-limit", run: rateLimit),
+        Target(name: "retry-after", run: retryAfter),
+        Target(name: "authorization", run: authorization),
+        Target(name: "location", run: location),
+        Target(name: "network-number", run: networkNumber),
+        Target(name: "sse", run: serverSentEvents),
+        Target(name: "lines", run: lines),
+        Target(name: "json-lines", run: jsonLines),
+    ]
+
+    /// The wall-clock time the targets read dates against: 2025-11-24, a fixed instant so a run is repeatable.
+    static let now = Date(timeIntervalSince1970: 1_764_000_000)
+
+    // MARK: Header fields
+
+    /// `Cache-Control`: the whole input is the field value. Delta-seconds are never negative, and a directive
+    /// appended after a value whose quotes are closed does not replace one the value set (the first one wins).
+    static func cacheControl(_ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let directives = CacheControl(text)
+        for seconds in [directives.maxAge, directives.sharedMaxAge, directives.staleIfError] {
+            if let seconds { try check(seconds >= 0, "negative delta-seconds \(seconds)") }
+        }
+        guard bytes.count(where: { $0 == UInt8(ascii: "\"") }).isMultiple(of: 2) else { return }
+        let extended = CacheControl(text + ", max-age=5, no-store")
+        try check(extended.maxAge == (directives.maxAge ?? 5), "max-age \(String(describing: extended.maxAge))")
+        try check(extended.noStore, "no-store appended was not read")
+    }
+
+    /// `Age`, `Date`, `Expires`, `Cache-Control`, `Vary`, `Location` and `Content-Location` of a stored response
+    /// (the input is header lines, ``fields(_:)``): ages and lifetimes are never negative or NaN, and serving
+    /// the response, revalidating it and invalidating after it do not trap.
+    static func httpCache(_ bytes: [UInt8]) throws {
+        let headers = Dictionary(fields(bytes), uniquingKeysWith: { first, _ in first })
+        let url = URL(string: "https://api.example.com/v1/items?page=2")!
+        let stored = CachedResponse(
+            statusCode: 200,
+            headers: headers,
+            body: Data(),
+            requestDate: now.addingTimeInterval(-1),
+            responseDate: now,
+            variant: ""
+        )
+        let lifetime = HTTPCachePolicy.freshnessLifetime(stored)
+        try check(lifetime >= 0, "freshness lifetime \(lifetime)")
+        let later = now.addingTimeInterval(10)
+        let age = HTTPCachePolicy.currentAge(stored, now: later)
+        try check(age >= 0, "current age \(age)")
+        var request = URLRequest(url: url)
+        request.setValue("en", forHTTPHeaderField: "Accept-Language")
+        _ = HTTPCachePolicy.isFresh(stored, for: request, now: later)
+        _ = HTTPCachePolicy.mayServeOnError(stored, now: later)
+        let served = HTTPCachePolicy.servedHeaders(stored, now: later)
+        try check(served.headerValue("age").flatMap { Int($0) }.map { $0 >= 0 } == true, "served Age")
+        _ = HTTPCachePolicy.variantToStore(request: request, hasCredential: false, statusCode: 200, headers: headers)
+        _ = HTTPCachePolicy.updated(stored, with: headers, requestDate: now, responseDate: later)
+        let invalidated = HTTPCachePolicy.invalidatedResources(
+            method: "POST",
+            url: url,
+            statusCode: 201,
+            headers: headers
+        )
+        try check(invalidated.first == HTTPCachePolicy.resource(url), "the target URI is invalidated first")
+    }
+
+    /// `RateLimit`, `RateLimit-Policy`, `RateLimit-*`, `X-RateLimit-*` and `Retry-After` of a `429` (the input is
+    /// header lines, ``fields(_:)``): no count and no duration is negative.
+    static func rateLimit(_ bytes: [UInt8]) throws {
+        let headers = fields(bytes)
+        let observation = RateLimitHeaders.observe(status: 429, now: now) { name in
+            headers.first { $0.name.caseInsensitiveEquals(name) }?.value
+        }
+        for count in [observation.limit, observation.remaining] {
+            if let count { try check(count >= 0, "negative count \(count)") }
+        }
+        for duration in [observation.reset, observation.window, observation.retryAfter] {
+            if let duration { try check(duration >= .zero, "negative duration \(duration)") }
+        }
+        for field in headers { _ = StructuredFieldList.parse(field.value) }
+    }
+
+    /// `Retry-After` (the whole input is the value): the delay is never negative, and a value that is an
+    /// HTTP-date asks for the time until that date, as the cache's date reader reads it.
+    static func retryAfter(_ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let delay = RetryAfter.delay(text, now: now)
+        if let delay { try check(delay >= .zero, "negative delay \(delay)") }
+        guard let date = HTTPCachePolicy.date(text, now: now) else { return }
+        let expected = max(0, date.timeIntervalSince(now))
+        try check(delay == .seconds(expected), "delay \(String(describing: delay)) for a date \(expected) s ahead")
+    }
+
+    /// A token an authorization server issued, as the `Authorization` value a refresher would send: either
+    /// refused, or a value without a line break or NUL (which would split or end the header).
+    static func authorization(_ bytes: [UInt8]) throws {
+        let token = String(decoding: bytes, as: UTF8.self)
+        for scheme in [AuthorizationScheme.bearer, .header("X-API-Key")] {
+            guard let value = try? scheme.headerValue(for: token) else { continue }
+            try check(
+                !value.utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 },
+                "header value \(value.debugDescription)"
+            )
+        }
+    }
+
+    /// `Location` of a `302` (the whole input is the value): the redirect target is an absolute `http` or
+    /// `https` URL with a host, which has an origin.
+    static func location(_ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        let base = URL(string: "https://api.example.com/v1/items/7?view=full")!
+        guard
+            let response = HTTPURLResponse(
+                url: base,
+                statusCode: 302,
+                httpVersion: "HTTP/1.1",
+                headerFields: ["Location": text]
+            )
+        else { return }
+        guard let target = RedirectFollower.target(of: response, requestedAt: base) else { return }
+        let scheme = target.scheme?.lowercased()
+        try check(scheme == "http" || scheme == "https", "scheme of \(target)")
+        try check(HTTPOrigin(target) != nil, "no origin for \(target)")
+        try check(
+            RedirectContext.isSameOrigin(base, target) == RedirectContext.isSameOrigin(target, base),
+            "same origin is not symmetric for \(target)"
+        )
+        _ = HTTPCachePolicy.resource(target)
+    }
+
+    // MARK: Numbers
+
+    /// `NetworkNumber`'s conversions, of the input as text and of its first eight bytes as a `Double` and an
+    /// `Int64`: every result lies within its documented bounds, and digits that `Int64` reads give the same
+    /// number.
+    static func networkNumber(_ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        for maximum in [Int64.max, 1_000] {
+            if let value = NetworkNumber.integer(text, maximum: maximum) {
+                try check((0...maximum).contains(value), "integer \(value) beyond 0...\(maximum)")
+                if let exact = Int64(text), exact >= 0, !text.hasPrefix("+") {
+                    try check(value == min(exact, maximum), "integer \(value), Int64 reads \(exact)")
+                }
+            }
+            if let value = NetworkNumber.leadingInteger(text, maximum: maximum) {
+                try check((0...maximum).contains(value), "leading integer \(value) beyond 0...\(maximum)")
+            }
+        }
+        let maximumSeconds = Double(NetworkNumber.maximumSeconds)
+        if let seconds = NetworkNumber.seconds(text) {
+            try check(seconds >= 0 && seconds <= maximumSeconds, "seconds \(seconds)")
+            try checkDuration(NetworkNumber.duration(seconds: seconds))
+        }
+        var raw: UInt64 = 0
+        for byte in bytes.prefix(8) { raw = raw << 8 | UInt64(byte) }
+        let double = Double(bitPattern: raw)
+        try checkDuration(NetworkNumber.duration(seconds: double))
+        try checkDuration(NetworkNumber.duration(wholeSeconds: Int64(bitPattern: raw)))
+        let integer = NetworkNumber.int(double)
+        if double.isFinite, abs(double) < 9.2e18 {
+            try check(integer == Int(double.rounded(.towardZero)), "int(\(double)) is \(integer)")
+        }
+        for number in [Double(text), Double(text.trimmingCharacters(in: .whitespaces))] {
+            guard let number else { continue }
+            _ = NetworkNumber.int(number)
+            try checkDuration(NetworkNumber.duration(seconds: number))
+        }
+        _ = NetworkNumber.int(Int64(bitPattern: raw))
+    }
+
+    private static func checkDuration(_ duration: Duration) throws {
+        try check(duration >= .zero && duration <= .seconds(NetworkNumber.maximumSeconds), "duration \(duration)")
+    }
+
+    // MARK: Streams
+
+    /// An event stream: the same bytes give the same events, last event ID, reconnection time and failure in
+    /// one chunk, one byte at a time and in three chunks, with a large and a small maximum event size; no
+    /// event's type or ID holds a line break.
+    static func serverSentEvents(_ bytes: [UInt8]) throws {
+        for maximum in [1 << 20, 16] {
+            let results = chunkings(of: bytes).map { cuts in
+                parse(EventParser(parser: ServerSentEventParser(maximumEventSize: maximum)), bytes, cuts: cuts)
+            }
+            try checkSame(results) { $0.parser.parser.lastEventID == $1.parser.parser.lastEventID }
+            try checkSame(results) { $0.parser.parser.reconnectionTime == $1.parser.parser.reconnectionTime }
+            for event in results[0].outputs {
+                let text = event.type + (event.id ?? "")
+                try check(!text.utf8.contains { $0 == 0x0A || $0 == 0x0D }, "event \(event)")
+                try check(event.data.utf8.count <= maximum * 3, "data of \(event.data.utf8.count) bytes")
+            }
+        }
+    }
+
+    /// Text lines: the same lines and failure however the bytes are cut, and no line holds a line feed.
+    static func lines(_ bytes: [UInt8]) throws {
+        for maximum in [1 << 20, 16] {
+            let results = chunkings(of: bytes).map { parse(LineParser(maximumLength: maximum), bytes, cuts: $0) }
+            try checkSame(results) { _, _ in true }
+            for line in results[0].outputs {
+                try check(!line.utf8.contains(0x0A), "line \(line.debugDescription)")
+            }
+        }
+    }
+
+    /// JSON Lines, each line any JSON value: the same values and failure however the bytes are cut.
+    static func jsonLines(_ bytes: [UInt8]) throws {
+        for maximum in [1 << 20, 16] {
+            let results = chunkings(of: bytes).map {
+                parse(JSONLineParser<JSONValue>(decoder: JSONDecoder(), maximumLength: maximum), bytes, cuts: $0)
+            }
+            try checkSame(results) { _, _ in true }
+        }
+    }
+
+    /// Any JSON value, for the JSON Lines target.
+    enum JSONValue: Decodable, Equatable {
+        case null
+        case bool(Bool)
+        case number(Double)
+        case string(String)
+        case array([JSONValue])
+        case object([String: JSONValue])
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.singleValueContainer()
+            if container.decodeNil() {
+                self = .null
+            } else if let value = try? container.decode(Bool.self) {
+                self = .bool(value)
+            } else if let value = try? container.decode(Double.self) {
+                self = .number(value)
+            } else if let value = try? container.decode(String.self) {
+                self = .string(value)
+            } else if let value = try? container.decode([JSONValue].self) {
+                self = .array(value)
+            } else {
+                self = .object(try container.decode([String: JSONValue].self))
+            }
+        }
+    }
+
+    /// What a chunk parser made of a stream: its outputs, the failure that ended it, and the parser at the end.
+    struct Parsed<Parser: ChunkParser> {
+        var outputs: [Parser.Output] = []
+        var failure: String?
+        var parser: Parser
+    }
+
+    /// The ways the targets cut a stream: not at all, after every byte, and at a third and two thirds (which
+    /// are different cuts for every length from 3 on).
+    static func chunkings(of bytes: [UInt8]) -> [[Int]] {
+        [[], Array(0..<bytes.count), [bytes.count / 3, bytes.count * 2 / 3]]
+    }
+
+    /// Feeds `bytes`, cut at `cuts`, to `parser` as the streaming sequences do, then ends the stream.
+    static func parse<Parser: ChunkParser>(_ parser: Parser, _ bytes: [UInt8], cuts: [Int]) -> Parsed<Parser> {
+        var parsed = Parsed<Parser>(parser: parser)
+        var start = 0
+        do {
+            for end in cuts + [bytes.count] where end > start {
+                try bytes[start..<end].withUnsafeBytes { chunk in
+                    var offset = 0
+                    while let output = try parsed.parser.next(in: chunk, from: &offset) {
+                        parsed.outputs.append(output)
+                    }
+                    if offset != chunk.count {
+                        parsed.failure = "stopped at \(offset) of a chunk of \(chunk.count) bytes"
+                    }
+                }
+                start = end
+                if parsed.failure != nil { return parsed }
+            }
+            if let last = try parsed.parser.finish() { parsed.outputs.append(last) }
+        } catch {
+            parsed.failure = String(describing: error)
+        }
+        return parsed
+    }
+
+    /// Checks that every result has the outputs and failure of the first (one chunk), and `same` of it.
+    static func checkSame<Parser: ChunkParser>(
+        _ results: [Parsed<Parser>],
+        _ same: (Parsed<Parser>, Parsed<Parser>) -> Bool
+    ) throws where Parser.Output: Equatable {
+        let whole = results[0]
+        for (index, result) in results.enumerated().dropFirst() {
+            try check(
+                result.outputs == whole.outputs && result.failure == whole.failure && same(whole, result),
+                """
+                chunking \(index) differs from one chunk: \(result.outputs.count) outputs and failure \
+                \(result.failure ?? "none") against \(whole.outputs.count) and \(whole.failure ?? "none")
+                """
+            )
+        }
+    }
+
+    // MARK: Helpers
+
+    /// The input as header fields: lines (split at LF) of `name: value`, the value without the spaces and tabs
+    /// after the colon; a line without a colon is skipped. Anything else (CR, NUL, invalid UTF-8) stays.
+    static func fields(_ bytes: [UInt8]) -> [(name: String, value: String)] {
+        bytes.split(separator: 0x0A).compactMap { line in
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+            let value = line[(colon + 1)...].drop { $0 == 0x20 || $0 == 0x09 }
+            return (String(decoding: line[..<colon], as: UTF8.self), String(decoding: value, as: UTF8.self))
+        }
+    }
+
+    static func check(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+        if !condition { throw Violation(description: message()) }
+    }
+}

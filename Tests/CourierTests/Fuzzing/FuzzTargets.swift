@@ -1,0 +1,1 @@
+../../../FuzzTesting/Sources/CourierFuzz/FuzzTargets.swift
