@@ -249,6 +249,19 @@ struct EventSourceTests {
         #expect(mock.requests.count == 1, "the prompt was sent \(mock.requests.count) times")
     }
 
+    @Test("a POST stream that goes idle throws timedOut instead of sending the prompt again", .timeLimit(.minutes(1)))
+    func nonIdempotentIdleThrows() async throws {
+        let clock = ManualClock()
+        let mock = Self.completionServer([.event("Hel"), .hold(until: Gate())])
+        let client = Client(baseURL: base, transport: mock)
+        let source = client.events(Self.prompt, idleTimeout: .seconds(30), clock: clock)
+        let (events, error) = try await clock.run { await drain(source) }
+        #expect(events.map(\.data) == ["Hel"])
+        #expect((error as? CourierError)?.code == .timedOut)
+        #expect(mock.requests.count == 1)
+        #expect(client.lifecycle.inFlight == 0)
+    }
+
     @Test("a POST answered 503 throws at once: the server may have begun the work")
     func nonIdempotentRetryableStatusThrows() async throws {
         let clock = ManualClock()
