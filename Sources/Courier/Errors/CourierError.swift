@@ -41,6 +41,7 @@ public struct CourierError: Error, Sendable {
             case circuitOpen
             case concurrencyLimited
             case rateLimited
+            case unacceptableContentType
         }
 
         private let base: Base
@@ -87,6 +88,10 @@ public struct CourierError: Error, Sendable {
         /// A rate limiter refused the request without sending it: its partition's queue was full, or the wait
         /// for a slot would have been longer than the policy's maximum.
         public static let rateLimited = Code(.rateLimited)
+        /// The response is not of the media type the call reads: an event stream answered with a `2xx` that is
+        /// not `text/event-stream` (a JSON error body, an HTML page from a proxy). ``CourierError/message``
+        /// names the type received; ``CourierError/statusCode`` and ``CourierError/responseHeaders`` are set.
+        public static let unacceptableContentType = Code(.unacceptableContentType)
 
         /// The code's stable name, for example `timedOut`.
         public var description: String { base.rawValue }

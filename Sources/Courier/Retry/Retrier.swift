@@ -86,7 +86,8 @@ struct Retrier<C: Clock<Duration>>: Sendable {
             status = nil
             retryAfterValue = nil
         }
-        guard isSafeToRetry(request) else { return .giveUp }
+        guard policy.allowsSendingAgain(method: request.httpMethod, header: { request.value(forHTTPHeaderField: $0) })
+        else { return .giveUp }
         guard Replay.isReplayable(request) else { return .cannotReplay }
 
         var delay: Duration
@@ -123,11 +124,5 @@ struct Retrier<C: Clock<Duration>>: Sendable {
                 request: request
             )
         )
-    }
-
-    private func isSafeToRetry(_ request: URLRequest) -> Bool {
-        if policy.retriesNonIdempotentRequests { return true }
-        if HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent { return true }
-        return request.value(forHTTPHeaderField: policy.idempotencyKeyHeader) != nil
     }
 }

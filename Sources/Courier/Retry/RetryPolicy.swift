@@ -124,3 +124,19 @@ public struct RetryPolicy: Sendable {
     /// The recommended policy (see the type's overview), with a new ``RetryBudget`` each time it is read.
     public static var `default`: RetryPolicy { RetryPolicy() }
 }
+
+extension RetryPolicy {
+    /// Whether a request may be sent again after the server may have acted on it: its method is idempotent
+    /// (``HTTPMethod/isIdempotent``, RFC 9110 §9.2.2), it carries ``idempotencyKeyHeader``, or the policy
+    /// ``retriesNonIdempotentRequests``. The one rule for every layer that sends a request again: the retry,
+    /// and an event stream's reconnection.
+    ///
+    /// - Parameters:
+    ///   - method: The request's method; `nil` is `GET`.
+    ///   - header: The value of the request's header of a name, or `nil`.
+    func allowsSendingAgain(method: String?, header: (String) -> String?) -> Bool {
+        if retriesNonIdempotentRequests { return true }
+        if HTTPMethod(rawValue: method ?? "GET").isIdempotent { return true }
+        return header(idempotencyKeyHeader) != nil
+    }
+}

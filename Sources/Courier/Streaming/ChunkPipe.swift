@@ -30,6 +30,8 @@ final class ChunkPipe: Sendable {
         /// progress (a chunk arrived, or the reader let a paused transport go on).
         var elapsed: (@Sendable () -> Duration)?
         var lastProgress: Duration = .zero
+        /// The iterators reading the body (each with its copies counts once); see ``removeReader()``.
+        var readers = 0
     }
 
     private let state: LockedState<State>
@@ -208,6 +210,22 @@ final class ChunkPipe: Sendable {
         } onCancel: {
             fail(CancellationError())
         }
+    }
+
+    /// Counts a new iterator of the body.
+    func addReader() {
+        state.withLock { $0.readers += 1 }
+    }
+
+    /// Counts an iterator gone (its last copy was dropped: the loop that read it was left, by its end, a
+    /// `break`, a `return` or a throw). When it was the last, the body is over for the reader's side, as by
+    /// ``fail(_:)`` with `CancellationError`: the transport is stopped at once if it still sends.
+    func removeReader() {
+        let isLast = state.withLock { state in
+            state.readers -= 1
+            return state.readers == 0
+        }
+        if isLast { fail(CancellationError()) }
     }
 
     /// A chunk or the end when one is ready, without waiting.

@@ -23,11 +23,21 @@ import FoundationNetworking
 /// **Reconnecting.** When the connection ends (the server closes it, it is lost, or no byte arrives within the
 /// idle timeout), the stream connects again after the server's `retry:` delay (or the policy's), with the last
 /// event ID in `Last-Event-ID`, and goes on with the events of the new connection. A `5xx` or `429` answer
-/// (``Reconnection/retryableStatuses``) is retried the same way. After ``Reconnection/maximumAttempts``
-/// connections in a row that failed before an event arrived, the last error is thrown.
+/// (``Reconnection/retryableStatuses``) is retried the same way, after its `Retry-After` when it has one
+/// (at most ``Reconnection/maximumDelay``). After ``Reconnection/maximumAttempts`` connections in a row that
+/// failed before an event arrived, the last error is thrown.
 ///
-/// **Ending.** A `204 No Content` ends the stream (the loop finishes). Any other status, or a `2xx` that is not
-/// `text/event-stream`, throws. Cancelling the consuming task, or leaving the loop, closes the connection.
+/// **A request that is not idempotent is sent once.** A `POST` or `PATCH` — an LLM's streamed completion, whose
+/// every sending is a new, billed completion — is never sent again without an idempotency key: its stream
+/// ends with its connection. When the server closes it, the loop finishes (that is how an LLM stream ends);
+/// when it is lost, or answered with a retryable status, the error is thrown. A request that carries an
+/// `Idempotency-Key` header of its own reconnects as a `GET` does, with the same key (the rule is the retry's,
+/// ``RetryPolicy/retriesNonIdempotentRequests`` aside). A key that ``Middleware/idempotencyKey(header:methods:generate:)``
+/// adds does not count: each connection is a new call, which it gives a new key.
+///
+/// **Ending.** A `204 No Content` ends the stream (the loop finishes). Any other status throws, and a `2xx`
+/// that is not `text/event-stream` throws ``CourierError/Code/unacceptableContentType``. Cancelling the
+/// consuming task, or leaving the loop, closes the connection.
 public struct EventSource: AsyncSequence, Sendable {
     /// An event.
     public typealias Element = ServerSentEvent
@@ -78,10 +88,35 @@ public struct EventSource: AsyncSequence, Sendable {
     typealias Connect = @Sendable (Request<Data>) async throws -> (body: StreamedBody, response: HTTPURLResponse)
 
     let request: Request<Data>
+    /// The reconnection asked for, or ``Reconnection/never`` for a request that may not be sent again.
     let reconnection: Reconnection
     let maximumEventSize: Int
     let connect: Connect
     let sleep: @Sendable (Duration) async throws -> Void
+
+    init(
+        request: Request<Data>,
+        reconnection: Reconnection,
+        maximumEventSize: Int,
+        connect: @escaping Connect,
+        sleep: @escaping @Sendable (Duration) async throws -> Void
+    ) {
+        self.request = request
+        let mayBeSentAgain = RetryPolicy(budget: nil).allowsSendingAgain(method: request.method.rawValue) {
+            request.headers[$0]
+        }
+        self.reconnection = mayBeSentAgain ? reconnection : .never
+        self.maximumEventSize = maximumEventSize
+        self.connect = connect
+        self.sleep = sleep
+    }
+
+    /// Whether `type`, a `Content-Type` value, is `text/event-stream`: the media type in any case, with or
+    /// without parameters.
+    static func isEventStream(_ type: String) -> Bool {
+        let mediaType = type.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
+        return mediaType.caseInsensitiveCompare("text/event-stream") == .orderedSame
+    }
 
     /// Starts the stream: the first connection is made by the first `next()`.
     public func makeAsyncIterator() -> AsyncIterator {
@@ -95,6 +130,8 @@ public struct EventSource: AsyncSequence, Sendable {
         var body: StreamedBody?
         var lastEventID = ""
         var reconnectionTime: Duration?
+        /// The delay a retryable status's `Retry-After` asked for, until the next connection.
+        var retryAfter: Duration?
         /// Connections in a row that ended or failed before an event arrived.
         var failures = 0
         var isFinished = false
@@ -104,11 +141,13 @@ public struct EventSource: AsyncSequence, Sendable {
             self.source = source
         }
 
-        /// The next event, or `nil` once the server answered `204`.
+        /// The next event, or `nil` once the server answered `204` (or closed the stream of a request that is
+        /// not sent again).
         ///
-        /// - Throws: The error of the last connection once reconnecting gives up, ``CourierError/Code/unacceptableStatus``
-        ///   for a status that is neither `2xx` nor retryable, ``CourierError/Code/nonHTTPResponse`` for a body that is
-        ///   not `text/event-stream`, or `CancellationError`.
+        /// - Throws: The error of the last connection once reconnecting gives up (at once for a request that is
+        ///   not sent again), ``CourierError/Code/unacceptableStatus`` for a status that is neither `2xx` nor
+        ///   retryable, ``CourierError/Code/unacceptableContentType`` for a `2xx` that is not
+        ///   `text/event-stream`, or `CancellationError`.
         public mutating func next() async throws -> ServerSentEvent? {
             while !isFinished {
                 if events == nil {
@@ -163,7 +202,11 @@ public struct EventSource: AsyncSequence, Sendable {
         /// Connects (after the reconnection delay, unless it is the first connection).
         private mutating func open() async throws {
             if !isFirstConnection {
-                let delay = Swift.min(reconnectionTime ?? source.reconnection.delay, source.reconnection.maximumDelay)
+                let delay = Swift.min(
+                    retryAfter ?? reconnectionTime ?? source.reconnection.delay,
+                    source.reconnection.maximumDelay
+                )
+                retryAfter = nil
                 do {
                     try await source.sleep(delay)
                 } catch {
@@ -184,6 +227,9 @@ public struct EventSource: AsyncSequence, Sendable {
                 where error.code == .unacceptableStatus
                 && source.reconnection.retryableStatuses.contains(error.statusCode ?? 0)
             {
+                if let value = error.responseHeaders.first(where: { $0.key.lowercased() == "retry-after" })?.value {
+                    retryAfter = RetryAfter.delay(value, now: Date())
+                }
                 try countFailure(error)
                 return
             } catch let error where RetryPolicy.isTransient(error) && !(error is CancellationError) {
@@ -199,11 +245,11 @@ public struct EventSource: AsyncSequence, Sendable {
                 return
             }
             let type = response.value(forHTTPHeaderField: "Content-Type") ?? ""
-            guard type.lowercased().hasPrefix("text/event-stream") else {
+            guard EventSource.isEventStream(type) else {
                 body.cancel()
                 isFinished = true
                 throw CourierError(
-                    .nonHTTPResponse,
+                    .unacceptableContentType,
                     message:
                         "the event stream's response is \(type.isEmpty ? "without a Content-Type" : "of type \(type)"), "
                         + "not text/event-stream",

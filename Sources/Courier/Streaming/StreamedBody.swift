@@ -12,8 +12,10 @@ public import Foundation
 /// - **Backpressure**: the transport reads ahead at most about 1 MiB; while you do not read, it waits, so a
 ///   slow reader keeps memory bounded.
 /// - **Once**: a body can be read once; copies share it (two loops over copies split its chunks between them).
-/// - **Stopping early**: leaving the loop, cancelling the reading task, calling ``cancel()`` or dropping the
-///   body unread stops the transport at once (the connection is closed) and ends the call.
+/// - **Stopping early**: leaving the loop (`break`, `return`, a throw) stops the transport at once (the
+///   connection is closed) and ends the call, even while the body value is still in scope; so do cancelling
+///   the reading task, calling ``cancel()``, and dropping the body unread. With two loops at once, the body
+///   stops when the last is left; a loop begun after that throws `CancellationError`.
 /// - **Errors**: a connection lost mid-body, or an idle timeout, is thrown by the loop.
 public struct StreamedBody: AsyncSequence, Sendable {
     /// A chunk of the body, as it arrived.
@@ -21,8 +23,8 @@ public struct StreamedBody: AsyncSequence, Sendable {
     /// What reading can throw: a transport error, a timeout, or `CancellationError`.
     public typealias Failure = any Error
 
-    /// Ends the body when the last copy of it (and of its iterators) is gone, so an abandoned body does not
-    /// keep its connection open.
+    /// Ends the body when the last copy of it (and of its iterators) is gone, so a body abandoned unread does
+    /// not keep its connection open.
     final class Handle: Sendable {
         let pipe: ChunkPipe
 
@@ -66,21 +68,40 @@ public struct StreamedBody: AsyncSequence, Sendable {
         self.init(pipe: pipe)
     }
 
-    /// Starts reading the body (it can be read once).
+    /// Starts reading the body (it can be read once). The iterator and its copies are one reader: when the
+    /// last copy is dropped (the loop is left), the body is stopped, unless another iterator still reads it.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(handle: handle)
+        AsyncIterator(reader: Reader(handle))
+    }
+
+    /// One iterator's hold on the body, shared by the iterator's copies: made by `makeAsyncIterator()`, and
+    /// gone when the loop that read it is left, which stops the body at once (``ChunkPipe/removeReader()``)
+    /// even while the body value itself lives on. It keeps the body's handle, so a loop over a body nobody
+    /// else holds is not stopped under it.
+    final class Reader: Sendable {
+        let handle: Handle
+
+        init(_ handle: Handle) {
+            self.handle = handle
+            handle.pipe.addReader()
+        }
+
+        deinit {
+            handle.pipe.removeReader()
+        }
     }
 
     /// Reads the body's chunks one by one.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let handle: Handle
+        let reader: Reader
 
         /// The next chunk, or `nil` at the end of the body.
         ///
         /// - Throws: The transport's error (a connection lost mid-body), ``CourierError/Code/timedOut`` for an
-        ///   idle or total timeout, or `CancellationError` when the reading task is cancelled.
+        ///   idle or total timeout, or `CancellationError` when the reading task is cancelled or the body was
+        ///   stopped.
         public mutating func next() async throws -> Data? {
-            try await handle.pipe.next()
+            try await reader.handle.pipe.next()
         }
     }
 

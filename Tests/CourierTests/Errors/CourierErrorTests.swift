@@ -30,6 +30,7 @@ struct CourierErrorTests {
             (.circuitOpen, "circuitOpen"),
             (.concurrencyLimited, "concurrencyLimited"),
             (.rateLimited, "rateLimited"),
+            (.unacceptableContentType, "unacceptableContentType"),
         ]
     )
     func stableCodes(code: CourierError.Code, name: String) {

@@ -9,12 +9,14 @@ import FoundationNetworking
 #endif
 
 /// The promises Courier makes whatever the server does and whatever order the middleware are in, checked
-/// over thousands of seeded cases: random stacks of the built-in middleware against a server on three
-/// origins that redirects across origins and schemes, rejects tokens, answers 401/403/429/500/503 with
-/// and without Retry-After, stalls, hangs and drops connections.
+/// over thousands of seeded cases, made with `send`, `stream` or `events`: random stacks of the built-in
+/// middleware against a server on three origins that redirects across origins and schemes, rejects tokens,
+/// answers 401/403/429/500/503 with and without Retry-After, stalls, hangs and drops connections (an event
+/// stream's connection gets an event, then an end or a drop).
 ///
 /// After every case: no credential reached another origin; nothing non-idempotent was sent again after the
-/// server may have acted on it (unless it carried an idempotency key); no body went out empty or cut;
+/// server may have acted on it (unless it carried an idempotency key), and an event stream (`client.events`)
+/// of a `POST` or `PATCH` without a key of the caller's made one call; no body went out empty or cut;
 /// refreshes stayed within the rejections that caused them and the limit; the counter is back to 0; the
 /// call ended, and by its deadline when it had one; and no error description or log line contains a
 /// secret. A failure prints the case's seed: `COURIER_INVARIANT_SEED=<seed> swift test --filter
@@ -140,6 +142,17 @@ struct StackInvariantTests {
             case .idempotencyKey: middleware.append(.idempotencyKey())
             }
         }
+        // The calls the case made, counted outside every layer (an event stream makes one per connection).
+        let calls = Locked(0)
+        if model.call != .send {
+            middleware.insert(
+                Middleware { request, next in
+                    calls.withLock { $0 += 1 }
+                    return try await next(request)
+                },
+                at: 0
+            )
+        }
         let transport: any Transport =
             model.transportEnforcesDeadlines
             ? ManualDeadlineTransport(base: server.transport, clock: clock) : server.transport
@@ -159,6 +172,7 @@ struct StackInvariantTests {
         case .stream: request.httpBodyStream = InputStream(data: StackCase.bodyBytes)
         }
         if model.idempotencyKey { request.setValue("key-\(model.seed)", forHTTPHeaderField: "Idempotency-Key") }
+        let eventRequest = Self.eventRequest(like: request, model)
 
         // Run the call, moving virtual time whenever something sleeps on the clock.
         // The call runs in virtual time: the clock moves to the next deadline whenever all of the call's tasks
@@ -167,7 +181,21 @@ struct StackInvariantTests {
         let outcome = await withTaskGroup(of: Result<Int, any Error>?.self) { group in
             group.addTask {
                 do {
-                    return .success(try await clock.run { try await client.send(sending).1.statusCode })
+                    return .success(
+                        try await clock.run {
+                            switch model.call {
+                            case .send:
+                                return try await client.send(sending).1.statusCode
+                            case .stream:
+                                let (body, response) = try await client.stream(sending)
+                                _ = try await body.collect(upTo: 1 << 20)
+                                return response.statusCode
+                            case .events:
+                                for try await _ in client.events(eventRequest, clock: clock) {}
+                                return 200
+                            }
+                        }
+                    )
                 } catch {
                     return .failure(error)
                 }
@@ -191,7 +219,8 @@ struct StackInvariantTests {
         let receptions = server.receptions.value
         // The call ended, and within its deadline.
         if !ended { violation("the call did not end (30 s of real time with nothing left to move it)") }
-        if let deadline = model.wholeCallDeadline, finishedAt > deadline {
+        // (An event stream is a call per connection, each with its own deadline.)
+        if let deadline = model.wholeCallDeadline, model.call != .events, finishedAt > deadline {
             violation("the call ended at \(finishedAt), past its \(deadline) deadline")
         }
         // No credential at another origin.
@@ -211,6 +240,12 @@ struct StackInvariantTests {
             if let first = sends.firstIndex(where: \.mayHaveProcessed), first < sends.count - 1 {
                 violation("\(model.method) sent again after the server may have acted on it")
             }
+        }
+        // An event stream of a request that may not be sent again makes one call, whatever the server does: a
+        // key the idempotencyKey middleware adds is new on each call, so only the caller's own key allows more.
+        if model.call == .events && ["POST", "PATCH"].contains(model.method) && !model.idempotencyKey {
+            let count = calls.value
+            if count > 1 { violation("the event stream sent its \(model.method) in \(count) calls") }
         }
         // No body went out empty or cut.
         for reception in receptions where reception.method == model.method && model.body != .none {
@@ -251,6 +286,30 @@ struct StackInvariantTests {
             }
         }
         return problems
+    }
+
+    /// The case's request as the `Request` that `client.events` takes: the same method, URL, body and key.
+    private static func eventRequest(like request: URLRequest, _ model: StackCase) -> Request<Data> {
+        var headers: HTTPHeaders = [:]
+        if model.idempotencyKey { headers["Idempotency-Key"] = "key-\(model.seed)" }
+        let body: RequestBody?
+        switch model.body {
+        case .none: body = nil
+        case .bytes: body = .data(StackCase.bodyBytes)
+        case .stream:
+            body = .stream(length: Int64(StackCase.bodyBytes.count)) {
+                AsyncStream<Data> { continuation in
+                    continuation.yield(StackCase.bodyBytes)
+                    continuation.finish()
+                }
+            }
+        }
+        return Request<Data>(
+            method: HTTPMethod(rawValue: model.method),
+            target: .url(request.url!),
+            headers: headers,
+            body: body
+        )
     }
 
     private static func scheme(_ header: String) -> AuthorizationScheme {

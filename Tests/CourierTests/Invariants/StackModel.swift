@@ -59,6 +59,24 @@ struct StackCase: CustomStringConvertible {
         }
     }
 
+    /// How the request is made.
+    enum Call: CustomStringConvertible {
+        /// `client.send`.
+        case send
+        /// `client.stream`, reading the body to its end.
+        case stream
+        /// `client.events`, reading events until the stream ends.
+        case events
+
+        var description: String {
+            switch self {
+            case .send: "send"
+            case .stream: "stream"
+            case .events: "events"
+            }
+        }
+    }
+
     let seed: UInt64
     let layers: [Layer]
     let method: String
@@ -70,6 +88,8 @@ struct StackCase: CustomStringConvertible {
     /// within it run them without a child task. Drawn apart from the rest, so that a seed's other choices do
     /// not depend on it.
     let transportEnforcesDeadlines: Bool
+    /// How the request is made; drawn apart from the rest, like `transportEnforcesDeadlines`.
+    let call: Call
 
     static let bodyBytes = Data("payload-0123456789".utf8)
 
@@ -78,6 +98,9 @@ struct StackCase: CustomStringConvertible {
         self.seed = seed
         var transportDraw = SplitMix64.derived(seed: seed, 3)
         transportEnforcesDeadlines = transportDraw.nextUnitInterval() < 0.5
+        var callDraw = SplitMix64.derived(seed: seed, 4)
+        let callRoll = callDraw.nextUnitInterval()
+        call = callRoll < 0.7 ? .send : callRoll < 0.85 ? .stream : .events
         func chance(_ p: Double) -> Bool { random.nextUnitInterval() < p }
         func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
 
@@ -132,7 +155,7 @@ struct StackCase: CustomStringConvertible {
     }
 
     var description: String {
-        "seed \(seed): \(method) \(body), idempotency key: \(idempotencyKey), first token revoked: "
+        "seed \(seed): \(call) \(method) \(body), idempotency key: \(idempotencyKey), first token revoked: "
             + "\(firstTokenRevoked), transport enforces deadlines: \(transportEnforcesDeadlines); stack: \(layers.map(\.description).joined(separator: " → "))"
     }
 }
@@ -191,12 +214,20 @@ final class StackModelServer: Sendable {
             ["authorization", "x-access-token", "x-session-token", "api-token"].contains($0.key.lowercased())
         }
         let token = credential.map { $0.value.hasPrefix("Bearer ") ? String($0.value.dropFirst(7)) : $0.value }
+        // An event stream's connection gets events where another call gets a body: one event, and then the
+        // server closes the stream or the connection drops.
+        let wantsEvents = request.value(forHTTPHeaderField: "Accept") == "text/event-stream"
+        func events() -> (MockResponse, String) {
+            random.nextUnitInterval() < 0.5
+                ? (.events([.event("e\(index)", id: "\(index)")]), "200 events")
+                : (.events([.event("e\(index)", id: "\(index)"), .drop()]), "200 events, dropped")
+        }
 
         let reply: MockResponse
         let answer: String
         var processed = true
         if index >= Self.maximumReceptions {
-            (reply, answer) = (.text("done"), "200 (cap)")
+            (reply, answer) = wantsEvents ? (.noContent, "204 (cap)") : (.text("done"), "200 (cap)")
         } else if isAPI, let token, revoked.withLock({ $0.contains(token) }) {
             (reply, answer) = (
                 .status(401, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""]), "401 revoked"
@@ -210,7 +241,7 @@ final class StackModelServer: Sendable {
             let roll = random.nextUnitInterval()
             switch roll {
             case ..<0.35:
-                (reply, answer) = (.text("ok"), "200")
+                (reply, answer) = wantsEvents ? events() : (.text("ok"), "200")
             case ..<0.52:
                 let status = pick([301, 302, 303, 307, 308])
                 let target = "\(pick(Self.origins))/r\(random.next() % 4)"
@@ -231,7 +262,8 @@ final class StackModelServer: Sendable {
                 (reply, answer) = (.status(500), "500")
             case ..<0.86:
                 let delay = Duration.milliseconds(Int64(250 * (1 + random.next() % 12)))
-                (reply, answer) = (MockResponse.text("slow").delayed(by: delay, on: clock), "200 after \(delay)")
+                let (now, what) = wantsEvents ? events() : (.text("slow"), "200")
+                (reply, answer) = (now.delayed(by: delay, on: clock), "\(what) after \(delay)")
             case ..<0.91 where hasTimeout:
                 (reply, answer) = (.hang, "hang")
             default:

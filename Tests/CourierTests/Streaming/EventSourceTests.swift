@@ -87,7 +87,7 @@ struct EventSourceTests {
         let mock = MockTransport { MockRoute.get("/events").replies(.json("{}")) }
         let client = Client(baseURL: base, transport: mock)
         let (_, error) = await drain(client.events(.get("/events")))
-        #expect((error as? CourierError)?.code == .nonHTTPResponse)
+        #expect((error as? CourierError)?.code == .unacceptableContentType)
         #expect((error as? CourierError)?.message.contains("not text/event-stream") == true)
     }
 
@@ -201,6 +201,190 @@ struct EventSourceTests {
         #expect(counter.snapshot.inFlight == 0)
         #expect(counter.snapshot.cancelled == 1)
         #expect(client.lifecycle.inFlight == 0)
+    }
+
+    // MARK: Non-idempotent requests (an LLM's streamed completion)
+
+    /// A chat completion's stream: a `POST` whose prompt the server bills each time it is sent.
+    private static let prompt = Request<Data>.post("/v1/chat/stream", body: .data(Data("{\"prompt\":\"hi\"}".utf8)))
+
+    /// A server that streams a completion to the first call and answers any later one with `204` (so that a
+    /// stream that does connect again still ends, and the test sees how many calls it made).
+    private static func completionServer(_ first: [MockChunk], method: HTTPMethod = .post) -> MockTransport {
+        MockTransport {
+            MockRoute(method, "/v1/chat/stream").replies(
+                .handler { request in request.callIndex == 0 ? .events(first) : .noContent }
+            )
+        }
+    }
+
+    @Test(
+        "a POST stream that the server ends cleanly finishes the loop, sent once and without waiting to reconnect",
+        arguments: [HTTPMethod.post, .patch]
+    )
+    func nonIdempotentCleanEndFinishes(method: HTTPMethod) async throws {
+        let clock = ManualClock()
+        let mock = Self.completionServer([.event("Hel"), .event("lo"), .text("data: [DONE]\n\n")], method: method)
+        let client = Client(baseURL: base, transport: mock)
+        var request = Self.prompt
+        request.method = method
+        let source = client.events(request, clock: clock)
+        let (events, error) = try await clock.run { await drain(source) }
+        #expect(error == nil)
+        #expect(events.map(\.data) == ["Hel", "lo", "[DONE]"])
+        #expect(mock.requests.count == 1, "the prompt was sent \(mock.requests.count) times")
+        #expect(clock.now.offset == .zero, "the stream waited to connect again")
+        #expect(client.lifecycle.inFlight == 0)
+    }
+
+    @Test("a POST stream cut mid-body throws the error instead of sending the prompt again")
+    func nonIdempotentDropThrows() async throws {
+        let clock = ManualClock()
+        let mock = Self.completionServer([.event("Hel", id: "1"), .drop()])
+        let client = Client(baseURL: base, transport: mock)
+        let source = client.events(Self.prompt, clock: clock)
+        let (events, error) = try await clock.run { await drain(source) }
+        #expect(events.map(\.data) == ["Hel"])
+        #expect((error as? URLError)?.code == .networkConnectionLost)
+        #expect(mock.requests.count == 1, "the prompt was sent \(mock.requests.count) times")
+    }
+
+    @Test("a POST stream that goes idle throws timedOut instead of sending the prompt again", .timeLimit(.minutes(1)))
+    func nonIdempotentIdleThrows() async throws {
+        let clock = ManualClock()
+        let mock = Self.completionServer([.event("Hel"), .hold(until: Gate())])
+        let client = Client(baseURL: base, transport: mock)
+        let source = client.events(Self.prompt, idleTimeout: .seconds(30), clock: clock)
+        let (events, error) = try await clock.run { await drain(source) }
+        #expect(events.map(\.data) == ["Hel"])
+        #expect((error as? CourierError)?.code == .timedOut)
+        #expect(mock.requests.count == 1)
+        #expect(client.lifecycle.inFlight == 0)
+    }
+
+    @Test("a POST answered 503 throws at once: the server may have begun the work")
+    func nonIdempotentRetryableStatusThrows() async throws {
+        let clock = ManualClock()
+        let mock = MockTransport {
+            MockRoute.post("/v1/chat/stream").replies(
+                .handler { request in request.callIndex == 0 ? .serviceUnavailable() : .noContent }
+            )
+        }
+        let client = Client(baseURL: base, transport: mock)
+        let source = client.events(Self.prompt, clock: clock)
+        let (_, error) = try await clock.run { await drain(source) }
+        #expect((error as? CourierError)?.statusCode == 503)
+        #expect(mock.requests.count == 1)
+    }
+
+    @Test("a POST that carries an Idempotency-Key connects again as a GET does, with the same key")
+    func idempotencyKeyReconnects() async throws {
+        let clock = ManualClock()
+        let mock = Self.completionServer([.event("Hel", id: "1"), .drop()])
+        let client = Client(baseURL: base, transport: mock, middleware: [.idempotencyKey()])
+        var request = Self.prompt
+        request.headers["Idempotency-Key"] = "chat-42"
+        let source = client.events(request, clock: clock)
+        let (events, error) = try await clock.run { await drain(source) }
+        #expect(events.map(\.data) == ["Hel"])
+        #expect(error == nil)
+        #expect(mock.requests.count == 2)
+        #expect(mock.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") } == ["chat-42", "chat-42"])
+        #expect(mock.requests.last?.value(forHTTPHeaderField: "Last-Event-ID") == "1")
+    }
+
+    @Test("a POST given a key by the idempotencyKey middleware alone is not sent again: each call gets a new key")
+    func middlewareKeyDoesNotReconnect() async throws {
+        let clock = ManualClock()
+        let mock = Self.completionServer([.event("Hel"), .drop()])
+        let client = Client(baseURL: base, transport: mock, middleware: [.idempotencyKey()])
+        let source = client.events(Self.prompt, clock: clock)
+        let (_, error) = try await clock.run { await drain(source) }
+        #expect((error as? URLError)?.code == .networkConnectionLost)
+        #expect(mock.requests.count == 1)
+    }
+
+    // MARK: Retry-After and the content type
+
+    @Test(
+        "a 503's Retry-After sets the delay before connecting again, within the policy's maximum",
+        arguments: [(10, Duration.seconds(10)), (600, .seconds(60)), (0, .zero)]
+    )
+    func retryAfterIsHonoured(seconds: Int, expected: Duration) async throws {
+        let clock = ManualClock()
+        let mock = MockTransport {
+            MockRoute.get("/events").replies(
+                .handler { request in
+                    request.callIndex == 0
+                        ? .serviceUnavailable(retryAfter: .seconds(seconds)) : .noContent
+                }
+            )
+        }
+        let client = Client(baseURL: base, transport: mock)
+        let source = client.events(.get("/events"), clock: clock)
+        let (_, error) = try await clock.run { await drain(source) }
+        #expect(error == nil)
+        #expect(mock.requests.count == 2)
+        #expect(clock.now.offset == expected)
+    }
+
+    @Test("a Retry-After as an HTTP-date is honoured too; one that does not parse leaves the policy's delay")
+    func retryAfterDate() async throws {
+        for (value, expected) in [("Wed, 21 Oct 2015 07:28:00 GMT", Duration.zero), ("soon", .seconds(3))] {
+            let clock = ManualClock()
+            let mock = MockTransport {
+                MockRoute.get("/events").replies(
+                    .handler { request in
+                        request.callIndex == 0 ? .status(503, headers: ["Retry-After": value]) : .noContent
+                    }
+                )
+            }
+            let client = Client(baseURL: base, transport: mock)
+            let source = client.events(.get("/events"), clock: clock)
+            let (_, error) = try await clock.run { await drain(source) }
+            #expect(error == nil)
+            #expect(mock.requests.count == 2)
+            #expect(clock.now.offset == expected, "Retry-After: \(value)")
+        }
+    }
+
+    @Test(
+        "a 2xx whose type is not text/event-stream throws unacceptableContentType, naming the type received",
+        arguments: [
+            ("application/json", "of type application/json"),
+            ("text/event-streamX", "of type text/event-streamX"),
+            ("text/event-stream-v2; charset=utf-8", "of type text/event-stream-v2; charset=utf-8"),
+            ("", "without a Content-Type"),
+        ]
+    )
+    func unacceptableContentType(type: String, described: String) async throws {
+        let headers = type.isEmpty ? [:] : ["Content-Type": type]
+        let mock = MockTransport { MockRoute.get("/events").replies(.stream([.text("{}")], headers: headers)) }
+        let client = Client(baseURL: base, transport: mock)
+        let (_, error) = await drain(client.events(.get("/events")))
+        let courierError = try #require(error as? CourierError)
+        #expect(courierError.code == .unacceptableContentType)
+        #expect(courierError.statusCode == 200)
+        #expect(courierError.message.contains(described))
+        #expect(courierError.message.contains("text/event-stream"))
+        #expect(mock.requests.count == 1)
+        #expect(client.lifecycle.inFlight == 0)
+    }
+
+    @Test(
+        "text/event-stream is matched as a media type: any case, parameters after a semicolon, spaces around",
+        arguments: [
+            "text/event-stream", "Text/Event-Stream", "text/event-stream; charset=utf-8", " text/event-stream ;x=1",
+        ]
+    )
+    func acceptedContentTypes(type: String) async throws {
+        let mock = MockTransport {
+            MockRoute.get("/events").replies(.stream([.text("data: a\n\n")], headers: ["Content-Type": type]))
+        }
+        let client = Client(baseURL: base, transport: mock)
+        let (events, error) = await drain(client.events(.get("/events"), reconnection: .never))
+        #expect(error == nil)
+        #expect(events.map(\.data) == ["a"])
     }
 
     @Test("StreamedBody's lines and JSON Lines read a streamed body")
