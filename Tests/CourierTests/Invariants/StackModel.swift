@@ -70,6 +70,16 @@ struct StackCase: CustomStringConvertible {
     /// within it run them without a child task. Drawn apart from the rest, so that a seed's other choices do
     /// not depend on it.
     let transportEnforcesDeadlines: Bool
+    /// The URL the call names: mostly the API (the client's base URL's origin), sometimes another origin (a
+    /// pre-signed link, a CDN, another port or scheme of the API's host), which no credential may reach.
+    /// Drawn apart from the rest too.
+    let target: URL
+
+    /// The URLs a call may name besides the API's.
+    static let foreignTargets = [
+        "https://other.example.test/orders", "http://api.example.test:8080/orders", "http://api.example.test/orders",
+        "https://api.example.test:8443/orders", "https://cdn.example.test:443/orders?X-Amz-Signature=sig",
+    ]
 
     static let bodyBytes = Data("payload-0123456789".utf8)
 
@@ -78,10 +88,16 @@ struct StackCase: CustomStringConvertible {
         self.seed = seed
         var transportDraw = SplitMix64.derived(seed: seed, 3)
         transportEnforcesDeadlines = transportDraw.nextUnitInterval() < 0.5
+        var targetDraw = SplitMix64.derived(seed: seed, 4)
+        target = URL(
+            string: targetDraw.nextUnitInterval() < 0.7
+                ? "https://api.example.test/orders"
+                : Self.foreignTargets[Int(targetDraw.next() % UInt64(Self.foreignTargets.count))]
+        )!
         func chance(_ p: Double) -> Bool { random.nextUnitInterval() < p }
         func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
 
-        let headers = ["Authorization", "X-Access-Token", "X-Session-Token", "Api-Token"]
+        let headers = ["Authorization", "X-Access-Token", "X-Session-Token", "Api-Token", "X-API-Key"]
         var pool: [Layer] = []
         if chance(0.7) { pool.append(.counting) }
         if chance(0.3) { pool.append(.logging) }
@@ -132,7 +148,7 @@ struct StackCase: CustomStringConvertible {
     }
 
     var description: String {
-        "seed \(seed): \(method) \(body), idempotency key: \(idempotencyKey), first token revoked: "
+        "seed \(seed): \(method) \(target.absoluteString) \(body), idempotency key: \(idempotencyKey), first token revoked: "
             + "\(firstTokenRevoked), transport enforces deadlines: \(transportEnforcesDeadlines); stack: \(layers.map(\.description).joined(separator: " → "))"
     }
 }
@@ -188,7 +204,9 @@ final class StackModelServer: Sendable {
         let url = request.url!
         let isAPI = url.scheme == "https" && url.host == "api.example.test" && url.port == nil
         let credential = headers.first {
-            ["authorization", "x-access-token", "x-session-token", "api-token"].contains($0.key.lowercased())
+            ["authorization", "x-access-token", "x-session-token", "api-token", "x-api-key"].contains(
+                $0.key.lowercased()
+            )
         }
         let token = credential.map { $0.value.hasPrefix("Bearer ") ? String($0.value.dropFirst(7)) : $0.value }
 

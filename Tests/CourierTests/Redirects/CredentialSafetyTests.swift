@@ -57,6 +57,7 @@ struct CredentialSafetyTests {
     func customHeaderStripped(_ item: Case) async throws {
         let transport = Self.twoOrigins(status: item.status, location: "https://other.example.test/steal")
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [item.kind.middleware(.header(item.header)), .validatingStatus(), .followingRedirects()]
         )
@@ -74,6 +75,7 @@ struct CredentialSafetyTests {
     func sameOriginKeepsCredential() async throws {
         let transport = Self.twoOrigins(status: 302, location: "/landing")
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [
                 .authenticating(token: "k-0123456789", scheme: .header("X-Access-Token")), .followingRedirects(),
@@ -95,7 +97,7 @@ struct CredentialSafetyTests {
             request.setValue("tenant-secret", forHTTPHeaderField: "X-Tenant")
             return try await RedirectContext.sendingCredential(in: "X-Tenant") { try await next(request) }
         }
-        let client = Client(transport: transport, middleware: [apiKey, .followingRedirects()])
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [apiKey, .followingRedirects()])
         _ = try await client.send(URLRequest(url: Self.api))
         #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Tenant") } == ["tenant-secret", nil])
     }
@@ -117,6 +119,7 @@ struct CredentialSafetyTests {
                 return .status(status, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
             }
             client = Client(
+                baseURL: exampleBaseURL,
                 transport: transport,
                 middleware: RecommendedStackTests.readmeStack(counter: RequestCounter(), auth: refresher)
             )
@@ -190,6 +193,7 @@ struct CredentialSafetyTests {
             request.header("Authorization") == "Bearer token-v2-abcdef" ? .ok : .status(401)
         }
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.authenticating(with: scenario.refresher), .validatingStatus()]
         )
@@ -213,6 +217,7 @@ struct CredentialSafetyTests {
             )
         }
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.authenticating(with: refresher, failure: invalidToken), .validatingStatus()]
         )
