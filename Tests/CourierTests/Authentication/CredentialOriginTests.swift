@@ -115,4 +115,110 @@ struct CredentialOriginTests {
         #expect(transport.callCount == 1)
         #expect(transport.requests.first?.value(forHTTPHeaderField: "Authorization") == nil)
     }
+
+    @Test("origins named with .baseURL(and:) get the credential too; others still do not", arguments: Kind.allCases)
+    func namedOriginsAllowed(_ kind: Kind) async throws {
+        let transport = MockTransport.ok
+        let origins = CredentialOrigins.baseURL(and: URL(string: "https://uploads.example.test/ignored/path")!)
+        let middleware: Middleware =
+            switch kind {
+            case .staticToken: .authenticating(token: Self.secret, origins: origins)
+            case .provider: .authenticating(origins: origins) { Self.secret }
+            case .refresher: .authenticating(with: Self.refresher(), origins: origins)
+            }
+        let client = Client(baseURL: Self.base, transport: transport, middleware: [middleware])
+        for url in ["https://api.example.test/a", "https://UPLOADS.example.test/b", "https://cdn.other.test/c"] {
+            _ = try await client.send(URLRequest(url: URL(string: url)!))
+        }
+        let sent = transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }
+        #expect(sent == ["Bearer \(Self.secret)", "Bearer \(Self.secret)", nil])
+    }
+
+    @Test(".only names the origins whatever the base URL is, and works without one")
+    func onlyOrigins() async throws {
+        let transport = MockTransport.ok
+        let only = CredentialOrigins.only(URL(string: "http://127.0.0.1:8080")!)
+        let client = Client(transport: transport, middleware: [.authenticating(token: Self.secret, origins: only)])
+        _ = try await client.send(URLRequest(url: URL(string: "http://127.0.0.1:8080/x")!))
+        _ = try await client.send(URLRequest(url: URL(string: "http://127.0.0.1:8081/x")!))
+        _ = try await client.send(URLRequest(url: URL(string: "http://127.0.0.1/x")!))
+        let sent = transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }
+        #expect(sent == ["Bearer \(Self.secret)", nil, nil])
+
+        let based = Client(
+            baseURL: Self.base,
+            transport: transport,
+            middleware: [.authenticating(token: "t-0123456789", origins: only)]
+        )
+        _ = try await based.send(URLRequest(url: Self.base))
+        #expect(transport.requests.last?.value(forHTTPHeaderField: "Authorization") == nil)
+    }
+
+    @Test(
+        "a client without a base URL and a .baseURL credential fails before anything is sent, and says what to do",
+        arguments: Kind.allCases
+    )
+    func noBaseURLFailsLoudly(_ kind: Kind) async throws {
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [kind.middleware(.bearer)])
+        let error = try await #require(throws: CourierError.self) {
+            try await client.send(URLRequest(url: URL(string: "https://api.example.test/a")!))
+        }
+        #expect(error.code == .invalidRequest)
+        #expect(error.message.contains("no base URL"))
+        #expect(error.message.contains(".only"))
+        #expect(transport.callCount == 0)
+        #expect(!error.debugDescription.contains(Self.secret))
+    }
+
+    @Test("an origin URL without a scheme or host makes every request fail before anything is sent")
+    func unusableOrigin() async throws {
+        let transport = MockTransport.ok
+        let origins = CredentialOrigins.baseURL(and: URL(string: "uploads.example.test")!)
+        let client = Client(
+            baseURL: Self.base,
+            transport: transport,
+            middleware: [.authenticating(token: Self.secret, origins: origins)]
+        )
+        let error = try await #require(throws: CourierError.self) { try await client.send(URLRequest(url: Self.base)) }
+        #expect(error.code == .invalidRequest)
+        #expect(transport.callCount == 0)
+    }
+
+    @Test("a custom middleware applies the same rule with CredentialOrigins.allows(_:through:)")
+    func customMiddleware() async throws {
+        let transport = MockTransport.ok
+        let tenantKey = Middleware(name: "tenant-key") { request, next in
+            guard try CredentialOrigins.baseURL.allows(request, through: next) else { return try await next(request) }
+            var request = request
+            request.setValue("tenant-0123456789", forHTTPHeaderField: "X-Tenant-Key")
+            return try await RedirectContext.sendingCredential(in: "X-Tenant-Key") { try await next(request) }
+        }
+        let client = Client(baseURL: Self.base, transport: transport, middleware: [tenantKey])
+        _ = try await client.send(URLRequest(url: URL(string: "https://api.example.test/a")!))
+        _ = try await client.send(URLRequest(url: URL(string: "https://cdn.other.test/a")!))
+        let sent = transport.requests.map { $0.value(forHTTPHeaderField: "X-Tenant-Key") }
+        #expect(sent == ["tenant-0123456789", nil])
+    }
+
+    @Test("a redirect to another origin named in origins: still carries no credential")
+    func redirectToNamedOriginStripped() async throws {
+        let transport = MockTransport { request in
+            request.urlRequest.url?.host == "api.example.test"
+                ? .status(307, headers: ["Location": "https://uploads.example.test/put"]) : .status(200)
+        }
+        let origins = CredentialOrigins.baseURL(and: URL(string: "https://uploads.example.test")!)
+        for order in [true, false] {
+            let auth = Middleware.authenticating(token: Self.secret, scheme: .header("X-API-Key"), origins: origins)
+            let client = Client(
+                baseURL: Self.base,
+                transport: transport,
+                middleware: order ? [auth, .followingRedirects()] : [.followingRedirects(), auth]
+            )
+            _ = try await client.send(URLRequest(url: URL(string: "https://api.example.test/start")!))
+        }
+        let hops = transport.requests.filter { $0.url?.host == "uploads.example.test" }
+        try #require(hops.count == 2)
+        #expect(hops.allSatisfy { $0.value(forHTTPHeaderField: "X-API-Key") == nil })
+    }
 }

@@ -180,6 +180,32 @@ struct RedactionTests {
         #expect(redacted["Content-Type"] == "application/json")
     }
 
+    @Test("a header registered with CredentialHeaders is redacted in headers and in free text, in any case")
+    func registeredCredentialHeader() {
+        #expect(!Redaction.isSensitiveHeader("X-Partner-Ident"))
+        CredentialHeaders.register("X-Partner-Ident")
+        #expect(Redaction.isSensitiveHeader("x-partner-ident"))
+        #expect(CredentialHeaders.contains("X-PARTNER-IDENT"))
+        #expect(CredentialHeaders.names.contains("x-partner-ident"))
+        #expect(Redaction.sensitiveHeaderNames.contains("x-partner-ident"))
+        let redacted = Redaction.redactedHeaders(["X-Partner-Ident": "p-77", "X-Request-Id": "r-1"])
+        #expect(redacted["X-Partner-Ident"] == Redaction.placeholder)
+        #expect(redacted["X-Request-Id"] == "r-1")
+        let text = Redaction.redactedText("sent X-Partner-Ident: p-77\nnext line")
+        #expect(!text.contains("p-77"))
+        #expect(text.contains("next line"))
+    }
+
+    @Test("the standard credential headers and names with a credential fragment are credential headers")
+    func credentialHeaderList() {
+        for name in ["Authorization", "Cookie", "Proxy-Authorization", "X-API-Key", "api-key", "X-Auth-Token"] {
+            #expect(CredentialHeaders.contains(name), "\(name)")
+        }
+        #expect(CredentialHeaders.contains("X-Session-Token"))
+        #expect(!CredentialHeaders.contains("Accept"))
+        #expect(!CredentialHeaders.contains("X-Request-Id"))
+    }
+
     @Test("the message of a relative path without a base URL hides a token in the path")
     func relativePathMessage() async throws {
         let client = Client(transport: MockTransport.ok)

@@ -201,6 +201,27 @@ struct CredentialSafetyTests {
         #expect(scenario.refresher.refreshCount == 1)
     }
 
+    // MARK: The one list of credential headers
+
+    @Test(
+        "credential headers the caller set are removed on a hop to another origin, registered names included",
+        arguments: ["X-API-Key", "Api-Key", "X-Auth-Token", "X-Goog-Api-Key", "X-Redirect-Registered-Key"]
+    )
+    func callerCredentialHeadersStripped(header: String) async throws {
+        CredentialHeaders.register("X-Redirect-Registered-Key")
+        let transport = Self.twoOrigins(status: 307, location: "https://other.example.test/steal")
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.followingRedirects()])
+        var request = URLRequest(url: Self.api)
+        request.setValue("key-0123456789", forHTTPHeaderField: header)
+        request.setValue("kept", forHTTPHeaderField: "X-Request-Id")
+        _ = try await client.send(request)
+        let requests = transport.requests
+        try #require(requests.count == 2)
+        #expect(requests[0].value(forHTTPHeaderField: header) == "key-0123456789")
+        #expect(requests[1].value(forHTTPHeaderField: header) == nil)
+        #expect(requests[1].value(forHTTPHeaderField: "X-Request-Id") == "kept")
+    }
+
     // MARK: Rules see the real response
 
     @Test("a custom rejection rule sees the real WWW-Authenticate, also when validation sits inside")
