@@ -34,6 +34,7 @@ func registerRefreshStormBenchmarks() {
         }
         let counter = RequestCounter()
         let client = Client(
+            baseURL: Fixtures.url,
             transport: TokenCheckingTransport(accepting: "Bearer fresh") { rejected.arrive() },
             middleware: [.counting(counter), .authenticating(with: refresher)]
         )

@@ -12,7 +12,9 @@ func registerStackBenchmarks() {
     let timeout = sending(through: Client(transport: transport, middleware: [.timeout(.seconds(10))]))
     let retry = sending(through: Client(transport: transport, middleware: [.retry(.default)]))
     let logging = sending(through: Client(transport: transport, middleware: [DefaultStack.logging()]))
-    let stack = sending(through: Client(transport: transport, middleware: DefaultStack.middleware()))
+    let stack = sending(
+        through: Client(baseURL: Fixtures.url, transport: transport, middleware: DefaultStack.middleware())
+    )
 
     PerRequest.register("Client.send, timeout layer", timeout)
     PerRequest.register("Client.send, retry layer (success)", retry)
@@ -28,7 +30,9 @@ func registerStackBenchmarks() {
     let suspendingDirect = callingDirectly(suspending)
     let suspendingBare = sending(through: Client(transport: suspending))
     let suspendingTimeout = sending(through: Client(transport: suspending, middleware: [.timeout(.seconds(10))]))
-    let suspendingStack = sending(through: Client(transport: suspending, middleware: DefaultStack.middleware()))
+    let suspendingStack = sending(
+        through: Client(baseURL: Fixtures.url, transport: suspending, middleware: DefaultStack.middleware())
+    )
     PerRequest.register("Client.send, timeout layer, transport that suspends", suspendingTimeout)
     PerRequest.register("Client.send, default stack, transport that suspends", suspendingStack)
     Paired.register(

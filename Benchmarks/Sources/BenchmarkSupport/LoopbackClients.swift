@@ -76,9 +76,11 @@ public final class LoopbackClients: Sendable {
         self.sessionTransport = sessionTransport
         self.ahcTransport = ahcTransport
         sessionCouriers = CourierConfiguration.allCases.map {
-            Client(transport: sessionTransport, middleware: $0.middleware())
+            Client(baseURL: URL(string: url)!, transport: sessionTransport, middleware: $0.middleware())
         }
-        ahcCouriers = CourierConfiguration.allCases.map { Client(transport: ahcTransport, middleware: $0.middleware()) }
+        ahcCouriers = CourierConfiguration.allCases.map {
+            Client(baseURL: URL(string: url)!, transport: ahcTransport, middleware: $0.middleware())
+        }
         openAPI = OpenAPIClients(
             url: URL(string: url)!,
             httpClient: httpClient,

@@ -33,10 +33,21 @@ public enum Scenarios {
             ),
             (
                 "auth",
-                sending(through: Client(transport: transport, middleware: [.authenticating(token: DefaultStack.token)]))
+                sending(
+                    through: Client(
+                        baseURL: Fixtures.url,
+                        transport: transport,
+                        middleware: [.authenticating(token: DefaultStack.token)]
+                    )
+                )
             ),
             ("validation", sending(through: Client(transport: transport, middleware: [.validatingStatus()]))),
-            ("stack", sending(through: Client(transport: transport, middleware: DefaultStack.middleware()))),
+            (
+                "stack",
+                sending(
+                    through: Client(baseURL: Fixtures.url, transport: transport, middleware: DefaultStack.middleware())
+                )
+            ),
             // The same over a transport that suspends once per call: the path a socket takes.
             ("suspendingDirect", callingDirectly(suspending)),
             ("suspending0", sending(through: Client(transport: suspending))),
@@ -46,7 +57,9 @@ public enum Scenarios {
             ),
             (
                 "suspendingStack",
-                sending(through: Client(transport: suspending, middleware: DefaultStack.middleware()))
+                sending(
+                    through: Client(baseURL: Fixtures.url, transport: suspending, middleware: DefaultStack.middleware())
+                )
             ),
             ("openapiDirect", OpenAPIPeer.callingDirectly()),
             ("openapi0", OpenAPIPeer.sending(layers: 0)),

@@ -99,6 +99,7 @@ struct RedirectsEndToEndTests {
             let auth = Middleware.authenticating(token: "secret-token")
             let redirects = Middleware.followingRedirects()
             let client = Client(
+                baseURL: a.url("/"),
                 transport: kind.make(),
                 middleware: redirectsInnermost ? [auth, redirects] : [redirects, auth]
             )

@@ -5,7 +5,7 @@ public import FoundationNetworking
 #endif
 
 /// Decides whether a response means "the credential was rejected", for
-/// ``Middleware/authenticating(with:scheme:failure:)``.
+/// ``Middleware/authenticating(with:scheme:failure:origins:)``.
 ///
 /// ```swift
 /// .authenticating(with: auth)                                   // 401 (the default)

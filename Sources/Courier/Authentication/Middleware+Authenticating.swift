@@ -19,19 +19,27 @@ extension Middleware {
     /// error message or log record contains the token (it is registered with ``Redaction/registerSecret(_:)``,
     /// so it is removed even from an underlying error's text that quotes it). The middleware replaces any value
     /// the request already has in that header. For tokens that expire, see
-    /// ``authenticating(scheme:tokenProvider:)``.
+    /// ``authenticating(scheme:origins:tokenProvider:)``.
     ///
-    /// The credential never reaches another origin, whatever header carries it: a
+    /// The credential goes only to its `origins`: by default the client's base URL's origin (scheme, host and
+    /// port). A request that names another origin (a pre-signed link, a file on a CDN) goes out without it; a
+    /// client without a base URL must name the origins (see ``CredentialOrigins``). It never reaches another
+    /// origin through a redirect either, whatever header carries it: a
     /// ``followingRedirects(max:sensitiveHeaders:allowsInsecureRedirects:)`` layer inside removes that header on
     /// the first hop to another origin, and with the redirect layer outside, no credential is added to such a
     /// hop (see ``RedirectContext``).
     ///
     /// - Parameters:
-    ///   - token: The credential sent with every request.
+    ///   - token: The credential sent with every request to `origins`.
     ///   - scheme: Which header carries it and what comes before it; ``AuthorizationScheme/bearer`` by
     ///     default.
+    ///   - origins: Where the credential may go; ``CredentialOrigins/baseURL`` by default.
     /// - Returns: A middleware named `"authenticating"`.
-    public static func authenticating(token: String, scheme: AuthorizationScheme = .bearer) -> Middleware {
+    public static func authenticating(
+        token: String,
+        scheme: AuthorizationScheme = .bearer,
+        origins: CredentialOrigins = .baseURL
+    ) -> Middleware {
         let name = "authenticating"
         Redaction.registerSecret(token)
         let value: String
@@ -42,10 +50,13 @@ extension Middleware {
         } catch {
             return .failing(name: name, message: "the credential is not valid")
         }
+        if let problem = origins.problem {
+            return .failing(name: name, message: problem)
+        }
         let header = scheme.headerName
         return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
-            // Never put the credential back on a hop a redirect middleware took to another origin.
-            guard RedirectContext.mayAttachCredentials else { return try await next(request) }
+            // Only to its origins, and never back on a hop a redirect middleware took to another origin.
+            guard try origins.allows(request, through: next) else { return try await next(request) }
             var request = request
             request.setValue(value, forHTTPHeaderField: header)
             // A redirect layer inside learns which header to remove on a hop to another origin.
@@ -69,25 +80,28 @@ extension Middleware {
     /// empty token, or one containing CR, LF or NUL, fails with ``CourierError/Code/invalidRequest``;
     /// no error message or log record contains the token: each one is registered with
     /// ``Redaction/registerSecret(_:)`` (about 0.2 µs when it is the same as before). As with a fixed token,
-    /// the credential never reaches another origin through a redirect. For a credential that the server can
-    /// reject and that must
-    /// then be refreshed exactly once for many concurrent requests, use a `TokenRefresher`.
+    /// the credential goes only to its `origins` (the base URL's by default; see ``CredentialOrigins``): for a
+    /// request elsewhere the provider is not called and nothing is added, and no redirect carries the
+    /// credential to another origin. For a credential that the server can reject and that must then be
+    /// refreshed exactly once for many concurrent requests, use a `TokenRefresher`.
     ///
     /// - Parameters:
     ///   - scheme: Which header carries the credential and what comes before it;
     ///     ``AuthorizationScheme/bearer`` by default.
+    ///   - origins: Where the credential may go; ``CredentialOrigins/baseURL`` by default.
     ///   - tokenProvider: Returns the current credential.
     /// - Returns: A middleware named `"authenticating"`.
     public static func authenticating(
         scheme: AuthorizationScheme = .bearer,
+        origins: CredentialOrigins = .baseURL,
         tokenProvider: @escaping @Sendable () async throws -> String
     ) -> Middleware {
         let name = "authenticating"
-        if let problem = scheme.problem {
+        if let problem = scheme.problem ?? origins.problem {
             return .failing(name: name, message: problem)
         }
         return Middleware(name: name) { request, next in
-            guard RedirectContext.mayAttachCredentials else { return try await next(request) }
+            guard try origins.allows(request, through: next) else { return try await next(request) }
             let token = try await tokenProvider()
             Redaction.registerSecret(token)
             var request = request

@@ -36,6 +36,9 @@ extension Middleware {
     ///   fails with ``CourierError/Code/authenticationRejected`` (carrying the last status and body).
     /// - Requests sent from inside the refresher's `refresh` closure pass through untouched, so `refresh`
     ///   can send its token request through the same client without deadlocking.
+    /// - The token goes only to `origins`: by default the client's base URL's origin (see ``CredentialOrigins``).
+    ///   A request to another origin (a pre-signed link, a CDN) goes out without it, and its `401` is passed on
+    ///   and refreshes nothing.
     /// - On a redirect hop that has left the first origin (``RedirectContext/mayAttachCredentials`` is
     ///   `false`, when `.followingRedirects` is listed outside this middleware) no credential is added and
     ///   nothing is refreshed.
@@ -55,21 +58,24 @@ extension Middleware {
     ///     token in another header. An invalid header name or scheme makes every request fail with
     ///     ``CourierError/Code/invalidRequest`` before anything is sent.
     ///   - failure: Which responses mean the token was rejected.
+    ///   - origins: Where the token may go; ``CredentialOrigins/baseURL`` by default.
     /// - Returns: The middleware, named `"authenticating"`.
     public static func authenticating(
         with refresher: TokenRefresher,
         scheme: AuthorizationScheme = .bearer,
-        failure: AuthenticationFailure = .unauthorized
+        failure: AuthenticationFailure = .unauthorized,
+        origins: CredentialOrigins = .baseURL
     ) -> Middleware {
         let name = "authenticating"
-        if let problem = scheme.problem {
+        if let problem = scheme.problem ?? origins.problem {
             return .failing(name: name, message: problem)
         }
         let authenticator = RefreshingAuthenticator(
             refresher: refresher,
             header: scheme.headerName,
             prefix: scheme.scheme.map { $0 + " " } ?? "",
-            failure: failure
+            failure: failure,
+            origins: origins
         )
         return Middleware(name: name) { request, next in
             try await authenticator.send(request, next: next)
@@ -84,13 +90,21 @@ private struct RefreshingAuthenticator: Sendable {
     let header: String
     let prefix: String
     let failure: AuthenticationFailure
+    let origins: CredentialOrigins
 
-    init(refresher: TokenRefresher, header: String, prefix: String, failure: AuthenticationFailure) {
+    init(
+        refresher: TokenRefresher,
+        header: String,
+        prefix: String,
+        failure: AuthenticationFailure,
+        origins: CredentialOrigins
+    ) {
         self.refresher = refresher
         self.refresherID = ObjectIdentifier(refresher)
         self.header = header
         self.prefix = prefix
         self.failure = failure
+        self.origins = origins
     }
 
     /// What came back from one attempt.
@@ -105,9 +119,9 @@ private struct RefreshingAuthenticator: Sendable {
         if TokenRefresher.isRefreshing(refresherID) {
             return try await next(request)
         }
-        // A redirect hop (with `.followingRedirects` listed outside) that left the first origin: no credential,
-        // and its 401 says nothing about the token.
-        guard RedirectContext.mayAttachCredentials else {
+        // Another origin than the token's, or a redirect hop (with `.followingRedirects` listed outside) that left
+        // the first origin: no credential, and its 401 says nothing about the token.
+        guard try origins.allows(request, through: next) else {
             return try await next(request)
         }
         let credential = try await refresher.credentialToSend(refresher.credential)

@@ -1,7 +1,7 @@
 /// Holds an expiring credential and refreshes it: once for any number of concurrent failures, in a task
 /// that no caller can cancel, within a budget of refreshes per time window.
 ///
-/// Use it with ``Middleware/authenticating(with:scheme:failure:)``:
+/// Use it with ``Middleware/authenticating(with:scheme:failure:origins:)``:
 ///
 /// ```swift
 /// let auth = TokenRefresher(token: .init(storedToken, expiresIn: .seconds(3600))) { rejected in

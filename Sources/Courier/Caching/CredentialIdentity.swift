@@ -8,14 +8,13 @@ import FoundationNetworking
 /// Tells requests with different credentials apart without keeping the credentials: a 128-bit keyed hash of
 /// the credential headers a request carries, with a key drawn at random when the ``HTTPCache`` is made.
 ///
-/// The credential headers are `Authorization`, `Proxy-Authorization` and `Cookie`, and whichever headers
-/// the authenticating layers around the cache attached (``AttachedCredential``, for example an `X-API-Key`).
+/// The credential headers are those of ``CredentialHeaders`` (`Authorization`, `Cookie`, `X-API-Key`, names
+/// containing `token` or `session`, and the names registered), and whichever headers the authenticating
+/// layers around the cache attached (``AttachedCredential``, for example an `X-Tenant-Key`).
 /// The hash is two runs of the standard library's `Hasher` (SipHash, itself seeded per process) over a
 /// random salt and the header names and values: no cryptography package, and from the result nothing about
 /// the credential can be learnt but whether two requests carried the same one.
 struct CredentialIdentity: Sendable {
-    static let standardHeaders = ["authorization", "proxy-authorization", "cookie"]
-
     private let salts: (UInt64, UInt64)
 
     init() {
@@ -26,36 +25,33 @@ struct CredentialIdentity: Sendable {
     /// The identity of the credential `request` carries, as 32 hexadecimal digits, or `nil` when it carries
     /// none.
     func identity(of request: URLRequest) -> String? {
-        let names = Self.headerNames()
+        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return nil }
+        let attached = AttachedCredential.current
+        var credentials: [(name: String, value: String)] = []
+        for (name, value) in fields where Self.isCredential(name, attached: attached) {
+            credentials.append((name.lowercased(), value))
+        }
+        guard !credentials.isEmpty else { return nil }
         var first = Hasher()
         var second = Hasher()
         first.combine(salts.0)
         second.combine(salts.1)
-        var found = false
-        for name in names.sorted() {
-            guard let value = request.value(forHTTPHeaderField: name) else { continue }
-            found = true
+        for (name, value) in credentials.sorted(by: { $0.name < $1.name }) {
             first.combine(name)
             first.combine(value)
             second.combine(name)
             second.combine(value)
         }
-        guard found else { return nil }
         return Self.hex(UInt64(bitPattern: Int64(first.finalize())))
             + Self.hex(UInt64(bitPattern: Int64(second.finalize())))
     }
 
-    /// The credential header names, lowercased: the standard ones and those the authenticating layers
-    /// around the current task attached.
-    static func headerNames() -> [String] {
-        var names = standardHeaders
-        if let attached = AttachedCredential.current {
-            for credential in attached.all {
-                let name = credential.headerName.lowercased()
-                if !names.contains(name) { names.append(name) }
-            }
-        }
-        return names
+    /// Whether the header `name` carries a credential: one of ``CredentialHeaders``, or a header an
+    /// authenticating layer around the current task attached its credential in.
+    static func isCredential(_ name: String, attached: AttachedCredential? = AttachedCredential.current) -> Bool {
+        if CredentialHeaders.contains(name) { return true }
+        guard let attached else { return false }
+        return attached.all.contains { $0.headerName.caseInsensitiveEquals(name) }
     }
 
     private static func hex(_ value: UInt64) -> String {

@@ -14,15 +14,19 @@ import FoundationNetworking
 /// - **Stale responses are revalidated**: the request goes out with `If-None-Match` (the stored `ETag`)
 ///   and `If-Modified-Since` (the stored `Last-Modified`); a `304` updates the stored header fields and the
 ///   stored response answers, with its own status (a `200`), to the layers outside. A `304` thrown as a
-///   ``CourierError`` by a status validation layer inside counts too.
-/// - **What is not stored**: responses with `no-store` (in the request or the response), `Vary: *`, statuses
-///   other than 200, 203, 204, 300, 301, 308, 404, 405, 410, 414 and 501, and, for a request carrying a
+///   ``CourierError`` by a status validation layer inside counts too. When the updated response may no longer
+///   be stored (the `304` says `no-store`, or sets a cookie), it answers this request only and every stored
+///   response of the resource is removed.
+/// - **What is not stored**: responses with `no-store` (in the request or the response), responses that set
+///   a cookie (`Set-Cookie`: the cookie is for the caller it was set for, never replayed to another), `Vary: *`,
+///   statuses other than 200, 203, 204, 300, 301, 308, 404, 405, 410, 414 and 501, and, for a request carrying a
 ///   credential, any response that does not allow it with `public`, `must-revalidate` or `s-maxage`
 ///   (RFC 9111 §3.5). `no-cache` and `private` responses are stored (this cache is private), and a `no-cache`
 ///   one is revalidated before each use. Requests with a body, a `Range` or a conditional header of their own
 ///   pass through untouched.
-/// - **Credentials are never mixed**: a request's credential headers (see ``HTTPCacheKey/partition``) are part
-///   of the key, as an opaque keyed hash, so a response stored for one credential never answers a request
+/// - **Credentials are never mixed**: a request's credential headers (``CredentialHeaders``: `Authorization`,
+///   `Cookie`, `X-API-Key`, …, and the names you register; see ``HTTPCacheKey/partition``) are part of the key,
+///   as an opaque keyed hash, so a response stored for one credential never answers a request
 ///   with another, or without one. List the cache **inside** (after) `.authenticating`, so that it sees the
 ///   credential; if an authenticating layer inside the cache attaches one, the request fails with
 ///   ``CourierError/Code/invalidRequest`` and nothing is stored or shared.
@@ -160,8 +164,21 @@ public final class HTTPCache: Sendable {
                 requestDate: requestDate,
                 responseDate: responseDate
             )
-            _ = try await save(updated, lookup)
             emit(.revalidated, lookup)
+            // The 304's fields are now the stored response's: one that may no longer be stored (`no-store`, a
+            // `Set-Cookie` for this caller) is served to this caller only and removed.
+            let mayKeep =
+                HTTPCachePolicy.variantToStore(
+                    request: lookup.request,
+                    hasCredential: lookup.hasCredential,
+                    statusCode: updated.statusCode,
+                    headers: updated.headers
+                ) != nil
+            if mayKeep {
+                _ = try await save(updated, lookup)
+            } else {
+                try await remove(lookup)
+            }
             return served(updated, lookup)
         }
         if HTTPCachePolicy.errorStatuses.contains(response.statusCode), let stored,
@@ -239,6 +256,18 @@ public final class HTTPCache: Sendable {
         } catch {
             emit(.storeFailed, lookup)
             return false
+        }
+    }
+
+    /// Removes every stored response of the lookup's resource (the store removes by resource only).
+    private func remove(_ lookup: Lookup) async throws {
+        do {
+            try await store.removeResponses(forResource: lookup.key.resource)
+            emit(.invalidated, lookup)
+        } catch is CancellationError {
+            throw CancellationError()
+        } catch {
+            emit(.storeFailed, lookup)
         }
     }
 

@@ -41,6 +41,8 @@ enum HTTPCachePolicy {
     /// Whether a response to a `GET` or `HEAD` request may be stored (RFC 9111 §3), and if so the variant it
     /// is stored as.
     ///
+    /// A response that sets a cookie (`Set-Cookie`) is never stored.
+    ///
     /// - Parameter hasCredential: Whether the request carried a credential. Then, as RFC 9111 §3.5 asks, the
     ///   response is stored only when it says it may be (`public`, `must-revalidate` or `s-maxage`).
     static func variantToStore(
@@ -53,6 +55,9 @@ enum HTTPCachePolicy {
         if requestDirectives(request).noStore { return nil }
         let directives = CacheControl(headers.headerValue("cache-control"))
         if directives.noStore { return nil }
+        // A cookie is for the caller it was set for: replayed from here, it would give that caller's session to
+        // the next one (RFC 9111 allows storing it; a cache shared by a client's callers must not).
+        if headers.headerValue("set-cookie") != nil { return nil }
         if hasCredential, !directives.isPublic, !directives.mustRevalidate, directives.sharedMaxAge == nil {
             return nil
         }
@@ -76,10 +81,9 @@ enum HTTPCachePolicy {
             if name == "*" { return nil }
             if !name.isEmpty { names.insert(name) }
         }
-        let credentials = names.isEmpty ? [] : CredentialIdentity.headerNames()
         return names.sorted().map { name in
             guard let value = request.value(forHTTPHeaderField: name) else { return name }
-            if credentials.contains(name) { return name + ":(credential)" }
+            if CredentialIdentity.isCredential(name) { return name + ":(credential)" }
             return name + ":" + value.trimmingCharacters(in: .whitespaces)
         }.joined(separator: "\n")
     }

@@ -31,10 +31,15 @@ public actor Client {
 
         init(_ configuration: Configuration) {
             self.configuration = configuration
-            self.chain = Chain(middleware: configuration.middleware, transport: configuration.transport)
+            self.chain = Chain(
+                middleware: configuration.middleware,
+                transport: configuration.transport,
+                baseURL: configuration.baseURL
+            )
             self.streamingChain = Chain(
                 middleware: configuration.middleware,
-                transport: StreamingTransport(base: configuration.transport)
+                transport: StreamingTransport(base: configuration.transport),
+                baseURL: configuration.baseURL
             )
         }
     }

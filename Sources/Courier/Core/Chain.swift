@@ -28,6 +28,10 @@ final class Chain: Sendable {
     @usableFromInline
     let transport: any Transport
 
+    /// The origin of the client's base URL, worked out once per configuration: where a credential goes by
+    /// default (see ``CredentialOrigins``). `nil` for a client without a base URL.
+    let baseOrigin: HTTPOrigin?
+
     /// The transport, when it enforces deadlines itself.
     let deadlineEnforcer: (any DeadlineEnforcingTransport)?
 
@@ -36,9 +40,10 @@ final class Chain: Sendable {
     /// its own task, without a child task to cancel (see `TimeoutRunner`).
     private let deadlineReachesTransport: [Bool]
 
-    init(middleware: [Middleware], transport: any Transport) {
+    init(middleware: [Middleware], transport: any Transport, baseURL: URL? = nil) {
         self.middleware = middleware
         self.transport = transport
+        self.baseOrigin = baseURL.flatMap(HTTPOrigin.init)
         let enforcer = transport as? any DeadlineEnforcingTransport
         self.deadlineEnforcer = enforcer
         var reaches = [Bool](repeating: false, count: middleware.count + 1)

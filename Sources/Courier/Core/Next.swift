@@ -27,6 +27,11 @@ public struct Next: Sendable {
         chain.transportEnforces(deadline, from: index)
     }
 
+    /// The origin of the client's base URL, or `nil` when it has none (see ``CredentialOrigins``).
+    var baseOrigin: HTTPOrigin? {
+        chain.baseOrigin
+    }
+
     @inlinable
     init(chain: Chain, index: Int) {
         self.chain = chain

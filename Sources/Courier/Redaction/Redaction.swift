@@ -10,7 +10,7 @@ public import FoundationNetworking
 /// Your own middleware can use it too.
 ///
 /// Two kinds of rule apply:
-/// - **Known values.** The tokens Courier holds (the token of ``Middleware/authenticating(token:scheme:)``,
+/// - **Known values.** The tokens Courier holds (the token of ``Middleware/authenticating(token:scheme:origins:)``,
 ///   each token a `tokenProvider` returns, every token of a ``TokenRefresher``) and whatever
 ///   ``registerSecret(_:)`` is given are replaced wherever they occur, percent-encoded or JSON-escaped too,
 ///   whatever surrounds them.
@@ -22,11 +22,12 @@ public enum Redaction {
     public static let placeholder = "<redacted>"
 
     /// Header names whose values are always redacted (compared case-insensitively), in addition to any name
-    /// that contains one of the ``sensitiveNameFragments``.
-    public static let sensitiveHeaderNames: Set<String> = [
-        "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key",
-        "x-auth-token", "x-csrf-token", "x-xsrf-token",
-    ]
+    /// that contains one of the ``sensitiveNameFragments``: ``CredentialHeaders/names``, the one list of
+    /// credential headers that the cache and the redirect middleware use too. Add a name with
+    /// ``CredentialHeaders/register(_:)``.
+    public static var sensitiveHeaderNames: Set<String> {
+        CredentialHeaders.names
+    }
 
     /// Query and form parameter names whose values are redacted (compared case-insensitively), in addition
     /// to any name that contains one of the ``sensitiveNameFragments``.
@@ -84,14 +85,14 @@ public enum Redaction {
         SecretRegistry.shared.register(value)
     }
 
-    /// Whether values of the header `name` are secret.
+    /// Whether values of the header `name` are secret: the same as ``CredentialHeaders/contains(_:)``.
     ///
     /// - Parameter name: A header name, in any case.
     /// - Returns: `true` for `Authorization`, `Cookie`, `Set-Cookie`, `Proxy-Authorization`, the other
-    ///   ``sensitiveHeaderNames``, and names containing one of the ``sensitiveNameFragments`` (`X-Access-Token`).
+    ///   ``sensitiveHeaderNames`` (with those added by ``CredentialHeaders/register(_:)``), and names
+    ///   containing one of the ``sensitiveNameFragments`` (`X-Access-Token`).
     public static func isSensitiveHeader(_ name: String) -> Bool {
-        var name = name
-        return name.withUTF8 { RedactionNames.isHeaderName($0) || RedactionNames.containsFragment($0) }
+        CredentialHeaders.contains(name)
     }
 
     /// Whether values of the query or form parameter `name` are secret.

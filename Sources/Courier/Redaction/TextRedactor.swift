@@ -11,7 +11,8 @@
 /// - `"word": "value"` (JSON, also escaped inside another string, and `'…'`), `word: "value"` and
 ///   `word: Optional("value")` (Swift's descriptions of values), `word: value`: the value is replaced when the
 ///   name contains a fragment of ``Redaction/sensitiveNameFragments``.
-/// - `Authorization:` and the other ``Redaction/sensitiveHeaderNames`` followed by `:` or `=`: the rest of the line.
+/// - `Authorization:` and the other ``Redaction/sensitiveHeaderNames`` (with the names added by
+///   ``CredentialHeaders/register(_:)``) followed by `:` or `=`: the rest of the line.
 /// - `Bearer`, `Basic`, `Digest` or `Token`, whitespace, and at least four token characters: those characters.
 /// - `scheme://user:password@` (also percent-encoded): the user-info.
 ///
@@ -415,7 +416,7 @@ private struct Scan {
     }
 
     func isHeaderLineName(_ name: Range<Int>) -> Bool {
-        RedactionNames.headerLineNames.contains { equalsIgnoringCase(name, $0) }
+        CredentialHeaders.isListed(UnsafeBufferPointer(rebasing: t[name]))
     }
 
     func isSchemeWord(_ name: Range<Int>) -> Bool {
@@ -480,7 +481,7 @@ private struct Scan {
 enum RedactionNames {
     static let parameterNames = Redaction.sensitiveParameterNames.map { Array($0.utf8) }
     static let fragments = Redaction.sensitiveNameFragments.map { Array($0.utf8) }
-    static let headerLineNames = Redaction.sensitiveHeaderNames.map { Array($0.utf8) }
+    static let headerLineNames = CredentialHeaders.standard.map { Array($0.utf8) }
     static let schemeWords = ["bearer", "basic", "digest", "token"].map { Array($0.utf8) }
     static let optionalWrapper = Array("optional(".utf8)
     static let harmlessLiterals = ["nil", "null", "true", "false", "none"].map { Array($0.utf8) }
@@ -529,12 +530,12 @@ enum RedactionNames {
         parameterNames.contains { equalsIgnoringCase(name, $0) }
     }
 
-    /// Whether `name` is one of ``Redaction/sensitiveHeaderNames``, ignoring ASCII case.
+    /// Whether `name` is one of ``CredentialHeaders/standard``, ignoring ASCII case.
     static func isHeaderName(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         headerLineNames.contains { equalsIgnoringCase(name, $0) }
     }
 
-    private static func equalsIgnoringCase(_ name: UnsafeBufferPointer<UInt8>, _ word: [UInt8]) -> Bool {
+    static func equalsIgnoringCase(_ name: UnsafeBufferPointer<UInt8>, _ word: [UInt8]) -> Bool {
         guard name.count == word.count else { return false }
         for index in 0..<word.count where lowercased(name[index]) != word[index] { return false }
         return true

@@ -16,6 +16,25 @@ struct HTTPOrigin: Hashable, Sendable {
         self.port = url.port ?? Self.defaultPort(for: scheme)
     }
 
+    /// Whether `url` has this origin: the same scheme and host, ignoring ASCII case, and the same port (the
+    /// scheme's default when `url` names none). Allocates nothing for a host of up to 15 bytes.
+    func matches(_ url: URL) -> Bool {
+        guard let otherScheme = url.scheme, Self.equalsLowercased(otherScheme, scheme),
+            let otherHost = url.host, Self.equalsLowercased(otherHost, host)
+        else { return false }
+        return (url.port ?? Self.defaultPort(for: scheme)) == port
+    }
+
+    /// Whether `text` is `lowercased` but for the case of its ASCII letters.
+    private static func equalsLowercased(_ text: String, _ lowercased: String) -> Bool {
+        guard text.utf8.count == lowercased.utf8.count else { return false }
+        for (byte, expected) in zip(text.utf8, lowercased.utf8) {
+            let folded = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+            if folded != expected { return false }
+        }
+        return true
+    }
+
     static func defaultPort(for scheme: String) -> Int? {
         switch scheme {
         case "http": 80

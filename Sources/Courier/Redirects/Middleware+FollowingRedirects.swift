@@ -22,9 +22,9 @@ extension Middleware {
     ///   `.multipart`) again from its first byte; one whose body is a one-shot `httpBodyStream` (or a form with
     ///   a one-shot stream part) fails with ``CourierError/Code/bodyNotReplayable``: the stream cannot be sent
     ///   a second time.
-    /// - When a hop changes the origin (scheme, host or port), `Authorization`, `Cookie`,
-    ///   `Proxy-Authorization`, `Host`, the other names in ``Redaction/sensitiveHeaderNames`` (such as
-    ///   `X-Api-Key`), `sensitiveHeaders`, and every header an `.authenticating` middleware outside put its
+    /// - When a hop changes the origin (scheme, host or port), `Host`, every credential header of
+    ///   ``CredentialHeaders`` (`Authorization`, `Cookie`, `Proxy-Authorization`, `X-Api-Key`, names containing
+    ///   `token` or `session`, and the names you registered), `sensitiveHeaders`, and every header an `.authenticating` middleware outside put its
     ///   credential in (or that your own middleware declared with ``RedirectContext/sendingCredential(in:_:)``)
     ///   are removed. Once removed they stay removed, even if a later hop comes back to the first origin.
     /// - A redirect from `https` to `http` fails with ``CourierError/Code/insecureRedirect`` unless

@@ -6,11 +6,12 @@ public import Foundation
 ///
 /// Authentication middleware must consult ``mayAttachCredentials`` before it adds a credential, so that a
 /// token is never put back on a request the redirect middleware has stripped, whichever order the two
-/// are listed in:
+/// are listed in. ``CredentialOrigins/allows(_:through:)`` checks it, and that the request goes to the
+/// credential's origin (the client's base URL's by default):
 ///
 /// ```swift
 /// Middleware(name: "api-key") { request, next in
-///     guard RedirectContext.mayAttachCredentials else { return try await next(request) }
+///     guard try CredentialOrigins.baseURL.allows(request, through: next) else { return try await next(request) }
 ///     var request = request
 ///     request.setValue(apiKey, forHTTPHeaderField: "X-Api-Key")
 ///     return try await next(request)

@@ -9,7 +9,8 @@ import FoundationNetworking
 struct RedirectFollower: Sendable {
     /// The most redirects followed for one request.
     let maximum: Int
-    /// Lower-cased names of the headers removed when the origin changes.
+    /// Lower-cased names of the headers removed when the origin changes, besides every one of
+    /// ``CredentialHeaders`` (asked at each hop, so a name registered later counts too).
     let strippedOnOriginChange: Set<String>
     /// Whether `https` → `http` is followed.
     let allowsInsecureRedirects: Bool
@@ -26,9 +27,7 @@ struct RedirectFollower: Sendable {
     init(maximum: Int, sensitiveHeaders: Set<String>, allowsInsecureRedirects: Bool) {
         precondition(maximum >= 0, "followingRedirects(max:) needs a number of redirects of 0 or more")
         self.maximum = maximum
-        self.strippedOnOriginChange = Self.originBoundHeaders
-            .union(Redaction.sensitiveHeaderNames)
-            .union(sensitiveHeaders.map { $0.lowercased() })
+        self.strippedOnOriginChange = Self.originBoundHeaders.union(sensitiveHeaders.map { $0.lowercased() })
         self.allowsInsecureRedirects = allowsInsecureRedirects
     }
 
@@ -200,10 +199,11 @@ struct RedirectFollower: Sendable {
         return redirected
     }
 
-    /// Removes the fixed list, the names the middleware was given, and every header an authenticating layer
-    /// outside said carries its credential (see ``AttachedCredential``), which it marks as removed.
+    /// Removes the fixed list, every one of ``CredentialHeaders``, the names the middleware was given, and every
+    /// header an authenticating layer outside said carries its credential (see ``AttachedCredential``), which it
+    /// marks as removed.
     private func removeSensitiveHeaders(from request: inout URLRequest) {
-        removeHeaders(from: &request) { strippedOnOriginChange.contains($0) }
+        removeHeaders(from: &request) { strippedOnOriginChange.contains($0) || CredentialHeaders.contains($0) }
         guard let attached = AttachedCredential.current else { return }
         for credential in attached.all {
             request.setValue(nil, forHTTPHeaderField: credential.headerName)

@@ -24,7 +24,11 @@ struct TokenRefresherLifetimeTests {
             return .init("v\(version)", expiresIn: lifetime)
         }
         let transport = MockTransport.ok
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
         return (refresher, client, transport)
     }
 
@@ -151,7 +155,11 @@ struct TokenRefresherLifetimeTests {
             throw TokenServerDown()
         }
         let transport = MockTransport.ok
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         clock.advance(by: .seconds(40))  // due for an early refresh, 20 s left
         _ = try await client.send(authenticatedRequest())

@@ -337,6 +337,7 @@ private final class ModelCase {
         self.refreshes = refreshes
         self.refresher = refresher
         client = Client(
+            baseURL: exampleBaseURL,
             transport: server,
             middleware: validating
                 ? [.authenticating(with: refresher), .validatingStatus()] : [.authenticating(with: refresher)]

@@ -104,7 +104,11 @@ struct TokenRefresherTests {
         }
         let transport = Self.server(accepting: valid) { rejected.arrive() }
         let counter = RequestCounter()
-        let client = Client(transport: transport, middleware: [.counting(counter), .authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.counting(counter), .authenticating(with: refresher)]
+        )
 
         let (ok, errors) = await Self.sendAll(total, through: client)
 
@@ -136,7 +140,11 @@ struct TokenRefresherTests {
             return .init("new", expiresIn: .seconds(3600))
         }
         let transport = Self.server(accepting: Locked(["Bearer new"]))
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
         clock.advance(by: .seconds(61))
 
         let (ok, errors) = await Self.sendAll(total, through: client)
@@ -165,7 +173,11 @@ struct TokenRefresherTests {
             await gates[request.url!.lastPathComponent]!.wait()
             return .status(401)
         }
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let first = Task { try await client.send(authenticatedRequest("a")) }
         let second = Task { try await client.send(authenticatedRequest("b")) }
@@ -193,7 +205,11 @@ struct TokenRefresherTests {
     func cancelledWaiter() async throws {
         let refresher = heldRefresher()
         let transport = Self.server(accepting: Locked(["Bearer v2"])) { rejected.arrive() }
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let cancelled = Task { try await client.send(authenticatedRequest()) }
         let patient = Task { try await client.send(authenticatedRequest()) }
@@ -214,7 +230,11 @@ struct TokenRefresherTests {
     func refreshOutlivesItsOnlyWaiter() async throws {
         let refresher = heldRefresher()
         let transport = Self.server(accepting: Locked(["Bearer v2"]))
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let only = Task { try await client.send(authenticatedRequest()) }
         await refreshStarted.wait()
@@ -243,7 +263,11 @@ struct TokenRefresherTests {
             return .init("v2")
         }
         let transport = Self.server(accepting: Locked(["Bearer v2"])) { rejected.arrive() }
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let first = await Self.sendAll(wave, through: client)
         #expect(first.ok == 0)
@@ -283,7 +307,11 @@ struct TokenRefresherTests {
             }
             return .status(401)
         }
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let straggler = Task { try await client.send(authenticatedRequest("straggler")) }
         await stragglerSent.wait()  // sent with v1, its 401 held back
@@ -325,7 +353,11 @@ struct TokenRefresherTests {
     func unusableRefreshedToken() async throws {
         let refresher = TokenRefresher(token: .init("v1")) { _ in .init("v2\r\nX-Injected: 1") }
         let transport = Self.server(accepting: Locked([]))
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
         let error = await #expect(throws: CourierError.self) { try await client.send(authenticatedRequest()) }
         #expect(error?.code == .refreshFailed)
         #expect(transport.callCount == 1)
@@ -341,7 +373,11 @@ struct TokenRefresherTests {
             return .init("v\(call + 1)")
         }
         let transport = Self.server(accepting: Locked([]))
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let error = await #expect(throws: CourierError.self) { try await client.send(authenticatedRequest()) }
         #expect(error?.code == .authenticationRejected)
@@ -364,7 +400,11 @@ struct TokenRefresherTests {
             return .init("v\(call + 1)")
         }
         let transport = Self.server(accepting: Locked([]))  // rejects every token
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         func code() async -> CourierError.Code? {
             do {
@@ -403,7 +443,11 @@ struct TokenRefresherTests {
             return .init("v2", expiresIn: .seconds(60))
         }
         let transport = Self.server(accepting: Locked(["Bearer v1", "Bearer v2"]))
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         _ = try await client.send(authenticatedRequest())
         clock.advance(by: .seconds(49))
@@ -498,6 +542,7 @@ struct TokenRefresherTests {
         let transport = Self.server(accepting: Locked(["Bearer fresh"]))
         let counter = RequestCounter()
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [
                 .counting(counter),
@@ -520,6 +565,7 @@ struct TokenRefresherTests {
         let rejecting = TokenRefresher(token: .init("a")) { _ in .init("b") }
         let strict = Self.server(accepting: Locked([]))
         let strictClient = Client(
+            baseURL: exampleBaseURL,
             transport: strict,
             middleware: [.retry(.default, clock: clock), .authenticating(with: rejecting), .validatingStatus()]
         )
@@ -538,13 +584,18 @@ struct TokenRefresherTests {
         let transport = Self.server(accepting: Locked(["Bearer v2"]))
         let counter = RequestCounter()
         let hurried = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [
                 .counting(counter), .timeout(.seconds(5), clock: clock), .authenticating(with: refresher),
                 .validatingStatus(),
             ]
         )
-        let patient = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let patient = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let waiting = Task { try await hurried.send(authenticatedRequest()) }
         await refreshStarted.wait()
@@ -574,6 +625,7 @@ struct TokenRefresherTests {
         let transport = MockTransport.ok
         let refresher = TokenRefresher(token: .init("secret")) { _ in .init("other") }
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [
                 .authenticating(with: refresher),
@@ -593,6 +645,7 @@ struct TokenRefresherTests {
         let transport = MockTransport.ok
         let refresher = TokenRefresher(token: .init("secret")) { _ in .init("other") }
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.authenticating(with: refresher, scheme: .header("X Bad\r\n"))]
         )
@@ -621,7 +674,11 @@ struct TokenRefresherTests {
                     && (try? JSONDecoder().decode(APIError.self, from: response.body))?.code == 999
             }
         )
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher, failure: rule)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher, failure: rule)]
+        )
         let (_, response) = try await client.send(authenticatedRequest())
         #expect(response.statusCode == expectedStatus)
         #expect(transport.callCount == expectedCalls)
@@ -645,7 +702,11 @@ struct TokenRefresherTests {
             }
             return (data, response)
         }
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher), throwing401])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher), throwing401]
+        )
         #expect(try await client.send(authenticatedRequest()).1.statusCode == 200)
         #expect(refresher.refreshCount == 1)
         #expect(transport.requests.map { bearer($0) } == ["Bearer v1", "Bearer v2"])
@@ -661,7 +722,11 @@ struct TokenRefresherTests {
             hop.httpMethod = request.httpMethod
             return try await next(hop)
         }
-        let client = Client(transport: foreign, middleware: [.authenticating(with: refresher), redirected])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: foreign,
+            middleware: [.authenticating(with: refresher), redirected]
+        )
         #expect(try await client.send(authenticatedRequest()).1.statusCode == 401)
         #expect(refresher.refreshCount == 0)
         #expect(foreign.callCount == 1)
@@ -682,6 +747,7 @@ struct TokenRefresherTests {
         }
         let auth = Middleware.authenticating(with: refresher)
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: redirectsInside ? [auth, .followingRedirects()] : [.followingRedirects(), auth]
         )

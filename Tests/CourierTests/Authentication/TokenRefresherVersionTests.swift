@@ -39,7 +39,11 @@ struct TokenRefresherVersionTests {
             transport = MockTransport { request in
                 bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401)
             }
-            client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+            client = Client(
+                baseURL: exampleBaseURL,
+                transport: transport,
+                middleware: [.authenticating(with: refresher)]
+            )
             refresher.onChange { [changes] in changes.signal() }
         }
 
@@ -102,7 +106,11 @@ struct TokenRefresherVersionTests {
         let changes = ChangeSignal()
         refresher.onChange { changes.signal() }
         let transport = MockTransport { request in bearer(request.urlRequest) == "Bearer fresh" ? .ok : .status(401) }
-        let client = Client(transport: transport, middleware: [.authenticating(with: refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
 
         let first = Task { try await refresher.refresh() }
         await started.wait()
@@ -123,7 +131,11 @@ struct TokenRefresherVersionTests {
     func olderRejectionGetsTheTokenSet() async throws {
         let setup = Setup()
         let held = HoldingTransport(wrapping: setup.transport)
-        let client = Client(transport: held, middleware: [.authenticating(with: setup.refresher)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: held,
+            middleware: [.authenticating(with: setup.refresher)]
+        )
         let request = Task { try await client.send(authenticatedRequest()) }
         await held.waitUntilHolding(1)  // sent with v1
         await setup.holdRefreshOfV1()

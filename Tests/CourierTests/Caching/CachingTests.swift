@@ -44,14 +44,17 @@ struct CachingTests {
     private func serverAndClient(_ cacheControl: String = "max-age=60") -> (CacheTestServer, Client) {
         let server = CacheTestServer()
         server.set(cacheControl: cacheControl)
-        return (server, Client(transport: server.transport, middleware: [.caching(cache(ManualClock()))]))
+        return (
+            server,
+            Client(baseURL: exampleBaseURL, transport: server.transport, middleware: [.caching(cache(ManualClock()))])
+        )
     }
 
     /// A client whose requests the returned transport holds until the test opens it.
     private func heldClient() -> (HoldingTransport, HTTPCache, Client) {
         let holding = HoldingTransport(wrapping: CacheTestServer().transport)
         let shared = cache(ManualClock())
-        return (holding, shared, Client(transport: holding, middleware: [.caching(shared)]))
+        return (holding, shared, Client(baseURL: exampleBaseURL, transport: holding, middleware: [.caching(shared)]))
     }
 
     @Test("a fresh response answers from memory until max-age passes; then a 304 answers with the stored body as 200")
@@ -59,7 +62,11 @@ struct CachingTests {
         let server = CacheTestServer()
         let clock = ManualClock()
         let events = Events()
-        let client = Client(transport: server.transport, middleware: [.caching(cache(clock, events))])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: server.transport,
+            middleware: [.caching(cache(clock, events))]
+        )
 
         let first = try await client.send(get("/items"))
         clock.advance(by: .seconds(59))
@@ -128,10 +135,12 @@ struct CachingTests {
         }
         let shared = cache(ManualClock())
         let first = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.authenticating(token: "key-one", scheme: .header("X-API-Key")), .caching(shared)]
         )
         let second = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.authenticating(token: "key-two", scheme: .header("X-API-Key")), .caching(shared)]
         )
@@ -160,7 +169,7 @@ struct CachingTests {
                 headers: ["Cache-Control": "max-age=600", "Vary": "Accept-Language"]
             )
         }
-        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock()))])
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.caching(cache(ManualClock()))])
         #expect(text(try await client.send(get("/greeting", ["Accept-Language": "en"]))) == "en")
         #expect(text(try await client.send(get("/greeting", ["Accept-Language": "fr"]))) == "fr")
         #expect(text(try await client.send(get("/greeting", ["Accept-Language": "en"]))) == "en")
@@ -178,7 +187,11 @@ struct CachingTests {
                 headers: ["Cache-Control": "public, max-age=600", "Vary": "Authorization"]
             )
         }
-        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock(), store: store))])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(cache(ManualClock(), store: store))]
+        )
         for token in ["Bearer vary-alice", "Bearer vary-bob", "Bearer vary-alice"] {
             #expect(text(try await client.send(get("/v", ["Authorization": token]))) == token)
         }
@@ -191,7 +204,7 @@ struct CachingTests {
     @Test("Vary: * is never stored")
     func varyStar() async throws {
         let transport = MockTransport(.status(200, body: "x", headers: ["Cache-Control": "max-age=600", "Vary": "*"]))
-        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock()))])
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.caching(cache(ManualClock()))])
         for _ in 0..<2 { _ = try await client.send(get("/x")) }
         #expect(transport.callCount == 2)
     }
@@ -216,7 +229,11 @@ struct CachingTests {
             }
             return .status(200, body: "item", headers: ["Cache-Control": "public, max-age=600"])
         }
-        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock(), events, store: store))])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(cache(ManualClock(), events, store: store))]
+        )
         _ = try await client.send(get("/items/1"))
         _ = try await client.send(get("/items/1", ["Authorization": "Bearer alice"]))
         _ = try await client.send(get("/items/2"))
@@ -236,7 +253,11 @@ struct CachingTests {
             request.urlRequest.httpMethod == "DELETE"
                 ? .status(500) : .status(200, headers: ["Cache-Control": "max-age=600"])
         }
-        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock(), store: store))])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(cache(ManualClock(), store: store))]
+        )
         _ = try await client.send(get("/items/1"))
         _ = try await client.send(get("/items/1", method: "DELETE"))
         #expect(store.count == 1)
@@ -248,7 +269,11 @@ struct CachingTests {
         server.set(cacheControl: "max-age=10, stale-if-error=60")
         let clock = ManualClock()
         let events = Events()
-        let client = Client(transport: server.transport, middleware: [.caching(cache(clock, events))])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: server.transport,
+            middleware: [.caching(cache(clock, events))]
+        )
         _ = try await client.send(get("/a"))
         clock.advance(by: .seconds(30))
         server.fail(with: .status(503))
@@ -272,6 +297,7 @@ struct CachingTests {
         let server = CacheTestServer()
         server.set(cacheControl: "no-cache")
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: server.transport,
             middleware: [.caching(cache(ManualClock())), .validatingStatus()]
         )
@@ -315,6 +341,7 @@ struct CachingTests {
         let store = InMemoryHTTPCacheStore()
         let transport = MockTransport(.status(200, headers: ["Cache-Control": "public, max-age=600"]))
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.caching(cache(ManualClock(), store: store)), .authenticating(token: "secret-token")]
         )
@@ -333,7 +360,7 @@ struct CachingTests {
                 headers: ["Cache-Control": "max-age=600"]
             )
         }
-        let client = Client(transport: transport, middleware: [.caching(cache(ManualClock()))])
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.caching(cache(ManualClock()))])
         _ = try await client.send(get("/a", method: "HEAD"))
         let head = try await client.send(get("/a", method: "HEAD"))
         #expect(head.0.isEmpty)
@@ -365,6 +392,7 @@ struct CachingTests {
         let server = CacheTestServer()
         let events = Events()
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: server.transport,
             middleware: [.caching(cache(ManualClock(), events, store: FailingStore()))]
         )
@@ -382,6 +410,7 @@ struct CachingTests {
     func storeCancellation() async throws {
         let transport = MockTransport.ok
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.caching(cache(ManualClock(), store: CancellingStore()))]
         )

@@ -29,7 +29,11 @@ struct ResilienceStackTests {
         let clock = ManualClock()
         let attempts = Locked<[Int]>([])
         let transport = MockTransport(.hang, then: .status(503), .ok)
-        let client = Client(transport: transport, middleware: Self.stack(clock: clock, attempts: attempts))
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: Self.stack(clock: clock, attempts: attempts)
+        )
         let task = Task { try await client.send(RetryFixtures.request("POST")) }
 
         // Attempt 1 hangs: the per-attempt timeout ends it at 100 ms (the whole-call timer is armed too).
@@ -61,7 +65,11 @@ struct ResilienceStackTests {
         let clock = ManualClock()
         let attempts = Locked<[Int]>([])
         let transport = MockTransport(.status(502))
-        let client = Client(transport: transport, middleware: Self.stack(clock: clock, attempts: attempts))
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: Self.stack(clock: clock, attempts: attempts)
+        )
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.advanceThroughDeadlines(2, sleepers: 2)
         let error = await #expect(throws: CourierError.self) { try await task.value }
@@ -79,7 +87,7 @@ struct ResilienceStackTests {
         let transport = MockTransport(.hang)
         var middleware = Self.stack(clock: clock, attempts: attempts)
         middleware[0] = .timeout(.milliseconds(180), clock: clock)
-        let client = Client(transport: transport, middleware: middleware)
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: middleware)
         let task = Task { try await client.send(RetryFixtures.request()) }
         // Attempt 1 times out at 100 ms, the backoff ends at 150 ms, attempt 2 is cut at 180 ms.
         await clock.advanceThroughDeadlines(3, sleepers: 2)

@@ -90,6 +90,16 @@ struct StackCase: CustomStringConvertible {
     let transportEnforcesDeadlines: Bool
     /// How the request is made; drawn apart from the rest, like `transportEnforcesDeadlines`.
     let call: Call
+    /// The URL the call names: mostly the API (the client's base URL's origin), sometimes another origin (a
+    /// pre-signed link, a CDN, another port or scheme of the API's host), which no credential may reach.
+    /// Drawn apart from the rest too.
+    let target: URL
+
+    /// The URLs a call may name besides the API's.
+    static let foreignTargets = [
+        "https://other.example.test/orders", "http://api.example.test:8080/orders", "http://api.example.test/orders",
+        "https://api.example.test:8443/orders", "https://cdn.example.test:443/orders?X-Amz-Signature=sig",
+    ]
 
     static let bodyBytes = Data("payload-0123456789".utf8)
 
@@ -101,10 +111,16 @@ struct StackCase: CustomStringConvertible {
         var callDraw = SplitMix64.derived(seed: seed, 4)
         let callRoll = callDraw.nextUnitInterval()
         call = callRoll < 0.7 ? .send : callRoll < 0.85 ? .stream : .events
+        var targetDraw = SplitMix64.derived(seed: seed, 5)
+        target = URL(
+            string: targetDraw.nextUnitInterval() < 0.7
+                ? "https://api.example.test/orders"
+                : Self.foreignTargets[Int(targetDraw.next() % UInt64(Self.foreignTargets.count))]
+        )!
         func chance(_ p: Double) -> Bool { random.nextUnitInterval() < p }
         func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
 
-        let headers = ["Authorization", "X-Access-Token", "X-Session-Token", "Api-Token"]
+        let headers = ["Authorization", "X-Access-Token", "X-Session-Token", "Api-Token", "X-API-Key"]
         var pool: [Layer] = []
         if chance(0.7) { pool.append(.counting) }
         if chance(0.3) { pool.append(.logging) }
@@ -155,7 +171,8 @@ struct StackCase: CustomStringConvertible {
     }
 
     var description: String {
-        "seed \(seed): \(call) \(method) \(body), idempotency key: \(idempotencyKey), first token revoked: "
+        "seed \(seed): \(call) \(method) \(target.absoluteString) \(body), idempotency key: \(idempotencyKey), "
+            + "first token revoked: "
             + "\(firstTokenRevoked), transport enforces deadlines: \(transportEnforcesDeadlines); stack: \(layers.map(\.description).joined(separator: " → "))"
     }
 }
@@ -211,7 +228,9 @@ final class StackModelServer: Sendable {
         let url = request.url!
         let isAPI = url.scheme == "https" && url.host == "api.example.test" && url.port == nil
         let credential = headers.first {
-            ["authorization", "x-access-token", "x-session-token", "api-token"].contains($0.key.lowercased())
+            ["authorization", "x-access-token", "x-session-token", "api-token", "x-api-key"].contains(
+                $0.key.lowercased()
+            )
         }
         let token = credential.map { $0.value.hasPrefix("Bearer ") ? String($0.value.dropFirst(7)) : $0.value }
         // An event stream's connection gets events where another call gets a body: one event, and then the

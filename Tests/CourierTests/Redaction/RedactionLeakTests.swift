@@ -93,6 +93,7 @@ struct RedactionLeakTests {
         let failure = URLError(.cannotConnectToHost, userInfo: [NSURLErrorFailingURLErrorKey: url])
         let records = Locked<[LogRecord]>([])
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: MockTransport(.failure(failure)),
             middleware: [
                 .logging(to: LogSink { record in records.withLock { $0.append(record) } }, includesHeaders: true)
@@ -163,7 +164,7 @@ struct RedactionLeakTests {
         let transport = MockTransport { request in
             throw QuotingError(description: quote(request.header(header) ?? ""))
         }
-        let client = Client(transport: transport, middleware: [middleware])
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [middleware])
         return try #require(
             await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: exampleBaseURL)) }
         )
@@ -214,7 +215,7 @@ struct RedactionLeakTests {
             URL(string: "https://admin:dump-pa55word@api.example.test/x?access_token=dump-5ecret-token")
         )
         let failure = URLError(.cannotConnectToHost, userInfo: [NSURLErrorFailingURLErrorKey: failing])
-        let client = Client(transport: MockTransport(.failure(failure)))
+        let client = Client(baseURL: exampleBaseURL, transport: MockTransport(.failure(failure)))
         let error = try #require(
             await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: failing)) }
         )
@@ -256,7 +257,7 @@ struct RedactionLeakTests {
         #expect(Redaction.redactedText("curl https://h.example/cb?Code=0a1b2c&state=ok").contains("0a1b2c") == false)
         #expect(Redaction.redactedText("grant_type=authorization_code&code=0a1b2c3d").contains("0a1b2c3d") == false)
 
-        let client = Client(transport: MockTransport(.failure(URLError(.cannotConnectToHost))))
+        let client = Client(baseURL: exampleBaseURL, transport: MockTransport(.failure(URLError(.cannotConnectToHost))))
         let error = try #require(
             await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: exampleBaseURL)) }
         )
@@ -401,6 +402,7 @@ struct RedactionRuleTests {
         var request = URLRequest(url: failing)
         request.setValue("Bearer retry-dump-header-5ecret", forHTTPHeaderField: "Authorization")
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: MockTransport(
                 .failure(URLError(.timedOut, userInfo: [NSURLErrorFailingURLErrorKey: failing])),
                 then: .ok

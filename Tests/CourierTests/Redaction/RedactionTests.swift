@@ -180,6 +180,34 @@ struct RedactionTests {
         #expect(redacted["Content-Type"] == "application/json")
     }
 
+    @Test("a header registered with CredentialHeaders is redacted in headers and in free text, in any case")
+    func registeredCredentialHeader() {
+        // A name of its own on each run: the list is process-wide and only grows.
+        let name = "X-Partner-Ident-\(UInt32.random(in: 0...UInt32.max))"
+        #expect(!Redaction.isSensitiveHeader(name))
+        CredentialHeaders.register(name)
+        #expect(Redaction.isSensitiveHeader(name.lowercased()))
+        #expect(CredentialHeaders.contains(name.uppercased()))
+        #expect(CredentialHeaders.names.contains(name.lowercased()))
+        #expect(Redaction.sensitiveHeaderNames.contains(name.lowercased()))
+        let redacted = Redaction.redactedHeaders([name: "p-77", "X-Request-Id": "r-1"])
+        #expect(redacted[name] == Redaction.placeholder)
+        #expect(redacted["X-Request-Id"] == "r-1")
+        let text = Redaction.redactedText("sent \(name): p-77\nnext line")
+        #expect(!text.contains("p-77"))
+        #expect(text.contains("next line"))
+    }
+
+    @Test("the standard credential headers and names with a credential fragment are credential headers")
+    func credentialHeaderList() {
+        for name in ["Authorization", "Cookie", "Proxy-Authorization", "X-API-Key", "api-key", "X-Auth-Token"] {
+            #expect(CredentialHeaders.contains(name), "\(name)")
+        }
+        #expect(CredentialHeaders.contains("X-Session-Token"))
+        #expect(!CredentialHeaders.contains("Accept"))
+        #expect(!CredentialHeaders.contains("X-Request-Id"))
+    }
+
     @Test("the message of a relative path without a base URL hides a token in the path")
     func relativePathMessage() async throws {
         let client = Client(transport: MockTransport.ok)

@@ -57,6 +57,7 @@ struct CredentialSafetyTests {
     func customHeaderStripped(_ item: Case) async throws {
         let transport = Self.twoOrigins(status: item.status, location: "https://other.example.test/steal")
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [item.kind.middleware(.header(item.header)), .validatingStatus(), .followingRedirects()]
         )
@@ -74,6 +75,7 @@ struct CredentialSafetyTests {
     func sameOriginKeepsCredential() async throws {
         let transport = Self.twoOrigins(status: 302, location: "/landing")
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [
                 .authenticating(token: "k-0123456789", scheme: .header("X-Access-Token")), .followingRedirects(),
@@ -95,7 +97,7 @@ struct CredentialSafetyTests {
             request.setValue("tenant-secret", forHTTPHeaderField: "X-Tenant")
             return try await RedirectContext.sendingCredential(in: "X-Tenant") { try await next(request) }
         }
-        let client = Client(transport: transport, middleware: [apiKey, .followingRedirects()])
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [apiKey, .followingRedirects()])
         _ = try await client.send(URLRequest(url: Self.api))
         #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-Tenant") } == ["tenant-secret", nil])
     }
@@ -117,6 +119,7 @@ struct CredentialSafetyTests {
                 return .status(status, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
             }
             client = Client(
+                baseURL: exampleBaseURL,
                 transport: transport,
                 middleware: RecommendedStackTests.readmeStack(counter: RequestCounter(), auth: refresher)
             )
@@ -190,11 +193,33 @@ struct CredentialSafetyTests {
             request.header("Authorization") == "Bearer token-v2-abcdef" ? .ok : .status(401)
         }
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.authenticating(with: scenario.refresher), .validatingStatus()]
         )
         _ = try await client.send(URLRequest(url: Self.api))
         #expect(scenario.refresher.refreshCount == 1)
+    }
+
+    // MARK: The one list of credential headers
+
+    @Test(
+        "credential headers the caller set are removed on a hop to another origin, registered names included",
+        arguments: ["X-API-Key", "Api-Key", "X-Auth-Token", "X-Goog-Api-Key", "X-Redirect-Registered-Key"]
+    )
+    func callerCredentialHeadersStripped(header: String) async throws {
+        CredentialHeaders.register("X-Redirect-Registered-Key")
+        let transport = Self.twoOrigins(status: 307, location: "https://other.example.test/steal")
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.followingRedirects()])
+        var request = URLRequest(url: Self.api)
+        request.setValue("key-0123456789", forHTTPHeaderField: header)
+        request.setValue("kept", forHTTPHeaderField: "X-Request-Id")
+        _ = try await client.send(request)
+        let requests = transport.requests
+        try #require(requests.count == 2)
+        #expect(requests[0].value(forHTTPHeaderField: header) == "key-0123456789")
+        #expect(requests[1].value(forHTTPHeaderField: header) == nil)
+        #expect(requests[1].value(forHTTPHeaderField: "X-Request-Id") == "kept")
     }
 
     // MARK: Rules see the real response
@@ -213,6 +238,7 @@ struct CredentialSafetyTests {
             )
         }
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.authenticating(with: refresher, failure: invalidToken), .validatingStatus()]
         )

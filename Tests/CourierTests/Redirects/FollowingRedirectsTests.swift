@@ -88,7 +88,11 @@ struct FollowingRedirectsTests {
     /// returns the transport.
     private func follow(_ status: Int, sending request: URLRequest) async throws -> MockTransport {
         let transport = redirecting(status, to: "/landing")
-        _ = try await Client(transport: transport, middleware: [.followingRedirects()]).send(request)
+        _ = try await Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        ).send(request)
         return transport
     }
 
@@ -110,7 +114,11 @@ struct FollowingRedirectsTests {
     )
     func headerStrippingMatrix(testCase: Case, status: Int) async throws {
         let transport = redirecting(status, to: testCase.destination.location)
-        let client = Client(transport: transport, middleware: [.followingRedirects(sensitiveHeaders: ["x-tenant-key"])])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects(sensitiveHeaders: ["x-tenant-key"])]
+        )
         var request = URLRequest(url: Self.start)
         request.setValue(testCase.header.value, forHTTPHeaderField: testCase.header.name)
         request.setValue("trace-1", forHTTPHeaderField: "X-Request-ID")
@@ -178,7 +186,11 @@ struct FollowingRedirectsTests {
     )
     func relativeLocation(location: String, expected: String) async throws {
         let transport = MockTransport(.status(302, headers: ["Location": location]), then: .ok)
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        )
         _ = try await client.send(URLRequest(url: URL(string: "http://api.example.test/a/b/start")!))
         #expect(transport.requests.last?.url?.absoluteString == expected)
     }
@@ -189,7 +201,11 @@ struct FollowingRedirectsTests {
             .status(302, headers: ["Location": "http://api.example.test/plain?access_token=leaked-value"]),
             then: .ok
         )
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        )
         let error = try await #require(throws: CourierError.self) {
             try await client.send(URLRequest(url: URL(string: "https://api.example.test/start")!))
         }
@@ -203,7 +219,11 @@ struct FollowingRedirectsTests {
     @Test("allowsInsecureRedirects follows https → http, without the credentials")
     func insecureAllowed() async throws {
         let transport = MockTransport(.status(302, headers: ["Location": "http://api.example.test/plain"]), then: .ok)
-        let client = Client(transport: transport, middleware: [.followingRedirects(allowsInsecureRedirects: true)])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects(allowsInsecureRedirects: true)]
+        )
         var request = URLRequest(url: URL(string: "https://api.example.test/start")!)
         request.setValue("Bearer s3cr3t", forHTTPHeaderField: "Authorization")
         let (_, response) = try await client.send(request)
@@ -224,7 +244,11 @@ struct FollowingRedirectsTests {
     @Test("A → B → A fails with redirectLoop after two requests")
     func loop() async throws {
         let transport = chain { $0 == "/a" ? "/b" : $0 == "/b" ? "/a" : nil }
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        )
         let error = try await #require(throws: CourierError.self) {
             try await client.send(URLRequest(url: URL(string: "http://api.example.test/a")!))
         }
@@ -235,7 +259,11 @@ struct FollowingRedirectsTests {
     @Test("a redirect to itself fails with redirectLoop after one request")
     func selfLoop() async throws {
         let transport = chain { $0 == "/a" ? "http://API.example.test:80/a#frag" : nil }
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        )
         let error = try await #require(throws: CourierError.self) {
             try await client.send(URLRequest(url: URL(string: "http://api.example.test/a")!))
         }
@@ -248,7 +276,11 @@ struct FollowingRedirectsTests {
         let transport = MockTransport { request in
             request.httpMethod == "POST" ? .status(303, headers: ["Location": "/form"]) : .ok
         }
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        )
         var request = URLRequest(url: URL(string: "http://api.example.test/form")!)
         request.httpMethod = "POST"
         let (_, response) = try await client.send(request)
@@ -263,13 +295,21 @@ struct FollowingRedirectsTests {
             let n = Int(path.dropFirst(2)) ?? 0
             return n < max ? "/r\(n + 1)" : nil
         }
-        let client = Client(transport: withinLimit, middleware: [.followingRedirects(max: max)])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: withinLimit,
+            middleware: [.followingRedirects(max: max)]
+        )
         let (_, response) = try await client.send(URLRequest(url: URL(string: "http://api.example.test/r0")!))
         #expect(response.statusCode == 200)
         #expect(withinLimit.callCount == max + 1)
 
         let endless = chain { path in "/r\((Int(path.dropFirst(2)) ?? 0) + 1)" }
-        let tooFar = Client(transport: endless, middleware: [.followingRedirects(max: max)])
+        let tooFar = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: endless,
+            middleware: [.followingRedirects(max: max)]
+        )
         let error = try await #require(throws: CourierError.self) {
             try await tooFar.send(URLRequest(url: URL(string: "http://api.example.test/r0")!))
         }
@@ -292,7 +332,11 @@ struct FollowingRedirectsTests {
     )
     func notFollowed(reply: MockResponse) async throws {
         let transport = MockTransport(reply, then: .ok)
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        )
         let (_, response) = try await client.send(URLRequest(url: Self.start))
         #expect(response.statusCode == (try await reply.httpResponse(for: URLRequest(url: Self.start))).1.statusCode)
         #expect(transport.callCount == 1)
@@ -312,7 +356,11 @@ struct FollowingRedirectsTests {
             mayAttach.withLock { $0.append(RedirectContext.mayAttachCredentials) }
             return try await next(request)
         }
-        let client = Client(transport: transport, middleware: [.followingRedirects(), probe])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects(), probe]
+        )
         _ = try await client.send(URLRequest(url: Self.start))
 
         let hops = seen.value
@@ -377,7 +425,11 @@ struct FollowingRedirectsTests {
             case .redirectsInsideAuthentication: [authenticator.middleware, .followingRedirects()]
             case .redirectsOutsideAuthentication: [.followingRedirects(), authenticator.middleware]
             }
-        let client = Client(transport: transport, middleware: middleware)
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: middleware
+        )
         _ = try await client.send(URLRequest(url: Self.start))
 
         let sent = transport.requests.map {
@@ -399,7 +451,11 @@ struct FollowingRedirectsTests {
             try await waitForCancellation()
             return .ok
         }
-        let client = Client(transport: transport, middleware: [.followingRedirects()])
+        let client = Client(
+            baseURL: URL(string: "http://api.example.test")!,
+            transport: transport,
+            middleware: [.followingRedirects()]
+        )
         await expectCancellation(sending: URLRequest(url: Self.start), through: client, arrived: arrived)
     }
 

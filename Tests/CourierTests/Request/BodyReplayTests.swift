@@ -69,7 +69,7 @@ struct BodyReplayTests {
     )
     func oneShotStreamRefused(_ resender: Resender) async throws {
         let recorder = BodyRecorder(first: resender.first)
-        let client = Client(transport: recorder.transport, middleware: resender.middleware)
+        let client = Client(baseURL: exampleBaseURL, transport: recorder.transport, middleware: resender.middleware)
         let request = put { $0.httpBodyStream = InputStream(data: Data("hello world".utf8)) }
         let error = try await #require(throws: CourierError.self) { try await client.send(request) }
         #expect(error.code == .bodyNotReplayable)
@@ -80,7 +80,7 @@ struct BodyReplayTests {
     @Test("a Data body is sent again byte for byte", arguments: Resender.allCases)
     func dataBodyReplayed(_ resender: Resender) async throws {
         let recorder = BodyRecorder(first: resender.first)
-        let client = Client(transport: recorder.transport, middleware: resender.middleware)
+        let client = Client(baseURL: exampleBaseURL, transport: recorder.transport, middleware: resender.middleware)
         let request = put { $0.httpBody = Data("hello world".utf8) }
         _ = try await client.send(request)
         #expect(recorder.bodies.value == [Data("hello world".utf8), Data("hello world".utf8)])
@@ -89,7 +89,7 @@ struct BodyReplayTests {
     @Test("a one-shot stream whose request is not sent again goes through untouched", arguments: Resender.allCases)
     func oneShotStreamSentOnce(_ resender: Resender) async throws {
         let recorder = BodyRecorder(first: .ok)
-        let client = Client(transport: recorder.transport, middleware: resender.middleware)
+        let client = Client(baseURL: exampleBaseURL, transport: recorder.transport, middleware: resender.middleware)
         let request = put { $0.httpBodyStream = InputStream(data: Data("hello world".utf8)) }
         _ = try await client.send(request)
         #expect(recorder.bodies.value == [Data("hello world".utf8)])

@@ -9,7 +9,7 @@ import FoundationNetworking
 
 /// A client in front of `transport` with `middleware`, outermost first.
 func makeClient(_ transport: any Transport, _ middleware: [Middleware]) -> Client {
-    Client(transport: transport, middleware: middleware)
+    Client(baseURL: exampleBaseURL, transport: transport, middleware: middleware)
 }
 
 /// A middleware that records whether a request got past the middleware in front of it.

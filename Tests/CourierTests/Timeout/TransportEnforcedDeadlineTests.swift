@@ -107,6 +107,7 @@ struct TransportEnforcedDeadlineTests {
     func pathChosen(layers: LayersBelowTimeout, kind: TimerKind) async throws {
         let transport = EnforcingTransport(clock: clock)
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [kind.timeout(.seconds(10), clock: clock)] + layers.make(clock)
         )
@@ -127,7 +128,11 @@ struct TransportEnforcedDeadlineTests {
             seen.withLock { $0 = currentTaskID() }
             return .ok
         }
-        let client = Client(transport: transport, middleware: [kind.timeout(.seconds(10), clock: clock)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [kind.timeout(.seconds(10), clock: clock)]
+        )
         let caller = try await Task {
             _ = try await client.send(RetryFixtures.request())
             return currentTaskID()
@@ -142,7 +147,11 @@ struct TransportEnforcedDeadlineTests {
     )
     func failureAtDeadline(kind: TimerKind) async throws {
         let transport = EnforcingTransport(clock: clock, behavior: .holdUntilDeadline)
-        let client = Client(transport: transport, middleware: [kind.timeout(.seconds(3), clock: clock)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [kind.timeout(.seconds(3), clock: clock)]
+        )
         let call = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
         // Only the transport sleeps: the timeout left its deadline to it.
@@ -158,6 +167,7 @@ struct TransportEnforcedDeadlineTests {
     func outerNearer() async throws {
         let transport = EnforcingTransport(clock: clock, behavior: .holdUntilDeadline)
         let client = Client(
+            baseURL: exampleBaseURL,
             transport: transport,
             middleware: [.timeout(.seconds(1), clock: clock), .timeout(.seconds(5), clock: clock)]
         )
@@ -173,7 +183,11 @@ struct TransportEnforcedDeadlineTests {
     @Test("a failure before the deadline passes through as it is")
     func failureBeforeDeadline() async throws {
         let transport = EnforcingTransport(clock: clock, behavior: .fail)
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(3), clock: clock)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.timeout(.seconds(3), clock: clock)]
+        )
         let error = try await #require(throws: CourierError.self) { try await client.send(RetryFixtures.request()) }
         #expect(error.code == .transport)
         #expect(clock.now.offset == .zero)
@@ -182,7 +196,11 @@ struct TransportEnforcedDeadlineTests {
     @Test("a cancelled caller gets CancellationError, not a timeout")
     func cancelled() async throws {
         let transport = EnforcingTransport(clock: clock, behavior: .holdUntilDeadline)
-        let client = Client(transport: transport, middleware: [.timeout(.seconds(3), clock: clock)])
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.timeout(.seconds(3), clock: clock)]
+        )
         let call = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
         call.cancel()

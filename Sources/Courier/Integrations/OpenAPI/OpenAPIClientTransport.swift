@@ -32,7 +32,10 @@ import FoundationNetworking
 ///   Courier client's ``Client/Configuration/baseURL`` plays no part. A relative one (`/v1`, as an OpenAPI
 ///   document's `servers` often has it) is appended to the Courier client's `baseURL`: with
 ///   `https://api.example.com/base`, the operation `/items` goes to `https://api.example.com/base/v1/items`.
-///   A relative `serverURL` and no `baseURL` fail with ``CourierError/Code/invalidRequest``.
+///   A relative `serverURL` and no `baseURL` fail with ``CourierError/Code/invalidRequest``. An
+///   `.authenticating` layer sends its credential to the `baseURL`'s origin only: with an absolute
+///   `serverURL` on another origin, give the Courier client that origin as its `baseURL`, or name it with
+///   `origins:` (see ``CredentialOrigins``).
 /// - **Statuses**: the generated client turns each documented status into a case of its `Output`; leave
 ///   `.validatingStatus()` out of the Courier client it uses, or a documented 404 arrives as an error
 ///   instead of `.notFound`.
