@@ -38,7 +38,8 @@ extension Client {
     /// - **The file** is written next to `destination` under a new temporary name and renamed over it once the
     ///   whole body has arrived: an existing regular file is replaced in one step, never removed first. If the
     ///   download fails or is cancelled, the temporary file is removed and `destination` is left as it was.
-    ///   A `destination` that is a directory, a symbolic link (neither followed nor replaced: name its target),
+    ///   A `204` or `205` (no content, by definition) throws ``CourierError/Code/unacceptableStatus`` rather than
+    ///   replace the destination with an empty file. A `destination` that is a directory, a symbolic link (neither followed nor replaced: name its target),
     ///   a FIFO or a device, or whose directory cannot take a new file, throws
     ///   ``CourierError/Code/invalidRequest`` before anything is sent.
     /// - **Resuming**: when the body of a `200` stops early (the connection is lost or cut, no chunk arrives
@@ -83,6 +84,11 @@ extension Client {
         defer { file.discard() }
         var state = DownloadState()
         var (body, head) = try await stream(request, idleTimeout: idleTimeout)
+        if head.statusCode == 204 || head.statusCode == 205 {
+            // No content, by definition: not an empty file to put in the destination's place.
+            body.cancel()
+            throw state.unexpected(head, resumed: false)
+        }
         state.begin(with: head)
         var resumesLeft = resumeAttempts
         while true {

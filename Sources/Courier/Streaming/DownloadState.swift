@@ -143,7 +143,7 @@ struct DownloadState {
             .unacceptableStatus,
             message: resumed
                 ? "the server answered the resumed download with \(response.statusCode), not 206 or 200"
-                : "the server answered the download, sent again from the start, with \(response.statusCode), not 200",
+                : "the server answered the download with \(response.statusCode), not a whole file",
             response: response
         )
     }

@@ -112,6 +112,22 @@ struct DownloadDestinationTests {
         #expect(try directory.names() == ["file.bin"])
     }
 
+    @Test("an existing file is not replaced by the empty body of a 204 or 205", arguments: [204, 205])
+    func noContentKeepsFile(status: Int) async throws {
+        let directory = try DownloadDirectory()
+        defer { directory.remove() }
+        let destination = directory.file()
+        try previous.write(to: destination)
+        let mock = MockTransport { MockRoute.get("/file").replies(.stream([], status: status)) }
+        let error = try await #require(throws: CourierError.self) {
+            _ = try await client(mock).download(.get("/file"), to: destination)
+        }
+        #expect(error.code == .unacceptableStatus)
+        #expect(error.statusCode == status)
+        #expect(try Data(contentsOf: destination) == previous)
+        #expect(try directory.names() == ["file.bin"])
+    }
+
     @Test("a directory put at the destination during the download is not removed: the download fails")
     func directoryAppearingMeanwhile() async throws {
         let directory = try DownloadDirectory()
