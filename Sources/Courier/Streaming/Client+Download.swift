@@ -123,8 +123,9 @@ extension Client {
                 let resumption: DownloadState.Resumption
                 var resumed: (body: StreamedBody, response: HTTPURLResponse)?
                 do {
-                    resumed = try await stream(again, idleTimeout: idleTimeout)
-                    resumption = state.resumption(for: resumed!.response)
+                    let answer = try await stream(again, idleTimeout: idleTimeout)
+                    resumed = answer
+                    resumption = state.resumption(for: answer.response)
                 } catch let error as CourierError where error.statusCode == 416 {
                     // Thrown as a status the request does not accept: the resource is shorter now.
                     resumption = .startOver
