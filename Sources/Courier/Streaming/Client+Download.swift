@@ -35,29 +35,41 @@ extension Client {
     /// middleware (an expired token is refreshed, a `503` before the body is retried) and a status the request
     /// does not accept throws.
     ///
-    /// - **The file** is written next to `destination` under a temporary name and moved into place once the
-    ///   whole body has arrived, replacing a file already there. If the download fails or is cancelled, the
-    ///   temporary file is removed and `destination` is left as it was.
-    /// - **Resuming**: when the body stops early (the connection is lost or cut, no chunk arrives within the idle
-    ///   timeout, the transport gives up on it), and the first response carried a strong `ETag` or a
-    ///   `Last-Modified`, the request is sent again with `Range: bytes=N-` and `If-Range`, up to
-    ///   `resumeAttempts` times. A `206` whose `Content-Range` starts at byte `N` is appended; a `200` (the
-    ///   resource changed, or the server ignores ranges) starts the file over. Without a validator the error is
-    ///   thrown: appending bytes of a different version would corrupt the file.
-    /// - **Length**: when the server announced a `Content-Length`, a body that ends short of it is an error
-    ///   (or resumed), never a truncated file.
+    /// - **The file** is written next to `destination` under a new temporary name and renamed over it once the
+    ///   whole body has arrived: an existing regular file is replaced in one step, never removed first. If the
+    ///   download fails or is cancelled, the temporary file is removed and `destination` is left as it was.
+    ///   A `204` or `205` (no content, by definition) throws ``CourierError/Code/unacceptableStatus`` rather than
+    ///   replace the destination with an empty file. A `destination` that is a directory, a symbolic link (neither followed nor replaced: name its target),
+    ///   a FIFO or a device, or whose directory cannot take a new file, throws
+    ///   ``CourierError/Code/invalidRequest`` before anything is sent.
+    /// - **Resuming**: when the body of a `200` stops early (the connection is lost or cut, no chunk arrives
+    ///   within the idle timeout, the transport gives up on it), and the response carried a strong `ETag`, or a
+    ///   `Last-Modified` at least a second before its `Date`, the request is sent again with `Range: bytes=N-`
+    ///   and `If-Range`, up to `resumeAttempts` times. A `206` is appended only when it is the rest of the same
+    ///   version: the same strong validator, a `Content-Range` that starts at byte `N`, and the same complete
+    ///   length. Any other `206` (a proxy that ignores `If-Range` sends the new version's), or a `416`, starts
+    ///   the file over with one more request, without a range; a `200` starts it over with its own body; a `204`
+    ///   or any other status throws. Without a strong validator, or for a body the transport decoded
+    ///   (`Content-Encoding`), the error is thrown: bytes of two versions are never combined.
+    /// - **Length**: when the server announced a `Content-Length` (or a `Content-Range`'s complete length), a
+    ///   body that ends short of it is an error (or resumed), never a truncated file, and one that runs past it
+    ///   is an error.
     ///
     /// - Parameters:
     ///   - request: The request for the resource.
     ///   - destination: A file URL.
-    ///   - resumeAttempts: How many times to resume after the body stops early; 3 by default, 0 for never.
+    ///   - resumeAttempts: How many times to resume after the body stops early; 3 by default, 0 for never. A
+    ///     resumption sends at most two requests (the range request, and the request sent again from the start).
     ///   - idleTimeout: The longest the body may go without a chunk before it counts as stopped.
     ///   - progress: Called after each chunk is written, and when a resumed download restarts.
-    /// - Returns: The response head of the first response.
-    /// - Throws: What ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)`` throws, a body's
-    ///   ``CourierError`` (an idle timeout's ``CourierError/Code/timedOut``, say), ``CourierError/Code/transport``
-    ///   for a body that stopped early or short of its length and cannot be resumed (the transport's own error
-    ///   underneath), or the file system's error.
+    /// - Returns: The response head of the version in the file: the first response's, or that of the response
+    ///   that started the file over.
+    /// - Throws: ``CourierError/Code/invalidRequest`` for a destination that cannot be written, what
+    ///   ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)`` throws, a body's ``CourierError``
+    ///   (an idle timeout's ``CourierError/Code/timedOut``, say), ``CourierError/Code/transport`` for a body that
+    ///   stopped early or short of its length and cannot be resumed (the transport's own error underneath),
+    ///   ``CourierError/Code/unacceptableStatus`` for a resumed request answered with no part of the resource, or
+    ///   the file system's error.
     public nonisolated func download(
         _ request: Request<Data>,
         to destination: URL,
@@ -67,148 +79,86 @@ extension Client {
     ) async throws -> HTTPURLResponse {
         precondition(destination.isFileURL, "a download's destination must be a file URL")
         precondition(resumeAttempts >= 0, "resumeAttempts must not be negative")
-        let partial = destination.deletingLastPathComponent()
-            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
-        guard FileManager.default.createFile(atPath: partial.path, contents: nil) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: partial.path])
+        try DownloadFile.checkDestination(destination)
+        let file = try DownloadFile(beside: destination)
+        defer { file.discard() }
+        var state = DownloadState()
+        var (body, head) = try await stream(request, idleTimeout: idleTimeout)
+        if head.statusCode == 204 || head.statusCode == 205 {
+            // No content, by definition: not an empty file to put in the destination's place.
+            body.cancel()
+            throw state.unexpected(head, resumed: false)
         }
-        let file = try FileHandle(forWritingTo: partial)
-        var isComplete = false
-        defer {
-            try? file.close()
-            if !isComplete { try? FileManager.default.removeItem(at: partial) }
-        }
-        var download = Download(progress: progress)
-        var (body, first) = try await stream(request, idleTimeout: idleTimeout)
-        download.begin(with: first)
+        state.begin(with: head)
         var resumesLeft = resumeAttempts
         while true {
             do {
                 for try await chunk in body {
+                    try state.checkRoom(for: chunk.count, response: head)
                     do {
-                        try file.write(contentsOf: chunk)
+                        try file.write(chunk)
                     } catch {
                         throw FileFailure(error: error)
                     }
-                    download.wrote(chunk.count)
+                    state.wrote(chunk.count)
+                    progress?(state.progress)
                 }
-                try download.checkLength(request: first)
+                try state.checkLength(response: head)
                 break
             } catch let failure as FileFailure {
                 throw failure.error
+            } catch let overrun as DownloadState.Overrun {
+                throw overrun.error
             } catch let error where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled {
                 // The body stopped early, whatever the reason: a lost connection (Courier's transports report it
                 // as a transport error, a third party's transport in its client's words, transient or not), an
                 // idle timeout, a transport that gave up on a reader that fell behind. The range request resumes
                 // it either way.
-                let error = download.failure(error, response: first)
-                guard let validator = download.validator else { throw error }
+                let error = state.failure(error, response: head)
+                guard let validator = state.validator else { throw error }
                 resumesLeft -= 1
                 var again = request
-                again.headers["Range"] = "bytes=\(download.bytesWritten)-"
-                again.headers["If-Range"] = validator
-                let response: HTTPURLResponse
-                (body, response) = try await stream(again, idleTimeout: idleTimeout)
-                if response.statusCode == 206 {
-                    guard download.continues(with: response) else {
+                again.headers["Range"] = "bytes=\(state.bytesWritten)-"
+                again.headers["If-Range"] = validator.headerValue
+                let resumption: DownloadState.Resumption
+                var resumed: (body: StreamedBody, response: HTTPURLResponse)?
+                do {
+                    let answer = try await stream(again, idleTimeout: idleTimeout)
+                    resumed = answer
+                    resumption = state.resumption(for: answer.response)
+                } catch let error as CourierError where error.statusCode == 416 {
+                    // Thrown as a status the request does not accept: the resource is shorter now.
+                    resumption = .startOver
+                }
+                switch (resumption, resumed) {
+                case (.append, let resumed?):
+                    body = resumed.body
+                case (.restart, let resumed?):
+                    (body, head) = resumed
+                    try file.truncate()
+                    state.begin(with: head)
+                    progress?(state.progress)
+                case (.startOver, _):
+                    resumed?.body.cancel()
+                    (body, head) = try await stream(request, idleTimeout: idleTimeout)
+                    guard head.statusCode == 200 else {
                         body.cancel()
-                        throw CourierError(
-                            .transport,
-                            message: "the server resumed the download at another byte than \(download.bytesWritten)",
-                            response: response,
-                            underlying: error
-                        )
+                        throw state.unexpected(head, resumed: false)
                     }
-                } else {
-                    // A 200: the whole resource again, perhaps a new version of it.
-                    try file.truncate(atOffset: 0)
-                    download.restart(with: response)
+                    try file.truncate()
+                    state.begin(with: head)
+                    progress?(state.progress)
+                case (_, let resumed):
+                    resumed?.body.cancel()
+                    throw state.unexpected(resumed?.response ?? head, resumed: true)
                 }
             } catch {
-                throw download.failure(error, response: first)
+                throw state.failure(error, response: head)
             }
         }
-        try file.synchronize()
-        try file.close()
-        _ = try? FileManager.default.removeItem(at: destination)
-        try FileManager.default.moveItem(at: partial, to: destination)
-        isComplete = true
-        return first
+        try file.moveIntoPlace(at: destination)
+        return head
     }
-}
-
-/// The bookkeeping of one download: bytes written, the expected length, the validator for `If-Range`.
-private struct Download {
-    let progress: (@Sendable (DownloadProgress) -> Void)?
-    var bytesWritten: Int64 = 0
-    var expectedBytes: Int64?
-    var validator: String?
-
-    init(progress: (@Sendable (DownloadProgress) -> Void)?) {
-        self.progress = progress
-    }
-
-    mutating func begin(with response: HTTPURLResponse) {
-        let length = response.expectedContentLength
-        expectedBytes = length >= 0 ? length : nil
-        if let etag = response.value(forHTTPHeaderField: "ETag"), !etag.hasPrefix("W/") {
-            validator = etag
-        } else {
-            validator = response.value(forHTTPHeaderField: "Last-Modified")
-        }
-    }
-
-    mutating func wrote(_ count: Int) {
-        bytesWritten += Int64(count)
-        progress?(DownloadProgress(bytesWritten: bytesWritten, expectedBytes: expectedBytes))
-    }
-
-    /// Whether a `206` continues at the byte written next (`Content-Range: bytes N-…/total`).
-    func continues(with response: HTTPURLResponse) -> Bool {
-        guard let range = response.value(forHTTPHeaderField: "Content-Range"),
-            range.lowercased().hasPrefix("bytes "),
-            let start = range.dropFirst(6).split(separator: "-").first.flatMap({ Int64($0) })
-        else { return false }
-        return start == bytesWritten
-    }
-
-    mutating func restart(with response: HTTPURLResponse) {
-        bytesWritten = 0
-        begin(with: response)
-        progress?(DownloadProgress(bytesWritten: 0, expectedBytes: expectedBytes))
-    }
-
-    /// What a body that stopped with `error` throws: a ``CourierError`` or `CancellationError` as it is, any
-    /// other error (the transport's own) as a ``CourierError/Code/transport`` error around it.
-    func failure(_ error: any Error, response: HTTPURLResponse) -> any Error {
-        if let short = error as? ShortBody { return short.error }
-        guard !(error is CourierError), !(error is CancellationError) else { return error }
-        let announced = expectedBytes.map { " of the \($0) announced" } ?? ""
-        return CourierError(
-            .transport,
-            message: "the download stopped after \(bytesWritten) bytes\(announced)",
-            response: response,
-            underlying: error
-        )
-    }
-
-    /// Throws ``ShortBody`` when the server announced more bytes than arrived.
-    func checkLength(request response: HTTPURLResponse) throws {
-        guard let expectedBytes, bytesWritten < expectedBytes else { return }
-        throw ShortBody(
-            error: CourierError(
-                .transport,
-                message: "the download ended after \(bytesWritten) of the \(expectedBytes) bytes announced",
-                response: response
-            )
-        )
-    }
-}
-
-/// A body that ended before its announced length: resumed like a lost connection, and thrown as its
-/// ``CourierError`` when it cannot be.
-private struct ShortBody: Error {
-    let error: CourierError
 }
 
 /// The file system's error while writing the body: thrown as it is, never resumed.

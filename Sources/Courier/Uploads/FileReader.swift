@@ -13,10 +13,17 @@ import Bionic
 final class FileReader {
     private var descriptor: Int32
 
+    /// Opens the regular file at `path`, through any symbolic links to it. `O_NONBLOCK` keeps a FIFO put there
+    /// since the request was built from blocking the open (it changes nothing for a regular file), and the check
+    /// on the open descriptor refuses it.
     init(path: String) throws {
-        descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw UploadError("\(path) could not be opened: \(String(cString: strerror(errno)))")
+        }
+        if case .success(let status) = FileStatus.of(descriptor: descriptor), status.kind != .regular {
+            close()
+            throw UploadError("\(path) is now \(status.kind.description), not a regular file")
         }
     }
 

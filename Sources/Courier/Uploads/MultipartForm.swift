@@ -120,9 +120,11 @@ extension MultipartForm {
 
         /// A file on disk, read in chunks as the body is sent.
         ///
-        /// The file must exist and be a regular file when the request is built, or the request fails with
-        /// ``CourierError/Code/encodingFailed`` and nothing is sent. Its size then is the part's length: a
-        /// file that shrinks before it is sent fails the send, and bytes appended later are not sent.
+        /// The file must exist and be a regular file when the request is built, or lead to one through symbolic
+        /// links (a Kubernetes Secret mount), or the request fails with ``CourierError/Code/encodingFailed`` and
+        /// nothing is sent: a directory, a FIFO, a device, a dangling link are refused. Its size then is the
+        /// part's length: a file that shrinks before it is sent fails the send, and bytes appended later are not
+        /// sent. The filename sent by default is the URL's, not the link target's.
         ///
         /// - Parameters:
         ///   - name: The field's name.

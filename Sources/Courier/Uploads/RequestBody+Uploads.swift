@@ -9,9 +9,10 @@ extension RequestBody {
     ///
     /// The body is replayable: a retry, the restart after a token refresh, a `307`/`308` redirect or a hedged
     /// attempt reads the file again from the start. The file must exist and be a regular file when the
-    /// request is built, or the request fails with ``CourierError/Code/encodingFailed`` and nothing is sent;
-    /// its size then is the body's length (a file that shrinks before it is sent fails the send; bytes
-    /// appended later are not sent).
+    /// request is built, or lead to one through symbolic links (a Kubernetes Secret mount), or the request fails
+    /// with ``CourierError/Code/encodingFailed`` and nothing is sent: a directory, a FIFO, a device, a dangling
+    /// link are refused. Its size then is the body's length (a file that shrinks before it is sent fails the
+    /// send; bytes appended later are not sent).
     ///
     /// - Parameters:
     ///   - url: A file URL.

@@ -86,19 +86,10 @@ package struct UploadSource: Sendable {
         return data
     }
 
-    /// The size of a file body part, checked to be a regular file that exists.
+    /// The size of a file body part, checked to be a regular file that exists, through any symbolic links to it.
     static func fileLength(of url: URL) throws -> Int64 {
         guard url.isFileURL else { throw UploadError("\(url.absoluteString) is not a file URL") }
-        let attributes: [FileAttributeKey: Any]
-        do {
-            attributes = try FileManager.default.attributesOfItem(atPath: url.path)
-        } catch {
-            throw UploadError("\(url.path) does not exist or cannot be read")
-        }
-        guard attributes[.type] as? FileAttributeType == .typeRegular else {
-            throw UploadError("\(url.path) is not a regular file")
-        }
-        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+        return try FileStatus.regularFileSize(atPath: url.path)
     }
 }
 

@@ -68,7 +68,8 @@ struct DownloadTests {
                     return .stream(
                         chunks(from: 1_000),
                         status: 206,
-                        headers: ["Content-Range": "bytes 1000-2999/3000", "Content-Length": "2000"]
+                        // RFC 9110 §15.3.7: a 206 carries the ETag a 200 would; without it, it is not appended.
+                        headers: ["Content-Range": "bytes 1000-2999/3000", "Content-Length": "2000", "ETag": "\"v1\""]
                     )
                 }
             )
@@ -89,7 +90,11 @@ struct DownloadTests {
                     request.callIndex == 0
                         ? .stream(
                             [.data(Data(repeating: 9, count: 700)), .drop()],
-                            headers: ["Last-Modified": "Tue, 24 Nov 2026 00:00:00 GMT"]
+                            // A Date a second or more later makes the Last-Modified strong (RFC 9110 §8.8.2.2).
+                            headers: [
+                                "Last-Modified": "Tue, 24 Nov 2026 00:00:00 GMT",
+                                "Date": "Tue, 24 Nov 2026 00:00:30 GMT",
+                            ]
                         )
                         : .stream(chunks(from: 0))
                 }
@@ -147,7 +152,11 @@ struct DownloadTests {
                             headers: ["Content-Length": "3000", "ETag": "\"v1\""]
                         )
                     }
-                    return .stream(chunks(from: 2_000), status: 206, headers: ["Content-Range": "bytes 2000-2999/3000"])
+                    return .stream(
+                        chunks(from: 2_000),
+                        status: 206,
+                        headers: ["Content-Range": "bytes 2000-2999/3000", "ETag": "\"v1\""]
+                    )
                 }
             )
         }
