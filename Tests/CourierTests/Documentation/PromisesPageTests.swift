@@ -44,7 +44,8 @@ struct PromisesPageTests {
             let url = packageRoot.appendingPathComponent(reference.file)
             let source = try #require(try? String(contentsOf: url, encoding: .utf8), "\(reference.file) is missing")
             for name in reference.names {
-                #expect(source.contains("\"\(name)\""), "\(reference.file) has no test named \"\(name)\"")
+                let found = source.contains("\"\(name)\"")
+                #expect(found, "\(reference.file) has no test named \"\(name)\"")
             }
         }
     }
