@@ -118,6 +118,16 @@ struct URLSessionExchangeStateMachine<Task, Continuation> {
         return nil
     }
 
+    /// The head arrived, but the transport refuses it (a field value with a control character, too many
+    /// fields): the exchange ends.
+    ///
+    /// - Returns: While running, the task to cancel and the continuation to resume with the transport's error.
+    mutating func refuseHead() -> (Task, Continuation)? {
+        guard case .running(let task, let continuation) = phase else { return nil }
+        phase = .finished
+        return (task, continuation)
+    }
+
     /// A chunk of the body arrived.
     ///
     /// - Returns: A refusal when the body is now larger than the limit.

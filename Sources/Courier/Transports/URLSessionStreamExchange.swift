@@ -40,6 +40,14 @@ final class URLSessionStreamExchange: URLSessionTaskExchange {
     }
 
     func receive(_ response: URLResponse) {
+        if let http = response as? HTTPURLResponse,
+            let problem = ResponseHeadCheck.problem(with: http, request: request)
+        {
+            guard let (task, continuation) = state.withLock({ $0.refuseHead() }) else { return }
+            continuation.resume(throwing: problem)
+            Self.cancelLater(task)
+            return
+        }
         switch state.withLock({ $0.receive(response) }) {
         case .none:
             break
@@ -99,7 +107,12 @@ final class URLSessionStreamExchange: URLSessionTaskExchange {
         case .fail(let continuation, let error):
             continuation.resume(throwing: Self.describing(error, request: request))
         case .deliverWhole(let continuation, let response, let data):
-            continuation.resume(returning: (StreamedBody(data), response))
+            // A head that came with a challenge (Linux) may not have been through `receive(_:)`.
+            if fallbackResponse != nil, let problem = ResponseHeadCheck.problem(with: response, request: request) {
+                continuation.resume(throwing: problem)
+            } else {
+                continuation.resume(returning: (StreamedBody(data), response))
+            }
         case .failNotHTTP(let continuation):
             continuation.resume(throwing: notHTTP())
         case .finishBody(let error):

@@ -139,6 +139,17 @@ struct URLSessionStreamStateMachine<Task, Continuation> {
         return .deliver(continuation, http, early: early)
     }
 
+    /// The head arrived, but the transport refuses it (a field value with a control character, too many
+    /// fields): the call ends before the head is delivered.
+    ///
+    /// - Returns: The task to cancel and the continuation to resume with the transport's error; `nil` when the
+    ///   call is not waiting for its head.
+    mutating func refuseHead() -> (Task, Continuation)? {
+        guard case .awaitingHead(let task, let continuation, _) = phase else { return nil }
+        phase = .finished
+        return (task, continuation)
+    }
+
     /// A chunk of the body arrived.
     ///
     /// - Returns: `true` when the body is streaming: hand the chunk to the pipe (and, when it says to pause,

@@ -226,6 +226,10 @@ public final class URLSessionTransport: Transport {
                         )
                         return
                     }
+                    if let problem = ResponseHeadCheck.problem(with: response, request: request) {
+                        continuation.resume(throwing: problem)
+                        return
+                    }
                     let data = data ?? Data()
                     guard data.count <= limit else {
                         continuation.resume(

@@ -217,6 +217,14 @@ final class URLSessionExchange: URLSessionTaskExchange {
     }
 
     func receive(_ response: URLResponse) {
+        if let http = response as? HTTPURLResponse,
+            let problem = ResponseHeadCheck.problem(with: http, request: request)
+        {
+            guard let (task, continuation) = state.withLock({ $0.refuseHead() }) else { return }
+            continuation.resume(throwing: problem)
+            Self.cancelLater(task)
+            return
+        }
         if let refusal = state.withLock({ $0.receive(response) }) { refuse(refusal) }
     }
 
@@ -231,7 +239,12 @@ final class URLSessionExchange: URLSessionTaskExchange {
         case .none:
             break
         case .succeed(let continuation, let data, let response):
-            continuation.resume(returning: (data, response))
+            // A head that came with a challenge (Linux) may not have been through `receive(_:)`.
+            if fallbackResponse != nil, let problem = ResponseHeadCheck.problem(with: response, request: request) {
+                continuation.resume(throwing: problem)
+            } else {
+                continuation.resume(returning: (data, response))
+            }
         case .fail(let continuation, let error):
             continuation.resume(throwing: error)
         case .failNotHTTP(let continuation):

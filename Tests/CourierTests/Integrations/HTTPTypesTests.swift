@@ -166,5 +166,48 @@ struct HTTPTypesTests {
         #expect(urlResponse.value(forHTTPHeaderField: "Content-Type") == "text/plain")
         #expect(urlResponse.allHeaderFields.count == 2)
     }
+
+    // MARK: Sizes
+
+    @Test("an HTTPRequest with 20,000 fields becomes a URLRequest in one pass, repeats joined", .timeLimit(.minutes(1)))
+    func manyRequestFields() throws {
+        // Looking each field up in the URLRequest (which goes through every field, lowercasing each name) cost
+        // the square of their number: 4 × 10^8 comparisons here.
+        var fields = HTTPFields()
+        for index in 0..<20_000 {
+            fields.append(HTTPField(name: HTTPField.Name("x\(index)")!, value: "v"))
+        }
+        fields.append(HTTPField(name: HTTPField.Name("X0")!, value: "w"))
+        fields.append(HTTPField(name: .cookie, value: "a=1"))
+        fields.append(HTTPField(name: HTTPField.Name("COOKIE")!, value: "b=2"))
+        let request = try URLRequest(
+            HTTPRequest(method: .get, scheme: "https", authority: "api.example.test", path: "/", headerFields: fields)
+        )
+        #expect(request.allHTTPHeaderFields?.count == 20_001)
+        #expect(request.value(forHTTPHeaderField: "x0") == "v, w")
+        #expect(request.value(forHTTPHeaderField: "Cookie") == "a=1; b=2")
+        #expect(request.value(forHTTPHeaderField: "x19999") == "v")
+    }
+
+    @Test("more header fields than an HTTPFields holds are refused, not a stopped process")
+    func fieldsOverCapacity() throws {
+        let headers = HTTPHeaders((0...65_535).map { HTTPHeaders.Field(name: "x\($0)", value: "v") })
+        let error = try #require(throws: CourierError.self) { try HTTPFields(headers) }
+        #expect(error.code == .invalidRequest)
+        #expect(error.message == "the request has 65536 header fields, more than an HTTPFields holds (65535)")
+    }
+
+    @Test("a response with more than 1,000 header fields is refused, as the transports refuse it")
+    func responseFieldLimit() throws {
+        let url = URL(string: "https://api.example.test/x")!
+        func response(fields count: Int) -> HTTPURLResponse {
+            let fields = Dictionary(uniqueKeysWithValues: (0..<count).map { ("x\($0)", "v") })
+            return HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: fields)!
+        }
+        #expect(try HTTPResponse(response(fields: 1_000)).headerFields.count == 1_000)
+        let error = try #require(throws: CourierError.self) { try HTTPResponse(response(fields: 1_001)) }
+        #expect(error.code == .nonHTTPResponse)
+        #expect(error.message == "the response has 1001 header fields, more than Courier accepts (1000)")
+    }
 }
 #endif

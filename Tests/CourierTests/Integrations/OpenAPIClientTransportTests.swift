@@ -182,6 +182,100 @@ struct OpenAPIClientTransportTests {
         #expect(mock.cancellationCount == 1)
     }
 
+    /// `{"message":"compressed compressed … "}` (234 bytes) gzipped into 46.
+    private static let gzipped = Data(
+        base64Encoded: "H4sIAAAAAAACA6tWyk0tLk5MT1WyUkrOzy0oAvJSUxSGHVOpFgDsqI/p6gAAAA=="
+    )!
+
+    /// The real transports, each with a Courier client whose base URL is `server`'s.
+    private static func transports(for server: SocketServer) -> [(String, any Transport)] {
+        var transports: [(String, any Transport)] = [("URLSessionTransport", URLSessionTransport())]
+        #if AsyncHTTPClient
+        transports.append(("AsyncHTTPClientTransport", AsyncHTTPClientTransport()))
+        #endif
+        return transports
+    }
+
+    /// Sends `method /resource` through `transport` and returns the length the body announces and its bytes.
+    private static func lengthAndBytes(
+        _ method: HTTPRequest.Method,
+        to server: SocketServer,
+        through transport: any Transport
+    ) async throws -> (HTTPBody.Length, Int) {
+        let openAPI = OpenAPIClientTransport(client: Client(baseURL: server.url(), transport: transport))
+        let request = HTTPRequest(method: method, scheme: nil, authority: nil, path: "/resource")
+        let (_, body) = try await openAPI.send(request, body: nil, baseURL: server.url(), operationID: "op")
+        let received = try #require(body)
+        return (received.length, try await Data(collecting: received, upTo: 1 << 20).count)
+    }
+
+    @Test("a body the transport decompressed does not announce its compressed length")
+    func decompressedBodyLength() async throws {
+        let server = try SocketServer { _ in
+            .response(status: 200, headers: [.init(name: "Content-Encoding", value: "gzip")], body: Self.gzipped)
+        }
+        defer { server.shutdown() }
+        for (name, transport) in Self.transports(for: server) {
+            let result = await outcome { try await Self.lengthAndBytes(.get, to: server, through: transport) }
+            #if AsyncHTTPClient
+            try await (transport as? AsyncHTTPClientTransport)?.shutdown()
+            #endif
+            let (length, count) = try result.get()
+            #expect(count == 234, "\(name)")
+            // Unknown, or the bytes that were handed over; never the 46 of the Content-Length.
+            #expect(length == .unknown || length == .known(Int64(count)), "\(name): \(length)")
+        }
+    }
+
+    @Test("a response to HEAD announces no body, whatever its Content-Length says")
+    func headResponseLength() async throws {
+        let server = try SocketServer { _ in
+            .raw(Data("HTTP/1.1 200 OK\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n".utf8))
+        }
+        defer { server.shutdown() }
+        for (name, transport) in Self.transports(for: server) {
+            let result = await outcome { try await Self.lengthAndBytes(.head, to: server, through: transport) }
+            #if AsyncHTTPClient
+            try await (transport as? AsyncHTTPClientTransport)?.shutdown()
+            #endif
+            let (length, count) = try result.get()
+            #expect(length == .known(0), "\(name)")
+            #expect(count == 0, "\(name)")
+        }
+    }
+
+    @Test(
+        "a response that has no body by definition announces a length of 0",
+        arguments: [("HEAD", 200), ("GET", 204), ("GET", 304)]
+    )
+    func bodilessLength(method: String, status: Int) async throws {
+        let mock = MockTransport(MockResponse(status: status, headers: ["Content-Length": "1000"]))
+        let transport = OpenAPIClientTransport(client: Client(baseURL: Self.root, transport: mock))
+        let request = HTTPRequest(method: HTTPRequest.Method(method)!, scheme: nil, authority: nil, path: "/items")
+        let (_, body) = try await transport.send(request, body: nil, baseURL: Self.root, operationID: "op")
+        #expect(body?.length == .known(0))
+    }
+
+    @Test("a body still streaming with a Content-Encoding has an unknown length; one without, its Content-Length")
+    func streamingLength() async throws {
+        let release = Gate()
+        for (headers, expected) in [
+            (["Content-Encoding": "gzip", "Content-Length": "246"], HTTPBody.Length.unknown),
+            (["Content-Length": "11"], .known(11)),
+        ] {
+            let mock = MockTransport {
+                MockRoute.get("/base/events").replies(
+                    .stream([.text("first "), .hold(until: release)], headers: headers)
+                )
+            }
+            let transport = OpenAPIClientTransport(client: Client(baseURL: Self.root, transport: mock))
+            let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/events")
+            let (_, body) = try await transport.send(request, body: nil, baseURL: Self.root, operationID: "events")
+            #expect(body?.length == expected)
+        }
+        release.open()
+    }
+
     @Test("a response header that is not valid HTTP is a nonHTTPResponse error, not dropped")
     func invalidResponseHeader() async throws {
         let mock = MockTransport(.status(200, headers: ["Bad Name": "1"]))

@@ -66,6 +66,9 @@ final class SocketServer: Sendable {
         case raw(Data)
         /// A complete response with `Content-Length`, after which the connection stays open for the next request.
         case keepAlive(status: Int, headers: [Header] = [], body: Data = Data())
+        /// Closes the connection without an answer: what a client sees when the server closes an idle
+        /// keep-alive connection just as the client sends its next request on it.
+        case close
     }
 
     /// The port the server listens on.
@@ -232,6 +235,8 @@ final class SocketServer: Sendable {
             closedByClient.arrive()
         case .raw(let bytes):
             _ = Glue.write(bytes, to: connection)
+        case .close:
+            break
         }
         return false
     }

@@ -114,6 +114,12 @@ struct AsyncHTTPClientStreamStateMachine<Continuation, Task, Timer, Promise> {
         endHeadWait()
     }
 
+    /// The head arrived, but the transport refuses it (more header fields than Courier accepts): the wait ends
+    /// with an error, as for a passed deadline, and the request is cancelled.
+    mutating func headRefused() -> HeadFailure? {
+        endHeadWait()
+    }
+
     private mutating func endHeadWait() -> HeadFailure? {
         if case .idle = phase {
             // Cancelled before the wait started: ``waiting(_:)`` tells the caller.

@@ -15,8 +15,18 @@ import FoundationNetworking
 /// cancels the request).
 extension AsyncHTTPClientTransport {
     /// Sends the request and waits for the head under the call's real-time ``Deadline``; the body streams into
-    /// the returned ``StreamedBody``.
+    /// the returned ``StreamedBody``. A request whose pooled connection the server had closed is sent once more,
+    /// when ``maySendAgain(_:)``, as ``send(_:)`` does.
     func streamThroughDelegate(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        do {
+            return try await streamOnce(request)
+        } catch {
+            guard !Task.isCancelled, Self.wasLostBeforeResponse(error), Self.maySendAgain(request) else { throw error }
+        }
+        return try await streamOnce(Replay.fresh(request))
+    }
+
+    private func streamOnce(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
         // Validated (RequestValidation's checks) while converted: one pass over the headers.
         let head = try Self.makeHead(from: request)
         // AsyncHTTPClient 1.37 still sends a request whose task was cancelled before `execute`.
@@ -164,10 +174,21 @@ extension AsyncHTTPClientTransport {
         // MARK: AsyncHTTPClient's events, on the request's event loop
 
         func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
-            let response = AsyncHTTPClientTransport.makeResponse(
-                HTTPClientResponse(version: head.version, status: head.status, headers: head.headers),
-                for: request
-            )
+            let response: HTTPURLResponse
+            do {
+                response = try AsyncHTTPClientTransport.makeResponse(
+                    HTTPClientResponse(version: head.version, status: head.status, headers: head.headers),
+                    for: request
+                )
+            } catch {
+                // A head Courier refuses (too many fields) fails the wait for it, and the request is cancelled.
+                if let failure = state.withLock({ $0.machine.headRefused() }) {
+                    failure.timer?.cancel()
+                    failure.continuation.resume(throwing: error)
+                }
+                task.cancel()
+                return task.eventLoop.makeSucceededVoidFuture()
+            }
             guard let (continuation, timer) = state.withLock({ $0.machine.receivedHead() }) else {
                 // The wait ended (cancelled, or past its deadline) and the request is being cancelled.
                 return task.eventLoop.makeSucceededVoidFuture()

@@ -73,6 +73,26 @@ public import FoundationNetworking
 ///   and the decompressed bytes count against ``maximumResponseSize``. A configuration of your own, or a
 ///   borrowed client, decompresses only if its `decompression` says so (AsyncHTTPClient's default is
 ///   `.disabled`).
+/// - **Malformed responses**: a head that is not valid HTTP/1.1 fails with ``CourierError/Code/nonHTTPResponse``,
+///   as with ``URLSessionTransport``: a field value with a control character (RFC 9110 §5.5), `Content-Length`
+///   together with `Transfer-Encoding` (RFC 9112 §6.3), both refused by SwiftNIO's parser, and more than 1,000
+///   header fields (refused before they are converted; converting a head is linear in its size).
+/// - **A status below 100**: AsyncHTTPClient (through 1.37.0) skips every head below 200 as informational while
+///   SwiftNIO passes on the body of one below 100, and a precondition of its request state machine
+///   (`HTTPRequestStateMachine.receivedHTTPResponseBodyPart`, "How can we receive a response body, if we haven't
+///   received a head") then stops the process: `HTTP/1.1 000 Zero` with a body is enough. An owned client, and
+///   any client made from ``defaultConfiguration``, has a guard in the pipeline of each HTTP/1.1 connection (set
+///   through `http1_1ConnectionDebugInitializer`, before your own initializer if the configuration has one) that
+///   fails such a response with ``CourierError/Code/nonHTTPResponse`` first. A borrowed client made from another
+///   configuration, and HTTP/2 connections, have no guard: make a borrowed client from ``defaultConfiguration``.
+/// - **A connection closed while idle**: when a pooled connection turns out to have been closed by the server
+///   (it closed it while idle, just as the request went out: `I/O on closed channel`, or closed or reset without
+///   an answer), a request whose method is idempotent (`GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`) or
+///   that has an `Idempotency-Key`, and whose body can be sent again, is sent once more on another connection,
+///   as libcurl does under `URLSession`. Any other request (a `POST` without a key) is never sent twice: it
+///   fails with a ``CourierError/Code/transport`` error (`the connection to … was closed before the response
+///   arrived`) that ``RetryPolicy/isTransient(_:)`` treats as transient, so that the retry middleware decides,
+///   by its own idempotency rules.
 public final class AsyncHTTPClientTransport: Transport {
     /// The response size limit used when none is given: 10 MiB, as ``URLSessionTransport``'s.
     public static let defaultMaximumResponseSize = URLSessionTransport.defaultMaximumResponseSize
@@ -93,11 +113,15 @@ public final class AsyncHTTPClientTransport: Transport {
     /// `decompression` is `.enabled(limit: .ratio(defaultDecompressionRatio))`: responses with
     /// `Content-Encoding: gzip` or `deflate` are decompressed, and one that inflates more than 100 times its
     /// compressed size fails.
+    ///
+    /// `http1_1ConnectionDebugInitializer` installs a guard in each HTTP/1.1 connection that fails a response
+    /// whose status is below 100 before AsyncHTTPClient sees it (which would otherwise stop the process, see
+    /// "A status below 100" above); keep it when you change the configuration, or borrow a client made from it.
     public static var defaultConfiguration: HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.decompression = .enabled(limit: .ratio(defaultDecompressionRatio))
-        return configuration
+        return ResponseStatusGuard.guarding(configuration)
     }
 
     /// The client requests are sent with.
@@ -115,14 +139,15 @@ public final class AsyncHTTPClientTransport: Transport {
     ///
     /// - Parameters:
     ///   - configuration: The client's configuration; its `redirectConfiguration` is replaced by
-    ///     `.disallow`. ``defaultConfiguration`` by default.
+    ///     `.disallow`, and the guard against a status below 100 runs before its
+    ///     `http1_1ConnectionDebugInitializer`. ``defaultConfiguration`` by default.
     ///   - maximumResponseSize: The largest response body accepted, in bytes;
     ///     ``defaultMaximumResponseSize`` (10 MiB) by default.
     public convenience init(
         configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         maximumResponseSize: Int = AsyncHTTPClientTransport.defaultMaximumResponseSize
     ) {
-        var configuration = configuration
+        var configuration = ResponseStatusGuard.guarding(configuration)
         configuration.redirectConfiguration = .disallow
         self.init(
             client: HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration),
@@ -188,7 +213,7 @@ public final class AsyncHTTPClientTransport: Transport {
             throw error
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw Self.translate(error, request: request, deadline: deadline)
+            throw Self.translate(error, request: request, deadline: deadline, duringBody: true)
         }
     }
 
@@ -225,7 +250,7 @@ public final class AsyncHTTPClientTransport: Transport {
     /// an unexpected time", AsyncHTTPClient's `remoteConnectionClosed`) as a ``CourierError/Code/transport``
     /// error that the connection was lost, with it underneath.
     static func bodyFailure(_ error: any Error, request: URLRequest) -> any Error {
-        let translated = translate(error, request: request, deadline: nil)
+        let translated = translate(error, request: request, deadline: nil, duringBody: true)
         if translated is CourierError || translated is CancellationError { return translated }
         return TransportFailure.lostDuringBody(error, request: request)
     }
@@ -279,8 +304,50 @@ public final class AsyncHTTPClientTransport: Transport {
             return (try await client.execute(outgoing, deadline: deadline), callDeadline)
         } catch {
             if Task.isCancelled { throw CancellationError() }
+            guard Self.wasLostBeforeResponse(error), Self.maySendAgain(request) else {
+                throw Self.translate(error, request: request, deadline: callDeadline)
+            }
+        }
+        // A pooled connection the server had closed: once more, on another connection.
+        outgoing.body = try Self.makeBody(from: Replay.fresh(request))
+        do {
+            return (try await client.execute(outgoing, deadline: deadline), callDeadline)
+        } catch {
+            if Task.isCancelled { throw CancellationError() }
             throw Self.translate(error, request: request, deadline: callDeadline)
         }
+    }
+
+    // MARK: Connections closed while idle
+
+    /// Whether `error` (as AsyncHTTPClient throws it, or as ``translate(_:request:deadline:duringBody:)`` made it) says that
+    /// the connection was closed before any response came: the request was written to a pooled connection the
+    /// server had closed while it was idle (`I/O on closed channel`), or the server closed or reset it without
+    /// answering, as a server that closes an idle connection just as a request goes out does.
+    static func wasLostBeforeResponse(_ error: any Error) -> Bool {
+        switch error {
+        case let error as ChannelError:
+            return error == .ioOnClosedChannel || error == .eof || error == .outputClosed
+        case let error as HTTPClientError:
+            return error == .remoteConnectionClosed
+        case let error as IOError:
+            return error.errnoCode == ECONNRESET || error.errnoCode == EPIPE
+        case let error as CourierError:
+            guard error.code == .transport, let underlying = error.underlying else { return false }
+            if let posix = underlying as? POSIXError { return posix.code == .ECONNRESET || posix.code == .EPIPE }
+            return wasLostBeforeResponse(underlying)
+        default:
+            return false
+        }
+    }
+
+    /// Whether the transport may send `request` again by itself after its connection was lost before any
+    /// response: its method is idempotent (RFC 9110 §9.2.2: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`) or
+    /// it has an `Idempotency-Key`, and its body can be sent again. A `POST` without a key is never sent twice.
+    static func maySendAgain(_ request: URLRequest) -> Bool {
+        guard Replay.isReplayable(request) else { return false }
+        if HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent { return true }
+        return request.value(forHTTPHeaderField: "Idempotency-Key") != nil
     }
 
     // MARK: Deadlines and errors
@@ -309,8 +376,15 @@ public final class AsyncHTTPClientTransport: Transport {
     /// the error is known, the error itself otherwise (the client reports it as ``CourierError/Code/transport``).
     ///
     /// A socket error is reported with a `POSIXError` underneath, the way ``RetryPolicy/isTransient(_:)``
-    /// recognises a refused, reset or timed-out connection.
-    static func translate(_ error: any Error, request: URLRequest, deadline: Deadline?) -> any Error {
+    /// recognises a refused, reset or timed-out connection. Before the head (`duringBody` false), a connection
+    /// closed without an answer says so, and a head SwiftNIO's parser refuses (a field value with a control
+    /// character, a bad status line) is ``CourierError/Code/nonHTTPResponse``, as ``URLSessionTransport`` reports it.
+    static func translate(
+        _ error: any Error,
+        request: URLRequest,
+        deadline: Deadline?,
+        duringBody: Bool = false
+    ) -> any Error {
         switch error {
         case let error as HTTPClientError:
             if error == .alreadyShutdown {
@@ -324,6 +398,9 @@ public final class AsyncHTTPClientTransport: Transport {
             if error == .deadlineExceeded, let deadline {
                 return deadlinePassed(deadline, request: request)
             }
+            if error == .remoteConnectionClosed && !duringBody {
+                return connectionClosed(request: request, underlying: error)
+            }
             if error == .connectTimeout {
                 return CourierError(
                     .transport,
@@ -334,6 +411,22 @@ public final class AsyncHTTPClientTransport: Transport {
                 )
             }
             return error
+        case let error as ChannelError where !duringBody && wasLostBeforeResponse(error):
+            return connectionClosed(request: request, underlying: error)
+        case let error as ResponseStatusGuard.InvalidStatus:
+            return CourierError(
+                .nonHTTPResponse,
+                message: "the response from \(TransportFailure.endpoint(of: request)) has the status \(error.code), "
+                    + "which is not an HTTP status (100 to 999)",
+                request: request
+            )
+        case let error as HTTPParserError where !duringBody:
+            return CourierError(
+                .nonHTTPResponse,
+                message: "the response from \(TransportFailure.endpoint(of: request)) is not valid HTTP/1.1 (\(error))",
+                request: request,
+                underlying: error
+            )
         case let error as IOError:
             return socketFailure(errno: error.errnoCode, request: request) ?? error
         case let error as NIOConnectionError:
@@ -345,6 +438,20 @@ public final class AsyncHTTPClientTransport: Transport {
         default:
             return error
         }
+    }
+
+    /// The error for a connection that the server closed before any response came: a
+    /// ``CourierError/Code/transport`` error with `POSIXError(.ECONNRESET)` underneath, so that
+    /// ``RetryPolicy/isTransient(_:)`` lets the retry middleware send an idempotent request again (the transport
+    /// has already sent it once more by itself when ``maySendAgain(_:)``).
+    private static func connectionClosed(request: URLRequest, underlying: any Error) -> CourierError {
+        CourierError(
+            .transport,
+            message: "the connection to \(TransportFailure.endpoint(of: request)) was closed before the response "
+                + "arrived (\(underlying))",
+            request: request,
+            underlying: POSIXError(.ECONNRESET)
+        )
     }
 
     /// A ``CourierError/Code/transport`` error for a socket call that failed with `errno`, or `nil` for a code
@@ -442,7 +549,7 @@ public final class AsyncHTTPClientTransport: Transport {
         _ response: HTTPClientResponse,
         for request: URLRequest
     ) async throws -> (Data, HTTPURLResponse) {
-        let head = Self.makeResponse(response, for: request)
+        let head = try Self.makeResponse(response, for: request)
         let status = Int(response.status.code)
         var body = ResponseBodyAccumulator(limit: maximumResponseSize)
         if let length = response.headers.first(name: "content-length").flatMap({ Int64($0) }) {
@@ -484,15 +591,18 @@ public final class AsyncHTTPClientTransport: Transport {
     /// AsyncHTTPClient: it capitalizes and compares every field name through `NSString` and parses
     /// `Content-Type` character by character (≈ 117,000 instructions for 8 typical fields, Swift 6.3.1; its
     /// `init(coder:)` does the same work and bridges on top). There is no cheaper way to make one, and
-    /// ``Transport`` returns one; the fields dictionary made here costs ≈ 6,000 of the ≈ 123,000.
-    static func makeResponse(_ response: HTTPClientResponse, for request: URLRequest) -> HTTPURLResponse {
+    /// ``Transport`` returns one; the fields dictionary made here costs a few thousand more.
+    ///
+    /// - Throws: ``CourierError/Code/nonHTTPResponse`` for a head with more than
+    ///   ``ResponseHeadCheck/maximumFieldCount`` fields.
+    static func makeResponse(_ response: HTTPClientResponse, for request: URLRequest) throws -> HTTPURLResponse {
         let url = request.url ?? URL(string: "about:blank")!
         // HTTPURLResponse's initializer fails only for a malformed HTTP version, which is built here.
         return HTTPURLResponse(
             url: url,
             statusCode: Int(response.status.code),
             httpVersion: Self.versionString(response.version),
-            headerFields: headerFields(response.headers)
+            headerFields: try headerFields(response.headers, for: request)
         )!
     }
 
@@ -500,39 +610,35 @@ public final class AsyncHTTPClientTransport: Transport {
     /// 9110), its values joined with ", " in the order they came (`Set-Cookie` too, as `URLSession` does), under
     /// the name's first spelling.
     ///
-    /// One hash lookup per field; a name is compared with earlier ones only when its length and first letter
-    /// match one of theirs, so the usual head (distinct names) costs no string comparison.
-    static func headerFields(_ headers: NIOHTTP1.HTTPHeaders) -> [String: String] {
-        var fields = [String: String](minimumCapacity: headers.count)
-        withUnsafeTemporaryAllocation(of: Int.self, capacity: headers.count) { prints in
-            for (index, (name, value)) in headers.enumerated() {
-                if let earlier = fields.updateValue(value, forKey: name) {
-                    fields[name] = earlier + ", " + value
-                    prints[index] = 0
-                    continue
-                }
-                // The name's length and first byte, with the bit that tells ASCII cases apart set: names that
-                // may be the same but for case have the same one (and `sameFieldName` tells).
-                let print = name.utf8.count << 8 | Int((name.utf8.first ?? 0) | 0x20)
-                prints[index] = print
-                for other in 0..<index where prints[other] == print {
-                    let spelling = headers[headers.index(headers.startIndex, offsetBy: other)].name
-                    if spelling != name && Self.sameFieldName(spelling, name) {
-                        // A repeat spelled differently: joined under the first spelling.
-                        fields[name] = nil
-                        fields[spelling]! += ", " + value
-                        break
-                    }
-                }
+    /// One pass, one hash lookup per field whatever the names are (a name is hashed and compared without regard
+    /// to the case of its letters), so the work is linear in the size of the head.
+    ///
+    /// - Throws: ``CourierError/Code/nonHTTPResponse`` for more than `maximumFieldCount` fields
+    ///   (``ResponseHeadCheck/maximumFieldCount``, 1,000; tests raise it). AsyncHTTPClient's parser has already
+    ///   refused a value with a control character.
+    static func headerFields(
+        _ headers: NIOHTTP1.HTTPHeaders,
+        for request: URLRequest?,
+        maximumFieldCount: Int = ResponseHeadCheck.maximumFieldCount
+    ) throws -> [String: String] {
+        guard headers.count <= maximumFieldCount else {
+            throw ResponseHeadCheck.tooManyFields(headers.count, request: request)
+        }
+        // Keyed by the first spelling of each name, compared without case.
+        var joined = [CaseInsensitiveFieldName: String](minimumCapacity: headers.count)
+        for (name, value) in headers {
+            let key = CaseInsensitiveFieldName(name)
+            if let index = joined.index(forKey: key) {
+                joined.values[index] += ", " + value
+            } else {
+                joined[key] = value
             }
         }
+        var fields = [String: String](minimumCapacity: joined.count)
+        for (name, value) in joined {
+            fields[name.spelling] = value
+        }
         return fields
-    }
-
-    /// Whether two field names are the same but for the case of their ASCII letters.
-    private static func sameFieldName(_ first: String, _ second: String) -> Bool {
-        func folded(_ byte: UInt8) -> UInt8 { (0x41...0x5A).contains(byte) ? byte | 0x20 : byte }
-        return first.utf8.elementsEqual(second.utf8) { folded($0) == folded($1) }
     }
 
     /// `HTTP/1.1` and the like, without string interpolation for the usual versions.

@@ -20,13 +20,31 @@ extension HTTPFields {
     /// - Parameter headers: The headers.
     /// - Throws: ``CourierError/Code/invalidRequest`` for a name that is not an HTTP token or a value that is
     ///   not a valid field value (a control character, or a space or tab at either end), naming the header
-    ///   and what is wrong; nothing is changed to make it fit.
+    ///   and what is wrong, or for more fields than an `HTTPFields` holds (65,535); nothing is changed to make
+    ///   it fit.
     public init(_ headers: HTTPHeaders) throws {
+        guard headers.fields.count <= Self.capacity else {
+            throw Self.tooManyFields(headers.fields.count, request: nil)
+        }
         self.init()
         reserveCapacity(headers.fields.count)
         for field in headers {
             append(try HTTPField.converting(name: field.name, value: field.value))
         }
+    }
+}
+
+extension HTTPFields {
+    /// The most fields an `HTTPFields` holds: appending one more stops the process (a precondition of
+    /// swift-http-types), so the conversions refuse more before they start.
+    static let capacity = Int(UInt16.max)
+
+    /// The error for a request with `count` header fields, more than ``capacity``.
+    static func tooManyFields(_ count: Int, request: URLRequest?) -> CourierError {
+        CourierError.invalidRequest(
+            "the request has \(count) header fields, more than an HTTPFields holds (\(capacity))",
+            request: request
+        )
     }
 }
 

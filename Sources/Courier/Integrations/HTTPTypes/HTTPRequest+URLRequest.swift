@@ -27,7 +27,7 @@ extension HTTPRequest {
     /// - Throws: ``CourierError/Code/invalidRequest`` when the request has no absolute URL (a scheme and a
     ///   host), its URL has user info (`user:password@`, which `HTTPRequest` cannot carry: send an
     ///   `Authorization` header), its method is not an HTTP token, or a header name or value is not valid
-    ///   (see `HTTPFields.init(_:)`).
+    ///   (see `HTTPFields.init(_:)`), or it has more header fields than an `HTTPFields` holds (65,535).
     public init(_ request: URLRequest) throws {
         let url = try RequestValidation.validatedURL(of: request)
         if url.user != nil || url.password != nil {
@@ -41,6 +41,9 @@ extension HTTPRequest {
         }
         var fields = HTTPFields()
         if let headers = request.allHTTPHeaderFields, !headers.isEmpty {
+            guard headers.count <= HTTPFields.capacity else {
+                throw HTTPFields.tooManyFields(headers.count, request: request)
+            }
             fields.reserveCapacity(headers.count)
             for (name, value) in headers {
                 fields.append(try HTTPField.converting(name: name, value: value, request: request))
@@ -79,17 +82,25 @@ extension URLRequest {
     }
 
     /// A request for `url` with `method` and `fields`, repeated fields joined in order (`Cookie` with `"; "`).
+    ///
+    /// One pass over the fields, set on the request at once: `URLRequest`'s own lookup of a field by name goes
+    /// through every field, so adding them one by one would cost the square of their number.
     init(url: URL, method: HTTPRequest.Method, fields: HTTPFields) {
         self.init(url: url)
         httpMethod = method.rawValue
+        guard !fields.isEmpty else { return }
+        var joined = [String: String](minimumCapacity: fields.count)
+        // The name each field is kept under, by its lowercased name: the first spelling met.
+        var names = [String: String](minimumCapacity: fields.count)
         for field in fields {
-            let name = field.name.rawName
-            if let existing = value(forHTTPHeaderField: name) {
-                setValue(existing + (field.name == .cookie ? "; " : ", ") + field.value, forHTTPHeaderField: name)
+            if let name = names[field.name.canonicalName] {
+                joined[name, default: ""] += (field.name == .cookie ? "; " : ", ") + field.value
             } else {
-                setValue(field.value, forHTTPHeaderField: name)
+                names[field.name.canonicalName] = field.name.rawName
+                joined[field.name.rawName] = field.value
             }
         }
+        allHTTPHeaderFields = joined
     }
 }
 #endif

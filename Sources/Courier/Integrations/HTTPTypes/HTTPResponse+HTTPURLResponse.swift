@@ -19,8 +19,9 @@ extension HTTPResponse {
     /// Creates a response with the status and header fields of `response`.
     ///
     /// - Parameter response: The response.
-    /// - Throws: ``CourierError/Code/nonHTTPResponse`` when its status is not a three-digit code or a header
-    ///   name or value is not valid HTTP (naming the header and what is wrong).
+    /// - Throws: ``CourierError/Code/nonHTTPResponse`` when its status is not a three-digit code, a header
+    ///   name or value is not valid HTTP (naming the header and what is wrong), or it has more than 1,000 header
+    ///   fields (the most Courier's transports accept).
     public init(_ response: HTTPURLResponse) throws {
         guard (100...999).contains(response.statusCode) else {
             throw CourierError(
@@ -29,9 +30,13 @@ extension HTTPResponse {
                 response: response
             )
         }
+        let headerFields = response.allHeaderFields
+        guard headerFields.count <= ResponseHeadCheck.maximumFieldCount else {
+            throw ResponseHeadCheck.tooManyFields(headerFields.count, request: nil)
+        }
         var fields = HTTPFields()
-        fields.reserveCapacity(response.allHeaderFields.count)
-        for case (let name as String, let value as String) in response.allHeaderFields {
+        fields.reserveCapacity(headerFields.count)
+        for case (let name as String, let value as String) in headerFields {
             fields.append(try HTTPField.converting(name: name, value: value, code: .nonHTTPResponse))
         }
         self.init(status: .init(code: response.statusCode), headerFields: fields)

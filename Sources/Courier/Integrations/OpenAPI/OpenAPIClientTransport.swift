@@ -106,15 +106,42 @@ public struct OpenAPIClientTransport: ClientTransport {
         // Streamed: the generated client reads the body as it arrives (a JSON body is collected by the
         // runtime; an `application/jsonl` or `text/event-stream` one can be read chunk by chunk).
         let (body, response) = try await client.stream(urlRequest)
-        let length = response.expectedContentLength
         return (
             try HTTPResponse(response),
             HTTPBody(
                 ResponseBytes(body: body),
-                length: length >= 0 ? .known(length) : .unknown,
+                length: Self.length(of: body, response: response, method: urlRequest.httpMethod),
                 iterationBehavior: .single
             )
         )
+    }
+
+    /// The length the generated client is told the body has: the number of bytes it will read, or `.unknown`.
+    ///
+    /// - `0` for a response that has no body by definition (to `HEAD`, a `1xx`, `204` or `304`), whatever its
+    ///   `Content-Length` says: that is the length of the body a `GET` would have had.
+    /// - The bytes held, for a body the client has already read whole (a status other than `2xx`).
+    /// - `.unknown` for a body with a `Content-Encoding`: the transport may have decoded it (both decode gzip and
+    ///   deflate), and then its `Content-Length` counts the encoded bytes, not those handed over.
+    /// - Otherwise the `Content-Length`, if there is one: the transport fails the body if fewer bytes arrive.
+    static func length(of body: StreamedBody, response: HTTPURLResponse, method: String?) -> HTTPBody.Length {
+        let status = response.statusCode
+        if (100..<200).contains(status) || status == 204 || status == 304
+            || method?.caseInsensitiveEquals("HEAD") == true
+        {
+            return .known(0)
+        }
+        // A body that has ended holds what the reader will get; nothing reads it before the generated client.
+        if body.pipe.isEnded {
+            return .known(Int64(body.pipe.bufferedBytes))
+        }
+        if let encoding = response.value(forHTTPHeaderField: "Content-Encoding"),
+            !encoding.trimmingCharacters(in: .whitespaces).caseInsensitiveEquals("identity")
+        {
+            return .unknown
+        }
+        let length = response.expectedContentLength
+        return length >= 0 ? .known(length) : .unknown
     }
 
     /// A streamed body's chunks as the byte slices `HTTPBody` reads.
