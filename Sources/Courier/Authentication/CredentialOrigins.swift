@@ -34,7 +34,7 @@ public import FoundationNetworking
 ///
 /// **A client without a base URL** has no origin to send ``baseURL`` credentials to: every request through
 /// such a middleware fails with ``CourierError/Code/invalidRequest`` before anything is sent, and the message
-/// says to name the origins with ``only(_:)``. Failing loudly, rather than sending the credential everywhere
+/// says to name the origins with ``only(_:)-(URL...)``. Failing loudly, rather than sending the credential everywhere
 /// or silently nowhere, makes the missing decision visible at the first request.
 ///
 /// A URL without a scheme or a host (`URL(string: "api.example.com")`) names no origin: every request through
@@ -81,7 +81,7 @@ public struct CredentialOrigins: Sendable, Hashable {
         CredentialOrigins(includesBaseURL: false, urls: urls)
     }
 
-    /// The same as ``only(_:)``, from an array.
+    /// The same as ``only(_:)-(URL...)``, from an array.
     public static func only(_ urls: [URL]) -> CredentialOrigins {
         CredentialOrigins(includesBaseURL: false, urls: urls)
     }
