@@ -44,7 +44,7 @@ struct CancellableWaitTests {
         }
         await started.wait()
         waiter.cancel()
-        #expect(await waiter.value == 0)
+        #expect(await waiter.join() == 0)
     }
 
     @Test("Arrivals.wait in an already cancelled task returns at once")
@@ -55,6 +55,6 @@ struct CancellableWaitTests {
             await arrivals.wait(for: 1)
             return Task.isCancelled
         }
-        #expect(await waiter.value)
+        #expect(await waiter.join())
     }
 }

@@ -122,7 +122,7 @@ struct FaultInjectingTransportTests {
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(2))])
         #expect(base.callCount == 0)
         clock.advance(by: .seconds(2))
-        #expect(try await call.value.1.statusCode == 200)
+        #expect(try await call.join().1.statusCode == 200)
         #expect(base.callCount == 1)
         #expect(chaos.injected == [.init(requestIndex: 0, kind: .latency(.seconds(2)))])
 

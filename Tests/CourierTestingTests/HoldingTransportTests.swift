@@ -29,7 +29,7 @@ struct HoldingTransportTests {
         #expect(holding.release(3) == 3)
         #expect(holding.heldCount == 7)
         #expect(holding.releaseAll() == 7)
-        for call in calls { #expect(try await call.value == 204) }
+        for call in calls { #expect(try await call.join() == 204) }
         #expect(holding.heldCount == 0)
         #expect(holding.peakHeldCount == 10)
     }
@@ -55,7 +55,7 @@ struct HoldingTransportTests {
             await done.wait(for: step)
         }
         #expect(finished.value == [0, 1, 2])
-        for task in tasks { try await task.value }
+        for task in tasks { try await task.join() }
     }
 
     @Test("after open() requests pass straight through; close() holds again")
@@ -68,7 +68,7 @@ struct HoldingTransportTests {
         await holding.waitUntilHolding(1)
         #expect(holding.heldRequests.map(\.path) == ["/held"])
         holding.open()
-        _ = try await held.value
+        _ = try await held.join()
     }
 
     @Test("a held request that is cancelled leaves with CancellationError and is never sent")
@@ -76,7 +76,7 @@ struct HoldingTransportTests {
         let call = Task { try await holding.send(request(.get, "/cancel-me")) }
         await holding.waitUntilHolding(1)
         call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        await #expect(throws: CancellationError.self) { try await call.join() }
         #expect(holding.heldCount == 0)
         #expect(base.callCount == 0)
     }
@@ -111,10 +111,10 @@ struct HoldingTransportTests {
         }
         await waiting.wait(for: 2)
         cancelled.cancel()
-        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        await #expect(throws: CancellationError.self) { try await cancelled.join() }
         #expect(gate.isOpen == false)
         gate.open()
-        try await released.value
+        try await released.join()
         try await gate.waitUnlessCancelled()
     }
 
@@ -134,6 +134,6 @@ struct HoldingTransportTests {
         await arrived.wait(for: 5)
         #expect(finished.value == 0)
         release.open()
-        for call in calls { #expect(try await call.value.1.statusCode == 200) }
+        for call in calls { #expect(try await call.join().1.statusCode == 200) }
     }
 }

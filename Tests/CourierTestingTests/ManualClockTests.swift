@@ -24,7 +24,7 @@ struct ManualClockTests {
         #expect(clock.sleeperCount == 1)
         #expect(woke.value == false)
         clock.advance(by: .seconds(1))
-        try await task.value
+        try await task.join()
         #expect(woke.value == true)
         #expect(clock.now.offset == .seconds(5))
     }
@@ -65,12 +65,12 @@ struct ManualClockTests {
         let late = Task { try await clock.sleep(for: .seconds(3)) }
         await clock.waitForSleepers(count: 3)
         clock.advance(to: ManualClock.Instant(offset: .seconds(2)))
-        try await early.value
-        try await onTime.value
+        try await early.join()
+        try await onTime.join()
         #expect(clock.sleeperCount == 1)
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(3))])
         late.cancel()
-        await #expect(throws: CancellationError.self) { try await late.value }
+        await #expect(throws: CancellationError.self) { try await late.join() }
     }
 
     @Test("advancing to an earlier instant does not move time back")
@@ -97,7 +97,7 @@ struct ManualClockTests {
         }
         task.cancel()
         gate.open()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(clock.sleeperCount == 0)
     }
 
@@ -107,7 +107,7 @@ struct ManualClockTests {
         await clock.waitForSleepers(count: 4)
         #expect(clock.sleeperCount == 4)
         clock.advance(by: .seconds(4))
-        for task in tasks { try await task.value }
+        for task in tasks { try await task.join() }
         #expect(clock.sleeperCount == 0)
         #expect(clock.totalSleeps == 4)
     }
@@ -247,7 +247,7 @@ struct ManualClockTests {
         await clock.waitForSleepers(count: 1)
         run.cancel()
 
-        await #expect(throws: CancellationError.self) { try await run.value }
+        await #expect(throws: CancellationError.self) { try await run.join() }
         #expect(clock.now.offset == .zero)
         #expect(clock.sleeperCount == 0)
     }

@@ -114,7 +114,7 @@ struct MockResponseTests {
         let answered = Task { try await api.send(request(.get, "/a")) }
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(30))
-        #expect(try await answered.value.1.statusCode == 200)
+        #expect(try await answered.join().1.statusCode == 200)
 
         await expectCancelledWhileAsleep(Task { try await api.send(request(.get, "/b")) }, on: clock)
         #expect(api.cancellationCount == 1)
@@ -130,7 +130,7 @@ struct MockResponseTests {
         let call = Task { try await api.send(request(.get, "/")) }
         await arrived.wait(for: 1)
         call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        await #expect(throws: CancellationError.self) { try await call.join() }
         #expect(api.cancellationCount == 1)
     }
 }

@@ -91,7 +91,7 @@ struct TestTransportTraitTests {
         let inherited = try await Task { () -> String in try await sharedClient.send(.get("/inherited")) }.value
         #expect(inherited == "yes")
         let detached = Task.detached { () -> String in try await sharedClient.send(.get("/inherited")) }
-        let error = await #expect(throws: CourierError.self) { try await detached.value }
+        let error = await #expect(throws: CourierError.self) { try await detached.join() }
         let underlying = try #require(error?.underlying as? MockTransportError)
         #expect(underlying.message.contains("no transport is installed for this task"))
     }

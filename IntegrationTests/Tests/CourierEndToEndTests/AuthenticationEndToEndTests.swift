@@ -142,7 +142,7 @@ struct AuthenticationEndToEndTests {
             _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1])
             await clock.waitForSleepers(count: 1)
             clock.advance(by: .seconds(60))
-            let timedOut = try await #require(throws: CourierError.self) { try await timingOut.value }
+            let timedOut = try await #require(throws: CourierError.self) { try await timingOut.join() }
             #expect(timedOut.code == .timedOut)
             try await e2e.expectHangsEnded(1)
             // Without a timeout, so that only the cancellation ends it.
@@ -151,7 +151,7 @@ struct AuthenticationEndToEndTests {
             _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1, "hangsEnded": 1])
             #expect(counter.snapshot.inFlight == 1)
             cancelled.cancel()
-            _ = try? await cancelled.value
+            _ = try? await cancelled.join()
             await counter.waitUntilIdle()
             let counts = counter.snapshot
             #expect(counts.inFlight == 0)

@@ -325,7 +325,7 @@ struct DownloadEndToEndTests {
             #expect(place.contents == [partial, "resource.bin"])
             #expect(try Data(contentsOf: place.destination) == Self.existing)
             download.cancel()
-            await #expect(throws: CancellationError.self) { try await download.value }
+            await #expect(throws: CancellationError.self) { try await download.join() }
             #expect(place.contents == ["resource.bin"])
             #expect(try Data(contentsOf: place.destination) == Self.existing)
             _ = try await e2e.inspector.client.send(Request<Data>.get("/hit/\(e2e.key)"))

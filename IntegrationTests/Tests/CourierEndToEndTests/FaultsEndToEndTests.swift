@@ -1,4 +1,5 @@
 import Courier
+import CourierTesting
 import Foundation
 import TestServer
 import Testing
@@ -68,7 +69,7 @@ struct FaultsEndToEndTests {
             _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1])
 
             call.cancel()
-            await #expect(throws: CancellationError.self) { try await call.value }
+            await #expect(throws: CancellationError.self) { try await call.join() }
             try await e2e.expectHangsEnded(1)
         }
     }

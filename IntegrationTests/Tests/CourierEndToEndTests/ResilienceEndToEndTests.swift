@@ -99,7 +99,7 @@ struct ResilienceEndToEndTests {
             _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1])
             await clock.waitForSleepers(count: 1)
             clock.advance(by: .seconds(60))
-            let error = try await #require(throws: CourierError.self) { try await call.value }
+            let error = try await #require(throws: CourierError.self) { try await call.join() }
             #expect(error.code == .timedOut)
             #expect(error.timeout == .seconds(60))
             try await e2e.expectHangsEnded(1)
@@ -129,7 +129,7 @@ struct ResilienceEndToEndTests {
                 clock.advance(by: .seconds(60))
                 _ = try await e2e.inspector.wait(e2e.key, ["hangsEnded": attempt])
             }
-            let error = try await #require(throws: CourierError.self) { try await call.value }
+            let error = try await #require(throws: CourierError.self) { try await call.join() }
             #expect(error.code == .timedOut)
             #expect(error.timeout == .seconds(60))
             // Three attempts reached the server, each connection was closed, and no fourth was sent.

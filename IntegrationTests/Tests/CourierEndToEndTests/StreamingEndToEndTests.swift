@@ -1,4 +1,5 @@
 import Courier
+import CourierTesting
 import Foundation
 import TestServer
 import Testing
@@ -103,7 +104,7 @@ struct StreamingEndToEndTests {
             let call = Task { try await client.stream(e2e.hang) }
             _ = try await e2e.inspector.wait(e2e.key, ["hanging": 1])
             call.cancel()
-            await #expect(throws: CancellationError.self) { _ = try await call.value }
+            await #expect(throws: CancellationError.self) { _ = try await call.join() }
             #expect(counter.snapshot.inFlight == 0)
             try await e2e.expectHangsEnded(1)
         }
@@ -255,7 +256,7 @@ struct StreamingEndToEndTests {
                     return first == Data("tick\n".utf8)
                 }
             }
-            return try await reader.value
+            return try await reader.join()
         }
     }
 

@@ -94,7 +94,7 @@ func expectAllCancelled(
     sourceLocation: SourceLocation = #_sourceLocation
 ) async {
     calls.cancel()
-    let results = await calls.value
+    let results = await calls.join()
     #expect(
         results.allSatisfy { if case .failure(let error) = $0 { error is CancellationError } else { false } },
         sourceLocation: sourceLocation

@@ -61,7 +61,7 @@ struct AccountServiceTests {
         #expect(clock.pendingDeadlines == [.init(offset: .seconds(7))])
         clock.advance(by: .seconds(2))
 
-        #expect(try await call.value == ada)
+        #expect(try await call.join() == ada)
         #expect(MockTransport.current?.requests.count == 3)
     }
 

@@ -9,5 +9,5 @@ func expectCancelledWhileAsleep<Success: Sendable>(
 ) async {
     await clock.waitForSleepers(count: 1)
     task.cancel()
-    await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await task.value }
+    await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await task.join() }
 }

@@ -549,7 +549,7 @@ private final class ModelCase {
                 if !stuck.isEmpty {
                     problems.append("requests \(stuck) hang: nothing is held and no refresh runs")
                     for id in stuck { tasks[id]?.cancel() }
-                    for task in tasks.values { await task.value }
+                    for task in tasks.values { await task.join() }
                 }
                 return
             }

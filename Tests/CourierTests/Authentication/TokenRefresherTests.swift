@@ -55,7 +55,7 @@ struct TokenRefresherTests {
     ) async {
         call.cancel()
         _ = await withTaskCancellationHandler {
-            await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await call.value }
+            await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await call.join() }
         } onCancel: {
             release.open()
         }
@@ -184,11 +184,11 @@ struct TokenRefresherTests {
         await arrived.wait(for: 2)  // both were sent with v1
 
         gates["a"]!.open()  // a is rejected, refreshes to v2, retries
-        #expect(try await first.value.1.statusCode == 200)
+        #expect(try await first.join().1.statusCode == 200)
         #expect(refresher.version == 2)
 
         gates["b"]!.open()  // b is rejected with v1, which is older than the current v2
-        #expect(try await second.value.1.statusCode == 200)
+        #expect(try await second.join().1.statusCode == 200)
 
         #expect(refreshCalls.value == 1)
         let sentByB = transport.requests.filter { $0.url?.lastPathComponent == "b" }.map { bearer($0) }
@@ -220,7 +220,7 @@ struct TokenRefresherTests {
         #expect(refresher.version == 1)
 
         releaseRefresh.open()
-        #expect(try await patient.value.1.statusCode == 200)
+        #expect(try await patient.join().1.statusCode == 200)
         #expect(refresher.version == 2)
         #expect(refresher.token.value == "v2")
         #expect(refreshCalls.value == 1)
@@ -244,7 +244,7 @@ struct TokenRefresherTests {
         // A later request either joins the refresh in progress or finds its result: never a second refresh.
         let later = Task { try await client.send(authenticatedRequest()) }
         releaseRefresh.open()
-        #expect(try await later.value.1.statusCode == 200)
+        #expect(try await later.join().1.statusCode == 200)
         #expect(refreshCalls.value == 1)
         #expect(refresher.version == 2)
     }
@@ -319,7 +319,7 @@ struct TokenRefresherTests {
         #expect(first?.code == .refreshFailed)
 
         holdStraggler.open()  // its 401 arrives after the refresh of v1 failed
-        let late = await #expect(throws: CourierError.self) { try await straggler.value }
+        let late = await #expect(throws: CourierError.self) { try await straggler.join() }
         #expect(late?.code == .refreshFailed)
         #expect(late?.underlying as? RefreshError == RefreshError(attempt: 1))
         #expect(refreshCalls.value == 1)
@@ -604,7 +604,7 @@ struct TokenRefresherTests {
         clock.advance(by: .seconds(5))
         let error = await #expect(throws: CourierError.self) {
             _ = try await withTaskCancellationHandler {
-                try await waiting.value
+                try await waiting.join()
             } onCancel: {
                 releaseRefresh.open()
             }
@@ -613,7 +613,7 @@ struct TokenRefresherTests {
         #expect(counter.snapshot.failed == 1 && counter.snapshot.inFlight == 0)
 
         releaseRefresh.open()
-        #expect(try await other.value.1.statusCode == 200)
+        #expect(try await other.join().1.statusCode == 200)
         #expect(refresher.refreshCount == 1)
         #expect(refresher.version == 2)
     }
@@ -771,7 +771,7 @@ struct TokenRefresherTests {
         await refresher.setToken(.init("signed-in"))
         #expect(refresher.version == 2)
         releaseRefresh.open()
-        #expect(try await refreshing.value.value == "signed-in")
+        #expect(try await refreshing.join().value == "signed-in")
         #expect(refresher.token.value == "signed-in")
         #expect(refresher.version == 2)
     }

@@ -67,7 +67,7 @@ struct TokenRefresherVersionTests {
         await setup.changes.wait { setup.refresher.waiterCount == 1 }
         setup.releaseFirstRefresh.open()
 
-        #expect(try await request.value.1.statusCode == 200)
+        #expect(try await request.join().1.statusCode == 200)
         #expect(setup.transport.requests.map(bearer) == ["Bearer revoked", "Bearer fresh"])
         #expect(setup.replaced.value == ["v1", "revoked"])
         #expect(setup.refresher.token.value == "fresh")
@@ -84,7 +84,7 @@ struct TokenRefresherVersionTests {
         await setup.changes.wait { setup.refresher.waiterCount == 20 }
         setup.releaseFirstRefresh.open()
 
-        for request in requests { #expect(try await request.value.1.statusCode == 200) }
+        for request in requests { #expect(try await request.join().1.statusCode == 200) }
         #expect(setup.replaced.value == ["v1", "revoked"])
         let sent = setup.transport.requests.map(bearer)
         #expect(sent.count { $0 == "Bearer revoked" } == 20)
@@ -115,13 +115,13 @@ struct TokenRefresherVersionTests {
         let first = Task { try await refresher.refresh() }
         await started.wait()
         await refresher.setToken(.init("revoked"))
-        #expect(try await first.value.value == "revoked")  // its waiters get the token set, at once
+        #expect(try await first.join().value == "revoked")  // its waiters get the token set, at once
 
         let request = Task { try await client.send(authenticatedRequest()) }
         await changes.wait { refresher.waiterCount == 1 }
         release.open()
 
-        #expect(try await request.value.1.statusCode == 200)
+        #expect(try await request.join().1.statusCode == 200)
         #expect(calls.value == 2)
         // A request sent with `fresh` afterwards is not failed by the dropped failure either.
         #expect(try await client.send(authenticatedRequest()).1.statusCode == 200)
@@ -142,7 +142,7 @@ struct TokenRefresherVersionTests {
         await setup.refresher.setToken(.init("fresh"))
         held.open()
 
-        #expect(try await request.value.1.statusCode == 200)
+        #expect(try await request.join().1.statusCode == 200)
         #expect(held.requests.map(bearer) == ["Bearer v1", "Bearer fresh"])
         #expect(setup.refresher.refreshCount == 1)  // only the one held
         setup.releaseFirstRefresh.open()

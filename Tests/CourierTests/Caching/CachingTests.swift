@@ -314,7 +314,7 @@ struct CachingTests {
         await holding.waitUntilHolding(1)
         try await waitUntil { shared.waitingCallers == 50 }
         holding.open()
-        let results = await batch.value
+        let results = await batch.join()
         #expect(try results.map { text(try $0.get()) } == Array(repeating: "\"v1\" anonymous", count: 50))
         #expect(holding.requests.count == 1)
     }
@@ -330,9 +330,9 @@ struct CachingTests {
         let second = Task { try await client.send(get("/a")) }
         try await waitUntil { shared.waitingCallers == 2 }
         first.cancel()
-        await #expect(throws: CancellationError.self) { try await first.value }
+        await #expect(throws: CancellationError.self) { try await first.join() }
         holding.open()
-        #expect(text(try await second.value) == "\"v1\" anonymous")
+        #expect(text(try await second.join()) == "\"v1\" anonymous")
         #expect(holding.requests.count == 1)
     }
 

@@ -115,7 +115,7 @@ struct CircuitBreakingTests {
         let error = await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
         #expect(error?.code == .circuitOpen)
         release.open()
-        _ = try await probe.value
+        _ = try await probe.join()
 
         #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 0))
         #expect(transport.callCount == 2)
@@ -192,7 +192,7 @@ struct CircuitBreakingTests {
 
         task.cancel()
 
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 0))
     }
 

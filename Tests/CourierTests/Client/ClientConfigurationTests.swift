@@ -171,7 +171,7 @@ struct ClientConfigurationTests {
         }
         release.open()
 
-        let (data, _) = try await task.value
+        let (data, _) = try await task.join()
         #expect(data == Data("old".utf8))
         #expect(stamps(oldTransport) == ["old"])
         #expect(newTransport.callCount == 0)

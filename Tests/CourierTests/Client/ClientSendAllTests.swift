@@ -140,7 +140,7 @@ struct ClientSendAllTests {
         #expect(holding.requests.count == 5)
         // Each round, the five answered make room for exactly five more.
         await answerInRounds(holding, total: 40, limit: 5)
-        let results = await batch.value
+        let results = await batch.join()
 
         #expect(results.count == 40)
         #expect(results.allSatisfy { (try? $0.get()) != nil })
@@ -173,7 +173,7 @@ struct ClientSendAllTests {
             gates[index].open()
             await finished.wait(for: released + 1)
         }
-        let results = await batch.value
+        let results = await batch.join()
 
         #expect(completionOrder.value == Array((0..<count).reversed()))
         #expect(try results.map { try $0.get() } == (0..<count).map { "item \($0)" })
@@ -280,7 +280,7 @@ struct ClientSendAllTests {
             try await client.sendAllOrThrow((0..<8).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)
         }
 
-        await #expect(throws: CancellationError.self) { try await batch.value }
+        await #expect(throws: CancellationError.self) { try await batch.join() }
         #expect(hanging.callCount == 2)
     }
 
@@ -410,7 +410,7 @@ struct ClientSendAllTests {
         batch.cancel()
         gate.open()
 
-        #expect(await batch.value == 0)
+        #expect(await batch.join() == 0)
         #expect(reads.value == 0)
         #expect(transport.callCount == 0)
     }
@@ -458,7 +458,7 @@ struct ClientSendAllTests {
             try await client.sendAllOrThrow(EndlessRequests(reads: reads), maxConcurrency: 4)
         }
 
-        await #expect(throws: CancellationError.self) { try await batch.value }
+        await #expect(throws: CancellationError.self) { try await batch.join() }
         #expect(reads.value == 4)
         #expect(hanging.cancellationCount == 4)
     }
@@ -547,7 +547,7 @@ struct ClientSendAllTests {
             }
             await started.wait(for: expectedStarts)
             task.cancel()
-            let (resultCount, handled) = await task.value
+            let (resultCount, handled) = await task.join()
 
             // Nothing is read that was not sent: reading stops with the cancellation.
             #expect(reads.value == transport.callCount, "\(api)")

@@ -19,7 +19,7 @@ struct ClientShutdownTests {
     /// fails the test instead of hanging it.
     private static func result<T: Sendable>(of task: Task<T, Never>) async -> T {
         await withTaskCancellationHandler {
-            await task.value
+            await task.join()
         } onCancel: {
             task.cancel()
         }
@@ -27,7 +27,7 @@ struct ClientShutdownTests {
 
     private static func result<T: Sendable>(of task: Task<T, any Error>) async throws -> T {
         try await withTaskCancellationHandler {
-            try await task.value
+            try await task.join()
         } onCancel: {
             task.cancel()
         }

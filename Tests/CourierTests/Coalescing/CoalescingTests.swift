@@ -41,7 +41,7 @@ struct CoalescingTests {
         try await waitUntil { coalescer.waitingCallers == 1000 }
         #expect(coalescer.sharedCalls == 1)
         held.open()
-        let results = await batch.value
+        let results = await batch.join()
 
         #expect(held.requests.count == 1)
         let bodies = try results.map { String(decoding: try $0.get().0, as: UTF8.self) }
@@ -61,9 +61,9 @@ struct CoalescingTests {
         #expect(coalescer.sharedCalls == 2)
         held.open()
 
-        #expect(String(decoding: try await alice1.value.0, as: UTF8.self) == "Bearer alice")
-        #expect(String(decoding: try await alice2.value.0, as: UTF8.self) == "Bearer alice")
-        #expect(String(decoding: try await bob.value.0, as: UTF8.self) == "Bearer bob")
+        #expect(String(decoding: try await alice1.join().0, as: UTF8.self) == "Bearer alice")
+        #expect(String(decoding: try await alice2.join().0, as: UTF8.self) == "Bearer alice")
+        #expect(String(decoding: try await bob.join().0, as: UTF8.self) == "Bearer bob")
         #expect(held.requests.count == 2)
     }
 
@@ -77,7 +77,7 @@ struct CoalescingTests {
         await held.waitUntilHolding(5)
         #expect(coalescer.sharedCalls == 0)
         held.open()
-        let results = await batch.value
+        let results = await batch.join()
 
         #expect(results.allSatisfy { (try? $0.get()) != nil })
         #expect(held.requests.count == 5)
@@ -95,7 +95,7 @@ struct CoalescingTests {
         let batch = Task { await client.sendAll(Array(repeating: get(url), count: 50), maxConcurrency: 50) }
         try await waitUntil { coalescer.waitingCallers == 50 }
         release.open()
-        let results = await batch.value
+        let results = await batch.join()
 
         #expect(transport.callCount == 1)
         let errors = results.map { result -> CourierError? in
@@ -118,12 +118,12 @@ struct CoalescingTests {
         first.cancel()
 
         // The shared call is still held in the transport, so this returns only because the caller left.
-        await #expect(throws: CancellationError.self) { try await first.value }
+        await #expect(throws: CancellationError.self) { try await first.join() }
         #expect(coalescer.waitingCallers == 2)
         #expect(held.heldCount == 1)
         held.open()
-        #expect(String(decoding: try await second.value.0, as: UTF8.self) == "anonymous")
-        #expect(String(decoding: try await third.value.0, as: UTF8.self) == "anonymous")
+        #expect(String(decoding: try await second.join().0, as: UTF8.self) == "anonymous")
+        #expect(String(decoding: try await third.join().0, as: UTF8.self) == "anonymous")
         #expect(held.requests.count == 1)
     }
 
@@ -154,7 +154,7 @@ struct CoalescingTests {
         #expect(coalescer.sharedCalls == 0)
 
         for caller in callers {
-            await #expect(throws: CancellationError.self) { try await caller.value }
+            await #expect(throws: CancellationError.self) { try await caller.join() }
         }
         await transportSawCancellation.wait(for: 1)
         #expect(transport.cancellationCount == 1)
@@ -191,8 +191,8 @@ struct CoalescingTests {
         #expect(held.heldCount == 1)
         held.open()
 
-        #expect(String(decoding: try await patient.value.0, as: UTF8.self) == "anonymous")
-        #expect(String(decoding: try await hurried.value.0, as: UTF8.self) == "anonymous")
+        #expect(String(decoding: try await patient.join().0, as: UTF8.self) == "anonymous")
+        #expect(String(decoding: try await hurried.join().0, as: UTF8.self) == "anonymous")
         #expect(held.requests.count == 1)
     }
 

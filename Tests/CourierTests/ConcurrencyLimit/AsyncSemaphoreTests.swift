@@ -34,13 +34,13 @@ struct AsyncSemaphoreTests {
         // Task.cancel() runs the cancellation handler synchronously: the waiters have already left.
         #expect(semaphore.waiterCount == 500)
         for index in cancelled {
-            await #expect(throws: CancellationError.self) { try await waiters[index].value }
+            await #expect(throws: CancellationError.self) { try await waiters[index].join() }
         }
         #expect(semaphore.availablePermits == 0)
 
         semaphore.release()
         for (index, waiter) in waiters.enumerated() where !cancelled.contains(index) {
-            try await waiter.value
+            try await waiter.join()
         }
 
         #expect(served.value == (0..<1000).filter { !cancelled.contains($0) })
@@ -73,7 +73,7 @@ struct AsyncSemaphoreTests {
                     semaphore.release()
                 }
                 tasks[index] = task
-                group.addTask { await task.value }
+                group.addTask { await task.join() }
                 // Cancel while everything is moving: some waiters are queued, some are being handed a permit.
                 if toCancel.contains(index) { task.cancel() }
             }
@@ -101,7 +101,7 @@ struct AsyncSemaphoreTests {
         // The permit was handed to the waiter, even if it has not resumed yet.
         #expect(semaphore.tryAcquire() == false)
         #expect(semaphore.availablePermits == 0)
-        try await waiter.value
+        try await waiter.join()
         semaphore.release()
         #expect(semaphore.tryAcquire() == true)
     }
@@ -117,7 +117,7 @@ struct AsyncSemaphoreTests {
         task.cancel()
         start.open()
 
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(semaphore.availablePermits == 2)
     }
 
@@ -135,8 +135,8 @@ struct AsyncSemaphoreTests {
         // `first` after one release would wait forever whenever `second` was ahead of it.
         semaphore.release()
         semaphore.release()
-        try await first.value
-        try await second.value
+        try await first.join()
+        try await second.join()
         semaphore.release()
         #expect(semaphore.availablePermits == 1)
     }

@@ -44,7 +44,7 @@ struct LimitingConcurrencyTests {
         #expect(holding.heldCount == 4)
         #expect(limiter.inFlight == 4)
         await answerInRounds(holding, total: 30, limit: 4)
-        let results = await batch.value
+        let results = await batch.join()
 
         #expect(results.allSatisfy { (try? $0.get()) != nil })
         #expect(holding.peakHeldCount == 4)
@@ -64,8 +64,8 @@ struct LimitingConcurrencyTests {
         }
 
         holding.open()
-        _ = try await first.value
-        for waiter in waiters { _ = try await waiter.value }
+        _ = try await first.join()
+        for waiter in waiters { _ = try await waiter.join() }
 
         // One permit: each request reaches the transport only after the one before it has finished.
         #expect(holding.requests.map { $0.url!.lastPathComponent } == ["first"] + (0..<8).map(String.init))
@@ -86,7 +86,7 @@ struct LimitingConcurrencyTests {
         #expect(heldHosts.filter { $0 == "a.example.test" }.count == 2)
         #expect(heldHosts.filter { $0 == "b.example.test" }.count == 2)
         holding.open()
-        let results = await batch.value
+        let results = await batch.join()
 
         #expect(results.allSatisfy { (try? $0.get()) != nil })
         #expect(limiter.inFlight == 0)
@@ -102,11 +102,11 @@ struct LimitingConcurrencyTests {
 
         waiter.cancel()
 
-        await #expect(throws: CancellationError.self) { try await waiter.value }
+        await #expect(throws: CancellationError.self) { try await waiter.join() }
         #expect(limiter.waiting == 1)
         holding.open()
-        _ = try await holder.value
-        _ = try await next.value
+        _ = try await holder.join()
+        _ = try await next.join()
         #expect(holding.requests.map { $0.url!.lastPathComponent } == ["holder", "next"])
         #expect(limiter.inFlight == 0)
     }
@@ -125,8 +125,8 @@ struct LimitingConcurrencyTests {
         #expect(error?.code == .concurrencyLimited)
         #expect(error?.middleware == "limitingConcurrency")
         holding.open()
-        _ = try await holder.value
-        _ = try await queued.value
+        _ = try await holder.join()
+        _ = try await queued.join()
         #expect(holding.requests.count == 2)
     }
 
@@ -146,7 +146,7 @@ struct LimitingConcurrencyTests {
         try await waitUntil { limiter.waiting == 7 }
         #expect(holding.heldCount == 3)
         await answerInRounds(holding, total: 10, limit: 3)
-        _ = await (a.value, b.value)
+        _ = await (a.join(), b.join())
 
         #expect(holding.peakHeldCount == 3)
         #expect(holding.requests.count == 10)

@@ -44,7 +44,7 @@ struct RequestCounterTests {
         let hanging = Task { try await client.send(Self.request("hang")) }
         try await waitUntil { counter.snapshot.inFlight == 1 }
         hanging.cancel()
-        await #expect(throws: CancellationError.self) { try await hanging.value }
+        await #expect(throws: CancellationError.self) { try await hanging.join() }
 
         #expect(
             counter.snapshot
@@ -88,8 +88,8 @@ struct RequestCounterTests {
         #expect(seenOnReturn.value.isEmpty)
 
         gate.open()
-        for request in requests { _ = try await request.value }
-        for waiter in waiters { await waiter.value }
+        for request in requests { _ = try await request.join() }
+        for waiter in waiters { await waiter.join() }
         #expect(seenOnReturn.value.count == 5)
         #expect(seenOnReturn.value.allSatisfy { $0.inFlight == 0 && $0.succeeded == 3 })
     }
@@ -102,11 +102,11 @@ struct RequestCounterTests {
         let waiter = Task { await counter.waitUntilIdle() }
         try await waitUntil { counter.idleWaiterCount == 1 }
         waiter.cancel()
-        await waiter.value
+        await waiter.join()
         #expect(counter.snapshot.inFlight == 1)
         #expect(counter.idleWaiterCount == 0)
         gate.open()
-        _ = try await request.value
+        _ = try await request.join()
     }
 
     @Test("the change stream starts with the counts now and delivers every change in order", .timeLimit(.minutes(1)))
@@ -137,7 +137,7 @@ struct RequestCounterTests {
         await subscribed.wait()
         #expect(counter.subscriberCount == 1)
         consumer.cancel()
-        await consumer.value
+        await consumer.join()
         try await waitUntil { counter.subscriberCount == 0 }
         #expect(counter.subscriberCount == 0)
     }
@@ -242,10 +242,10 @@ struct RequestCounterTests {
         #expect(counter.snapshot.inFlight >= 2 * perKind)
         for task in cancelledLater { task.cancel() }
         deadline.open()
-        for task in tasks + cancelledLater { await task.value }
+        for task in tasks + cancelledLater { await task.join() }
         await counter.waitUntilIdle()
 
-        let (starts, ends, violations) = await watcher.value
+        let (starts, ends, violations) = await watcher.join()
         let final = counter.snapshot
         #expect(violations.count == 0, "first violation: \(violations.first.map { String(describing: $0) } ?? "none")")
         #expect(starts == 5 * perKind)

@@ -46,7 +46,7 @@ struct ResilienceStackTests {
         await clock.waitForSleepers(count: 2)
         clock.advanceToNextDeadline()
 
-        let (_, response) = try await task.value
+        let (_, response) = try await task.join()
         #expect(response.statusCode == 200)
         #expect(clock.now.offset == .milliseconds(200))
         #expect(attempts.value == [1, 2, 3])
@@ -72,7 +72,7 @@ struct ResilienceStackTests {
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.advanceThroughDeadlines(2, sleepers: 2)
-        let error = await #expect(throws: CourierError.self) { try await task.value }
+        let error = await #expect(throws: CourierError.self) { try await task.join() }
         #expect(error?.code == .unacceptableStatus)
         #expect(error?.statusCode == 502)
         #expect(error?.middleware == "validatingStatus")

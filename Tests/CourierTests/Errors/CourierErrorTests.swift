@@ -134,7 +134,7 @@ struct CancellationTests {
         await arrived.wait(for: 1)
         task.cancel()
         gate.open()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
     }
 
     @Test("a CancellationError thrown by a typed request's middleware is not wrapped")

@@ -98,7 +98,7 @@ struct HedgingTests {
         let call = await sendAndHedge(over: transport)
         await arrived.wait(for: 2)
         release.open()
-        let result = try await call.value
+        let result = try await call.join()
 
         #expect(body(result) == "first")
         expectAttempts(2, cancelled: 1, on: transport)  // the hedge, waiting in the mock, was cancelled
@@ -125,7 +125,7 @@ struct HedgingTests {
         let call = Task { try await client.send(request) }
         await arrived.wait(for: 1)
         release.open()
-        _ = try await call.value
+        _ = try await call.join()
 
         #expect(transport.callCount == 1)
         #expect(clock.totalSleeps == 0)
@@ -144,7 +144,7 @@ struct HedgingTests {
         await arrived.wait(for: 2)
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(1))
-        let result = try await call.value
+        let result = try await call.join()
 
         #expect(body(result) == "third")
         expectAttempts(3, cancelled: 2, on: transport)
@@ -164,7 +164,7 @@ struct HedgingTests {
         let call = await sendAndHedge(over: transport, inner: [countingFailures])
         await failed.wait(for: 1)
         release.open()
-        let result = try await call.value
+        let result = try await call.join()
 
         #expect(body(result) == "second")
         #expect(transport.callCount == 2)
@@ -183,7 +183,7 @@ struct HedgingTests {
         // The hedge fails first; the call goes on waiting for the original request.
         await failed.wait(for: 1)
         release.open()
-        let error = await #expect(throws: CourierError.self) { try await call.value }
+        let error = await #expect(throws: CourierError.self) { try await call.join() }
 
         #expect(transport.callCount == 2)
         #expect((error?.underlying as? URLError)?.code == .timedOut)
@@ -197,7 +197,7 @@ struct HedgingTests {
         await arrived.wait(for: 2)
         call.cancel()
 
-        await #expect(throws: CancellationError.self) { try await call.value }
+        await #expect(throws: CancellationError.self) { try await call.join() }
         expectAttempts(2, cancelled: 2, on: transport)
     }
 }

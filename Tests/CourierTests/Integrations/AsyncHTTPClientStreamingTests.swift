@@ -97,7 +97,7 @@ struct AsyncHTTPClientStreamingTests {
             let (body, _) = try await transport.stream(URLRequest(url: server.url("/stall")))
             let reader = try await Self.readPastHello(body)
             body.cancel()
-            await #expect(throws: CancellationError.self) { _ = try await reader.value }
+            await #expect(throws: CancellationError.self) { _ = try await reader.join() }
             await server.closedByClient.wait(for: 1)
         }
     }
@@ -116,7 +116,7 @@ struct AsyncHTTPClientStreamingTests {
             #expect(client.lifecycle.inFlight == 1)
             await clock.waitForSleepers(count: 1)
             clock.advance(by: .seconds(5))
-            let error = await #expect(throws: CourierError.self) { _ = try await reader.value }
+            let error = await #expect(throws: CourierError.self) { _ = try await reader.join() }
             #expect(error?.code == .timedOut)
             await server.closedByClient.wait(for: 1)
             try await waitUntil { client.lifecycle.inFlight == 0 }
@@ -133,8 +133,8 @@ struct AsyncHTTPClientStreamingTests {
             let shutdown = Task { await client.shutdown(gracePeriod: .seconds(5), clock: clock) }
             await clock.waitForSleepers(count: 1)
             clock.advance(by: .seconds(5))
-            await shutdown.value
-            let error = await #expect(throws: CourierError.self) { _ = try await reader.value }
+            await shutdown.join()
+            let error = await #expect(throws: CourierError.self) { _ = try await reader.join() }
             #expect(error?.code == .clientShutDown)
             await server.closedByClient.wait(for: 1)
             #expect(client.lifecycle.inFlight == 0)
@@ -263,7 +263,7 @@ struct AsyncHTTPClientStreamingTests {
             let call = Task { try await transport.stream(URLRequest(url: server.url("/slow"))) }
             await server.arrivals.wait(for: 1)
             call.cancel()
-            await #expect(throws: CancellationError.self) { _ = try await call.value }
+            await #expect(throws: CancellationError.self) { _ = try await call.join() }
             await server.closedByClient.wait(for: 1)
         }
     }
@@ -275,7 +275,7 @@ struct AsyncHTTPClientStreamingTests {
                 withUnsafeCurrentTask { $0?.cancel() }
                 return try await transport.stream(URLRequest(url: server.url("/cancelled")))
             }
-            await #expect(throws: CancellationError.self) { _ = try await cancelled.value }
+            await #expect(throws: CancellationError.self) { _ = try await cancelled.join() }
             let late = await #expect(throws: CourierError.self) {
                 try await Deadline.$current.withValue(Deadline(after: .zero)) {
                     _ = try await transport.stream(URLRequest(url: server.url("/late")))

@@ -41,7 +41,7 @@ struct ClientServiceTests {
             try await run
         }
         #expect(runReturned.value)
-        for request in requests { #expect(try await request.value.1.statusCode == 200) }
+        for request in requests { #expect(try await request.join().1.statusCode == 200) }
         #expect(client.lifecycle.inFlight == 0)
     }
 
@@ -78,17 +78,17 @@ struct ClientServiceTests {
             }
         }
         runs.cancel()
-        await runs.value
+        await runs.join()
         #expect(cancellable.isShutDown && plain.isShutDown)
         let refused = await #expect(throws: CourierError.self) { try await plain.send(URLRequest(url: Self.url)) }
         #expect(refused?.code == .clientShutDown)
         // The cancellable request was cancelled; the other one is still its caller's.
-        let cancelled = await #expect(throws: CourierError.self) { try await cancellableRequest.value }
+        let cancelled = await #expect(throws: CourierError.self) { try await cancellableRequest.join() }
         #expect(cancelled?.code == .clientShutDown)
         #expect(hanging.cancellationCount == 1)
         #expect(plain.lifecycle.inFlight == 1)
         gate.open()
-        #expect(try await plainRequest.value.1.statusCode == 200)
+        #expect(try await plainRequest.join().1.statusCode == 200)
     }
 }
 #endif

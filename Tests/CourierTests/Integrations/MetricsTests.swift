@@ -220,7 +220,7 @@ struct MetricsTests {
         #expect(gauge.values.max() == 2)
         #expect(gauge.lastValue == 0)
         reporting.cancel()
-        await reporting.value
+        await reporting.join()
     }
 
     @Test("recordRetry counts retries by method and host")

@@ -177,7 +177,7 @@ struct OpenAPIClientTransportTests {
         let call = Task { try await Self.send(request, serverURL: URL(string: "/")!, transport: transport) }
         await arrived.wait(for: 1)
         call.cancel()
-        let error = try await #require(throws: ClientError.self) { try await call.value }
+        let error = try await #require(throws: ClientError.self) { try await call.join() }
         #expect(error.underlyingError is CancellationError)
         #expect(mock.cancellationCount == 1)
     }

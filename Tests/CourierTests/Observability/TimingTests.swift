@@ -95,7 +95,7 @@ struct TimingTests {
         await arrived.wait(for: 1)
         clock.advance(by: .milliseconds(9))
         task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         let report = try #require(reports.value.first)
         #expect(report.duration == .milliseconds(9))
         guard case .cancelled = report.outcome else {

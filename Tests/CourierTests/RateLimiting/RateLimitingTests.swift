@@ -121,7 +121,7 @@ struct RateLimitingTests {
             #expect(done.count == 50 * window)
             if window < 20 { clock.advance(by: .seconds(60)) }
         }
-        for call in calls { await call.value }
+        for call in calls { await call.join() }
 
         #expect(server.refusals.value == 0)
         #expect(statuses.value.count == 1_000)
@@ -157,7 +157,7 @@ struct RateLimitingTests {
         #expect(clock.sleeperCount == 1)
         clock.advance(by: .seconds(60))
         var statuses: [Int] = []
-        for call in calls { statuses.append(try await call.value) }
+        for call in calls { statuses.append(try await call.join()) }
         #expect(statuses.allSatisfy { $0 == 200 })
         #expect(server.counts.value == [0: 5, 1: 3])
         #expect(server.refusals.value == 0)
@@ -177,7 +177,7 @@ struct RateLimitingTests {
         #expect(clock.pendingDeadlines == [.init(offset: .seconds(30))])
         #expect(transport.callCount == 1)
         clock.advance(by: .seconds(30))
-        #expect(try await second.value == 200)
+        #expect(try await second.join() == 200)
         #expect(transport.callCount == 2)
         #expect(
             events.value.contains(.throttled(partition: "api.example.test:443", status: 429, retryAfter: .seconds(30)))
@@ -222,7 +222,7 @@ struct RateLimitingTests {
         await clock.waitForSleepers(count: 1)
         #expect(transport.callCount == 1)
         clock.advance(by: .seconds(10))
-        #expect(try await second.value == 200)
+        #expect(try await second.join() == 200)
     }
 
     @Test("a slot that opens after the call's deadline fails at once with the timeout error, nothing sent")
@@ -273,7 +273,7 @@ struct RateLimitingTests {
         #expect(events.value.contains(.rejected(partition: "api.example.test:443", reason: .waitTooLong)))
 
         clock.advance(by: .seconds(60))
-        #expect(try await waiting.value == 200)
+        #expect(try await waiting.join() == 200)
     }
 
     @Test("a waiting request is cancellable: it throws CancellationError, leaves the queue and sends nothing")
@@ -283,7 +283,7 @@ struct RateLimitingTests {
         let waiting = Task { try await client.send(URLRequest(url: url)) }
         await clock.waitForSleepers(count: 1)
         waiting.cancel()
-        await #expect(throws: CancellationError.self) { try await waiting.value }
+        await #expect(throws: CancellationError.self) { try await waiting.join() }
         #expect(limiter.state(for: "api.example.test:443")?.waiting == 0)
         clock.advance(by: .seconds(60))
         #expect(server.transport.callCount == 1)
@@ -326,7 +326,7 @@ struct RateLimitingTests {
         await clock.waitForSleepers(count: 1)
         #expect(server.transport.callCount == 2)
         clock.advance(by: .seconds(10))
-        #expect(try await third.value == 200)
+        #expect(try await third.join() == 200)
     }
 
     @Test("a server that sends no fields is not paced at all after the probe")
@@ -380,7 +380,7 @@ struct RateLimitingTests {
         await clock.waitForSleepers(count: 1)
         #expect(server.transport.callCount == 1)
         clock.advance(by: .seconds(60))
-        #expect(try await waiting.value == 200)
+        #expect(try await waiting.join() == 200)
         #expect(server.refusals.value == 0)
     }
 
@@ -454,7 +454,7 @@ struct RateLimitingTests {
             try await waitUntil { transport.callCount == call || clock.sleeperCount == 1 }
             #expect(transport.callCount == call, "no request was sent after the reset")
             if transport.callCount < call { clock.advance(by: .seconds(60)) }
-            #expect((try? await next.value) == 200)
+            #expect((try? await next.join()) == 200)
         }
         // The server's third answer has no fields: nothing is paced any more.
         #expect(limiter.state(for: "api.example.test:443")?.isUnlimited == true)

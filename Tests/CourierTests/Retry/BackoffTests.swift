@@ -111,7 +111,7 @@ struct BackoffTests {
             }
             slept.append(before.duration(to: clock.now))
         }
-        let (_, response) = try await task.value
+        let (_, response) = try await task.join()
         #expect(response.statusCode == 503)
         #expect(transport.callCount == 6)
 
@@ -141,7 +141,7 @@ struct BackoffTests {
             let task = Task { try await client.send(RetryFixtures.request()) }
             await clock.waitForSleepers(count: 1)
             clock.advanceToNextDeadline()
-            _ = try await task.value
+            _ = try await task.join()
         }
         #expect(delays.value.count > 10)
         #expect(delays.value.allSatisfy { $0 >= .zero && $0 <= .seconds(1) })

@@ -102,7 +102,7 @@ struct RetryAfterTests {
         await clock.waitForSleepers(count: 1)
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: wait)], sourceLocation: sourceLocation)
         clock.advance(by: wait)
-        #expect(try await task.value.1.statusCode == 200, sourceLocation: sourceLocation)
+        #expect(try await task.join().1.statusCode == 200, sourceLocation: sourceLocation)
         return transport
     }
 
@@ -162,7 +162,7 @@ struct RetryAfterTests {
         await clock.waitForSleepers(count: 1)
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .seconds(4))])
         clock.advance(by: .seconds(4))
-        let error = await #expect(throws: CourierError.self) { try await task.value }
+        let error = await #expect(throws: CourierError.self) { try await task.join() }
         #expect(error?.statusCode == 503)
         #expect(transport.callCount == 2)
     }

@@ -35,7 +35,7 @@ enum RetryFixtures {
         on clock: ManualClock,
         sourceLocation: SourceLocation = #_sourceLocation
     ) async -> CourierError? {
-        let error = await #expect(throws: CourierError.self, sourceLocation: sourceLocation) { try await call.value }
+        let error = await #expect(throws: CourierError.self, sourceLocation: sourceLocation) { try await call.join() }
         #expect(error?.code == .timedOut, sourceLocation: sourceLocation)
         #expect(error?.middleware == "timeout", sourceLocation: sourceLocation)
         #expect(error?.timeout == duration, sourceLocation: sourceLocation)
@@ -57,7 +57,7 @@ enum RetryFixtures {
         let task = Task { try await client.send(request()) }
         await clock.waitForSleepers(count: 1)
         gate.open()
-        let (_, response) = try await task.value
+        let (_, response) = try await task.join()
         #expect(response.statusCode == 201, sourceLocation: sourceLocation)
         #expect(transport.cancellationCount == 0, sourceLocation: sourceLocation)
         return transport

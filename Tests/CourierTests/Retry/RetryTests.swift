@@ -167,7 +167,7 @@ struct RetryTests {
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
         task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(clock.now.offset == .zero)
         #expect(clock.sleeperCount == 0)
         clock.advance(by: .seconds(60))
@@ -245,7 +245,7 @@ struct RetryTests {
         await clock.waitForSleepers(count: 1)
         #expect(events.value.count == 2)
         clock.advance(by: .seconds(1))
-        let (_, response) = try await task.value
+        let (_, response) = try await task.join()
         #expect(response.statusCode == 200)
 
         let recorded = events.value

@@ -33,7 +33,7 @@ struct ChunkPipeCancellationTests {
         await readFirst.wait()
         reader.cancel()
         gate.open()
-        let (first, second) = try await reader.value
+        let (first, second) = try await reader.join()
         #expect(first == Data("first".utf8))
         #expect(throws: CancellationError.self) { try second.get() }
         #expect(stopped.value)

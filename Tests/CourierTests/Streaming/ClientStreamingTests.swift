@@ -137,7 +137,7 @@ struct ClientStreamingTests {
         }
         await reading.wait()
         reader.cancel()
-        await #expect(throws: CancellationError.self) { _ = try await reader.value }
+        await #expect(throws: CancellationError.self) { _ = try await reader.join() }
         await transport.stream(0).stopped.wait()
         #expect(client.lifecycle.inFlight == 0)
     }
@@ -182,7 +182,7 @@ struct ClientStreamingTests {
         // The watchdog sleeps until 5 seconds after the last chunk it saw (12 s) or earlier, and looks at the
         // time when it wakes: one step wakes it at 17 s, whenever it went to sleep.
         clock.advance(by: .seconds(5))
-        let error = await #expect(throws: CourierError.self) { _ = try await reader.value }
+        let error = await #expect(throws: CourierError.self) { _ = try await reader.join() }
         #expect(error?.code == .timedOut)
         #expect(error?.message.contains("idle timeout") == true)
         await transport.stream(0).stopped.wait()

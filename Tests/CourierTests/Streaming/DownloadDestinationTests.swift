@@ -93,7 +93,7 @@ struct DownloadDestinationTests {
         #expect(try Data(contentsOf: destination) == previous)
         #expect(try directory.names().count == 2)  // the file and the temporary file beside it
         gate.open()
-        _ = try await download.value
+        _ = try await download.join()
         #expect(try Data(contentsOf: destination) == payload)
         #expect(try directory.names() == ["file.bin"])
     }
@@ -143,7 +143,7 @@ struct DownloadDestinationTests {
         try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
         try previous.write(to: destination.appendingPathComponent("keep.txt"))
         gate.open()
-        await #expect(throws: (any Error).self) { _ = try await download.value }
+        await #expect(throws: (any Error).self) { _ = try await download.join() }
         #expect(try Data(contentsOf: destination.appendingPathComponent("keep.txt")) == previous)
         #expect(try directory.names() == ["file.bin"])
     }

@@ -179,7 +179,7 @@ struct DownloadTests {
         let task = Task { try await client.download(.get("/file"), to: file) }
         await arrived.wait(for: 1)
         task.cancel()
-        await #expect(throws: CancellationError.self) { _ = try await task.value }
+        await #expect(throws: CancellationError.self) { _ = try await task.join() }
         #expect(!FileManager.default.fileExists(atPath: file.path))
         #expect(try leftovers(beside: file).isEmpty)
         #expect(client.lifecycle.inFlight == 0)

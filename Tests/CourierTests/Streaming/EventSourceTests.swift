@@ -52,7 +52,7 @@ struct EventSourceTests {
         // The second connection ends cleanly: the stream connects again after the same delay, and gets a 204.
         await clock.waitForSleepers(count: 1)
         clock.advance(by: .seconds(7))
-        let (events, error) = await reader.value
+        let (events, error) = await reader.join()
         #expect(error == nil)
         #expect(events.map(\.data) == ["one", "two", "three"])
         #expect(events.map(\.id) == ["1", "2", "3"])
@@ -158,7 +158,7 @@ struct EventSourceTests {
         clock.advance(by: .seconds(30))
         try await waitUntil { clock.pendingDeadlines.contains(ManualClock.Instant(offset: .seconds(31))) }
         clock.advance(by: .seconds(1))
-        let (events, error) = await reader.value
+        let (events, error) = await reader.join()
         #expect(events.map(\.data) == ["a"])
         #expect(error == nil)
         #expect(mock.requests.count == 2)

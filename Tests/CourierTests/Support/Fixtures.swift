@@ -143,5 +143,5 @@ func expectCancellation(
     let call = Task { try await client.send(request) }
     await arrived.wait(for: arrivals)
     call.cancel()
-    await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await call.value }
+    await #expect(throws: CancellationError.self, sourceLocation: sourceLocation) { try await call.join() }
 }

@@ -113,7 +113,7 @@ struct DeadlinePropagationTests {
         // First retry: 600 ms fits in the second left. Second retry: 600 ms would end at 1.2 s.
         await clock.waitForSleepers(count: 2)  // the whole-call timer and the backoff
         clock.advance(by: .milliseconds(600))
-        let error = await #expect(throws: CourierError.self) { try await task.value }
+        let error = await #expect(throws: CourierError.self) { try await task.join() }
         #expect(error?.code == .transport)
         #expect(transport.callCount == 2)
         #expect(clock.now.offset == .milliseconds(600))
@@ -138,7 +138,7 @@ struct DeadlinePropagationTests {
         )
         let task = Task { try await client.send(RetryFixtures.request()) }
         await clock.advanceThroughDeadlines(2, sleepers: 2)  // the whole-call timer and the backoff
-        let (_, response) = try await task.value
+        let (_, response) = try await task.join()
         #expect(response.statusCode == 200)
         #expect(clock.now.offset == .milliseconds(600))
         #expect(transport.callCount == 3)

@@ -83,7 +83,7 @@ struct DeadlineTimerTests {
         try await waitUntil { timer.pendingCount == 2 }
 
         clock.advance(by: .milliseconds(60))  // t = 100 ms: the first deadline
-        let firstError = await #expect(throws: CourierError.self) { try await first.value }
+        let firstError = await #expect(throws: CourierError.self) { try await first.join() }
         #expect(firstError?.code == .timedOut)
         #expect(hanging.cancellationCount == 1)
         #expect(timer.pendingCount == 1)
@@ -93,7 +93,7 @@ struct DeadlineTimerTests {
         clock.advance(by: .milliseconds(39))
         #expect(hanging.cancellationCount == 1)
         clock.advance(by: .milliseconds(1))
-        let secondError = await #expect(throws: CourierError.self) { try await second.value }
+        let secondError = await #expect(throws: CourierError.self) { try await second.join() }
         #expect(secondError?.code == .timedOut)
         #expect(hanging.cancellationCount == 2)
     }
@@ -120,7 +120,7 @@ struct DeadlineTimerTests {
         #expect(timer.pendingCount == 0)
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(50))])
         clock.advanceToNextDeadline()
-        let error = await #expect(throws: CourierError.self) { try await task.value }
+        let error = await #expect(throws: CourierError.self) { try await task.join() }
         #expect(error?.code == .timedOut)
         #expect(error?.timeout == .milliseconds(50))
     }

@@ -91,7 +91,7 @@ struct TimeoutTests {
     func callerCancellation(kind: TimerKind) async throws {
         let task = await sendHanging(kind, timeouts: .seconds(1))
         task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(hanging.cancellationCount == 1)
         #expect(clock.sleeperCount == kind.sleepersLeft(timeouts: 1))
     }
@@ -195,7 +195,7 @@ struct TimeoutTests {
     func innerShorter(kind: TimerKind) async throws {
         let task = await sendHanging(kind, timeouts: .seconds(1), .milliseconds(100))
         clock.advanceToNextDeadline()
-        let error = await #expect(throws: CourierError.self) { try await task.value }
+        let error = await #expect(throws: CourierError.self) { try await task.join() }
         #expect(error?.timeout == .milliseconds(100))
         #expect(clock.now.offset == .milliseconds(100))
         #expect(clock.sleeperCount == kind.sleepersLeft(timeouts: 1))
@@ -213,7 +213,7 @@ struct TimeoutTests {
         await clock.waitForSleepers(count: 1)
         #expect(clock.pendingDeadlines == [ManualClock.Instant(offset: .milliseconds(50))])
         clock.advanceToNextDeadline()
-        let error = await #expect(throws: CourierError.self) { try await task.value }
+        let error = await #expect(throws: CourierError.self) { try await task.join() }
         #expect(error?.timeout == .milliseconds(50))
     }
 

@@ -157,7 +157,7 @@ struct TransportEnforcedDeadlineTests {
         // Only the transport sleeps: the timeout left its deadline to it.
         #expect(clock.sleeperCount == 1)
         clock.advance(by: .seconds(3))
-        let error = try await #require(throws: CourierError.self) { try await call.value }
+        let error = try await #require(throws: CourierError.self) { try await call.join() }
         #expect(error.code == .timedOut)
         #expect(error.timeout == .seconds(3))
         #expect(error.middleware == "timeout")
@@ -175,7 +175,7 @@ struct TransportEnforcedDeadlineTests {
         await clock.waitForSleepers(count: 1)
         #expect(transport.seen.value.first?.timeout == .seconds(1))
         clock.advance(by: .seconds(1))
-        let error = try await #require(throws: CourierError.self) { try await call.value }
+        let error = try await #require(throws: CourierError.self) { try await call.join() }
         #expect(error.code == .timedOut)
         #expect(error.timeout == .seconds(1))
     }
@@ -204,7 +204,7 @@ struct TransportEnforcedDeadlineTests {
         let call = Task { try await client.send(RetryFixtures.request()) }
         await clock.waitForSleepers(count: 1)
         call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        await #expect(throws: CancellationError.self) { try await call.join() }
     }
 }
 

@@ -164,7 +164,7 @@ struct TransportLoopbackTests {
             let call = Task { try await transport.send(URLRequest(url: server.url("/slow"))) }
             await server.arrivals.wait(for: 1)
             call.cancel()
-            await #expect(throws: CancellationError.self) { try await call.value }
+            await #expect(throws: CancellationError.self) { try await call.join() }
             await server.closedByClient.wait(for: 1)
         }
     }
@@ -181,7 +181,7 @@ struct TransportLoopbackTests {
             }
             call.cancel()
             gate.open()
-            await #expect(throws: CancellationError.self) { try await call.value }
+            await #expect(throws: CancellationError.self) { try await call.join() }
         }
     }
 

@@ -44,7 +44,7 @@ struct URLSessionTransportTests {
         }
         task.cancel()
         gate.open()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(server.requests.isEmpty)
     }
 

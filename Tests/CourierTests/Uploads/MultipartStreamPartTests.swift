@@ -264,7 +264,7 @@ struct MultipartStreamPartTests {
         }
         await started.wait(for: 1)
         task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         await terminated.wait(for: 1)
         #expect(terminated.count == 1)
     }

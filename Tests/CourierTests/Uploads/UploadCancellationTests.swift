@@ -51,7 +51,7 @@ struct UploadCancellationTests {
         await started.wait(for: 1)
         #expect(file.isOpen)
         task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(!file.isOpen)
     }
 
@@ -73,7 +73,7 @@ struct UploadCancellationTests {
         let task = Task { try await client.send(Request<Data>(method: .put, target: .path("/upload"), body: body)) }
         await started.wait(for: 1)
         task.cancel()
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         await terminated.wait(for: 1)
         #expect(terminated.count == 1)
     }

@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -115,6 +116,6 @@ struct JSONLineSequenceTests {
     func cancellation() async throws {
         let reader = Task { try await JSONLineSequence(SilentBody(), of: Row.self).elements() }
         reader.cancel()
-        await #expect(throws: CancellationError.self) { try await reader.value }
+        await #expect(throws: CancellationError.self) { try await reader.join() }
     }
 }

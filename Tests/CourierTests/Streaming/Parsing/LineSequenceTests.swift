@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -105,6 +106,6 @@ struct LineSequenceTests {
     func cancellation() async throws {
         let reader = Task { try await LineSequence(SilentBody()).elements() }
         reader.cancel()
-        await #expect(throws: CancellationError.self) { try await reader.value }
+        await #expect(throws: CancellationError.self) { try await reader.join() }
     }
 }

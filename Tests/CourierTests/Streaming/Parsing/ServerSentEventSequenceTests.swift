@@ -139,6 +139,6 @@ struct ServerSentEventSequenceTests {
     func cancellation() async throws {
         let reader = Task { try await ServerSentEventSequence(SilentBody()).elements() }
         reader.cancel()
-        await #expect(throws: CancellationError.self) { try await reader.value }
+        await #expect(throws: CancellationError.self) { try await reader.join() }
     }
 }

@@ -1,0 +1,76 @@
+import Foundation
+import Testing
+
+/// Rules the tests themselves keep, checked over their sources so that a new test cannot break them unseen.
+@Suite("Test sources keep the suite's rules")
+struct TestSourceHygieneTests {
+    /// The folders of tests that use the testing kit.
+    static let folders = ["Tests", "IntegrationTests/Tests/CourierEndToEndTests"]
+
+    /// Every `.swift` file under the folders, by its path from the package root, with its text.
+    static func sources() throws -> [(path: String, text: String)] {
+        var found: [(String, String)] = []
+        for folder in folders {
+            let root = packageRoot.appendingPathComponent(folder)
+            let enumerator = FileManager.default.enumerator(at: root, includingPropertiesForKeys: nil)
+            while let url = enumerator?.nextObject() as? URL {
+                guard url.pathExtension == "swift" else { continue }
+                let text = try String(contentsOf: url, encoding: .utf8)
+                found.append((folder + "/" + url.path.replacingOccurrences(of: root.path + "/", with: ""), text))
+            }
+        }
+        return found
+    }
+
+    /// The places where a line awaits `.value` of something, which in these tests is a task they started.
+    static func awaitedValues(in text: String) -> [String] {
+        let pattern = #/await\s+(?:\(\s*)?[A-Za-z_][A-Za-z_0-9]*(?:\[[^\]]*\])?\.value\b/#
+        return text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line in
+            line.contains(pattern) ? "\(index + 1): \(line.trimmingCharacters(in: .whitespaces))" : nil
+        }
+    }
+
+    @Test(
+        "a test awaits a task it started with join(), which passes its time limit's cancellation on, never with value"
+    )
+    func tasksAreJoined() throws {
+        let sources = try Self.sources()
+        #expect(sources.count > 100, "the scan found \(sources.count) files: is packageRoot right?")
+        let places = sources.flatMap { source in Self.awaitedValues(in: source.text).map { "\(source.path):\($0)" } }
+        // Allowed: the tests of join() itself, which compare it with value; this file's own examples; and the
+        // app code in Examples/, where one shared task serves many callers and no caller may cancel it.
+        let allowed = [
+            "Tests/CourierTestingTests/TaskJoinTests.swift:",
+            "Tests/CourierTests/Hygiene/TestSourceHygieneTests.swift:",
+        ]
+        let offending = places.filter { place in
+            !allowed.contains(where: place.hasPrefix) && !place.contains("/Examples/")
+        }
+        #expect(offending.isEmpty, "await task.join() instead:\n\(offending.joined(separator: "\n"))")
+    }
+
+    @Test(
+        "the scan finds each form of awaiting a task's value",
+        arguments: [
+            "let x = await task.value",
+            "#expect(try await call.value == 3)",
+            "_ = await (a.value, b.value)",
+            "try await waiters[index].value",
+        ]
+    )
+    func scanFinds(line: String) {
+        #expect(Self.awaitedValues(in: line).count == 1)
+    }
+
+    @Test(
+        "the scan leaves joins and other values alone",
+        arguments: [
+            "let x = await task.join()",
+            "let v = events.value",
+            "request.value(forHTTPHeaderField: \"A\")",
+        ]
+    )
+    func scanIgnores(line: String) {
+        #expect(Self.awaitedValues(in: line).isEmpty)
+    }
+}
