@@ -372,16 +372,19 @@ struct DownloadEndToEndTests {
                 progress: progress.handler
             )
             let log = try await Self.log(e2e)
-            #expect(log.map(\.range) == [nil, "bytes=\(stall)-"])
-            #expect(log.map(\.ifRange) == [nil, "\"\(e2e.key)-v1\""])
+            #expect(log.prefix(2).map(\.range) == [nil, "bytes=\(stall)-"])
+            #expect(log.prefix(2).map(\.ifRange) == [nil, "\"\(e2e.key)-v1\""])
+            // Any later request resumes the version in the file within the call (URLSession on Linux fails a body
+            // that falls 10 MiB behind its reader).
+            #expect(log.dropFirst(2).allSatisfy { $0.status == 206 && $0.version == (changed ? 2 : 1) })
             if changed {
                 // The new version whole, from byte 0: not the old part with the new version's rest appended.
-                #expect(log.map(\.status) == [200, 200])
+                #expect(log.prefix(2).map(\.status) == [200, 200])
                 #expect(response.statusCode == 200)
                 #expect(try Self.holdsResource(place.destination, bytes: bytes, version: 2))
                 #expect(progress.reports.value.first?.bytesWritten == 0)
             } else {
-                #expect(log.map(\.status) == [200, 206])
+                #expect(log.prefix(2).map(\.status) == [200, 206])
                 #expect(response.statusCode == 206)
                 #expect(try Self.holdsResource(place.destination, bytes: bytes, version: 1))
                 // Reported from where the partial file stood.
