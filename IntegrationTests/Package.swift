@@ -59,6 +59,12 @@ let package = Package(
             ],
             exclude: ["openapi.yaml", "openapi-generator-config.yaml", "README.md"]
         ),
+        // A child process for the end-to-end tests: a resumable download that a test kills mid-body (SIGKILL), to
+        // resume it in another process.
+        .executableTarget(
+            name: "DownloadResumer",
+            dependencies: [.product(name: "Courier", package: "courier")]
+        ),
         .testTarget(
             name: "TestServerTests",
             dependencies: ["TestServer"] + ["NIOCore", "NIOPosix"].map { .product(name: $0, package: "swift-nio") }

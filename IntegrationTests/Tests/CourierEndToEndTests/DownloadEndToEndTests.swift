@@ -164,14 +164,13 @@ struct DownloadEndToEndTests {
             let sent = validator == "etag" ? "ETag" : "Last-Modified"
             let validatorValue = try #require(response.value(forHTTPHeaderField: sent))
             #expect(log.last?.ifRange == validatorValue)
-            // Reports climb to the whole length, with no restart from zero.
+            // Reports climb from the head's (0) to the whole length, with no restart from zero.
             let written = progress.reports.value.map(\.bytesWritten)
-            #expect(written == written.sorted() && written.first ?? 0 > 0)
+            #expect(written == written.sorted() && written.first == 0 && written.dropFirst().allSatisfy { $0 > 0 })
             // The range starts where the file stood when the connection was cut: at most at the cut (the transport
             // may lose what it had buffered when the connection fails; AsyncHTTPClient does).
             let start = try #require(Self.rangeStart(log.last?.range))
             #expect(start <= cut)
-            #expect(start == 0 || written.contains(Int64(start)))
             let last = try #require(progress.reports.value.last)
             #expect(last.bytesWritten == Int64(bytes) && last.expectedBytes == Int64(bytes))
             #expect(place.contents == ["resource.bin"])
@@ -197,13 +196,12 @@ struct DownloadEndToEndTests {
             #expect(log.map(\.status) == [200, 200])
             #expect(log.map(\.version) == [1, 2])
             #expect(log.last?.ifRange == "\"\(e2e.key)-v1\"")
-            // The restart is reported from zero, after the reports up to where the cut left the file.
+            // Reports start with the head's (0) and end with the whole file; the restart's report from zero may be
+            // replaced by a later one before the handler gets it (the latest wins).
             let written = progress.reports.value.map(\.bytesWritten)
-            let restart = try #require(written.lastIndex(of: 0))
             let start = try #require(Self.rangeStart(log.last?.range))
             #expect(start <= cut)
-            #expect(start == 0 || written[..<restart].last == Int64(start))
-            #expect(Array(written[restart...]) == written[restart...].sorted())
+            #expect(written.first == 0)
             #expect(written.last == Int64(bytes))
             // The head returned is that of the version in the file (the restart's), as documented.
             #expect(response.value(forHTTPHeaderField: "ETag") == "\"\(e2e.key)-v2\"")
@@ -329,6 +327,71 @@ struct DownloadEndToEndTests {
             #expect(place.contents == ["resource.bin"])
             #expect(try Data(contentsOf: place.destination) == Self.existing)
             _ = try await e2e.inspector.client.send(Request<Data>.get("/hit/\(e2e.key)"))
+        }
+    }
+
+    @Test(
+        "A resumable download killed mid-body (SIGKILL) is resumed by another process with Range from the partial file's length and If-Range: the file is byte-identical",
+        arguments: TransportKind.allCases,
+        [false, true]
+    )
+    func resumesAcrossProcesses(kind: TransportKind, changed: Bool) async throws {
+        let bytes = 24 << 20 + 5
+        let stall = 5 << 20 + 3
+        let partial = ".resource.bin.courier-partial"
+        try await Self.run(kind, existing: Self.existing) { e2e, place in
+            let request = Self.resource(e2e, ["bytes": "\(bytes)", "stallAfter": "\(stall)"])
+            let url = try #require(try request.urlRequest(baseURL: e2e.server.baseURL).url)
+            // Another process downloads until the server stalls after `stall` bytes, and is killed there.
+            let child = try await ChildDownload.killAfterReport(
+                of: Int64(stall),
+                url: url,
+                destination: place.destination
+            )
+            #expect(child.killed)
+            #expect(child.reports.last == Int64(stall))
+            // What it leaves: the partial file and its record, beside the destination as it was.
+            #expect(place.contents == [partial, partial + ".json", "resource.bin"])
+            let kept = try FileManager.default.attributesOfItem(
+                atPath: place.directory.appendingPathComponent(partial).path
+            )
+            #expect((kept[.size] as? Int) == stall)
+            #expect((kept[.posixPermissions] as? Int) == 0o600)
+            #expect(try Data(contentsOf: place.destination) == Self.existing)
+            // Releases the stalled answer on the server; then, for the second case, the resource changes.
+            _ = try await e2e.inspector.client.send(Request<Data>.get("/hit/\(e2e.key)"))
+            if changed {
+                _ = try await e2e.inspector.client.send(Request<Data>.get("/download/\(e2e.key)/change"))
+            }
+
+            let progress = ProgressLog()
+            let response = try await e2e.client().download(
+                request,
+                to: place.destination,
+                resumable: true,
+                progress: progress.handler
+            )
+            let log = try await Self.log(e2e)
+            #expect(log.prefix(2).map(\.range) == [nil, "bytes=\(stall)-"])
+            #expect(log.prefix(2).map(\.ifRange) == [nil, "\"\(e2e.key)-v1\""])
+            // Any later request resumes the version in the file within the call (URLSession on Linux fails a body
+            // that falls 10 MiB behind its reader).
+            #expect(log.dropFirst(2).allSatisfy { $0.status == 206 && $0.version == (changed ? 2 : 1) })
+            if changed {
+                // The new version whole, from byte 0: not the old part with the new version's rest appended.
+                #expect(log.prefix(2).map(\.status) == [200, 200])
+                #expect(response.statusCode == 200)
+                #expect(try Self.holdsResource(place.destination, bytes: bytes, version: 2))
+                #expect(progress.reports.value.first?.bytesWritten == 0)
+            } else {
+                #expect(log.prefix(2).map(\.status) == [200, 206])
+                #expect(response.statusCode == 206)
+                #expect(try Self.holdsResource(place.destination, bytes: bytes, version: 1))
+                // Reported from where the partial file stood.
+                #expect(progress.reports.value.first?.bytesWritten == Int64(stall))
+            }
+            #expect(progress.reports.value.last?.bytesWritten == Int64(bytes))
+            #expect(place.contents == ["resource.bin"])
         }
     }
 

@@ -20,12 +20,14 @@ public struct DownloadProgress: Sendable, Hashable {
 
 extension Client {
     /// Downloads the body of `request` into the file at `destination`, chunk by chunk, never holding the body in
-    /// memory; resumes with `Range` after a lost connection when the server allows it.
+    /// memory; resumes with `Range` after a lost connection when the server allows it, and, when `resumable`, in a
+    /// later call — after the process restarted — from the partial file an interrupted call kept.
     ///
     /// ```swift
     /// let response = try await client.download(
     ///     .get("/exports/2026.tar.gz"),
     ///     to: URL(filePath: "/var/data/2026.tar.gz"),
+    ///     resumable: true,
     ///     idleTimeout: .seconds(60),
     ///     progress: { print("\(Int(($0.fractionCompleted ?? 0) * 100)) %") }
     /// )
@@ -39,9 +41,9 @@ extension Client {
     ///   whole body has arrived: an existing regular file is replaced in one step, never removed first. If the
     ///   download fails or is cancelled, the temporary file is removed and `destination` is left as it was.
     ///   A `204` or `205` (no content, by definition) throws ``CourierError/Code/unacceptableStatus`` rather than
-    ///   replace the destination with an empty file. A `destination` that is a directory, a symbolic link (neither followed nor replaced: name its target),
-    ///   a FIFO or a device, or whose directory cannot take a new file, throws
-    ///   ``CourierError/Code/invalidRequest`` before anything is sent.
+    ///   replace the destination with an empty file. A `destination` that is a directory, a symbolic link (neither
+    ///   followed nor replaced: name its target), a FIFO or a device, or whose directory cannot take a new file,
+    ///   throws ``CourierError/Code/invalidRequest`` before anything is sent.
     /// - **Resuming**: when the body of a `200` stops early (the connection is lost or cut, no chunk arrives
     ///   within the idle timeout, the transport gives up on it), and the response carried a strong `ETag`, or a
     ///   `Last-Modified` at least a second before its `Date`, the request is sent again with `Range: bytes=N-`
@@ -51,45 +53,124 @@ extension Client {
     ///   the file over with one more request, without a range; a `200` starts it over with its own body; a `204`
     ///   or any other status throws. Without a strong validator, or for a body the transport decoded
     ///   (`Content-Encoding`), the error is thrown: bytes of two versions are never combined.
+    /// - **Across calls and restarts** (`resumable: true`): the body is written to `.NAME.courier-partial` beside
+    ///   `destination` (`NAME`), and the version's validator, complete length and a digest of the request's method
+    ///   and URL (not the URL, which may carry a key) to `.NAME.courier-partial.json`, both readable and writable
+    ///   by the process's user alone (`0600`). When the download fails, is cancelled or the process dies, both
+    ///   stay (a version without a strong validator cannot be resumed, so its partial file is removed), and the
+    ///   next resumable call to the same destination with the same method and URL asks for the rest with
+    ///   `Range: bytes=N-` and `If-Range`, `N` being the partial file's length, and appends the answer under the
+    ///   rules above; a `200` (the resource changed) or a `206` that is not the rest starts again from 0. A record
+    ///   that is unreadable, malformed or for another request is ignored: the download starts from 0. A link, a
+    ///   directory, a FIFO or another user's file at either name is refused (``CourierError/Code/invalidRequest``)
+    ///   and left alone, and so is a second download to the same destination while one is under way (the partial
+    ///   file is locked). A partial file survives the process, not necessarily the machine: it is not flushed to
+    ///   disk as it is written.
     /// - **Length**: when the server announced a `Content-Length` (or a `Content-Range`'s complete length), a
     ///   body that ends short of it is an error (or resumed), never a truncated file, and one that runs past it
     ///   is an error.
+    /// - **Progress** is reported from a task of its own, so a slow handler never slows the transfer: the bytes
+    ///   are read and written at the network's speed, and reports the handler had no time for are dropped, the
+    ///   latest wins. The first report comes when the response head arrives (`bytesWritten` is 0, or where a
+    ///   resumed partial file stands), then at most one every `progressInterval`, and the last one — the whole
+    ///   file — as soon as the body is complete. A download that starts over reports from 0 again. The call
+    ///   returns after the handler has returned from its last report: none comes after it.
     ///
     /// - Parameters:
     ///   - request: The request for the resource.
     ///   - destination: A file URL.
+    ///   - resumable: Whether a download that does not complete keeps its partial file, for a later call to
+    ///     resume (see above); `false` by default.
     ///   - resumeAttempts: How many times to resume after the body stops early; 3 by default, 0 for never. A
     ///     resumption sends at most two requests (the range request, and the request sent again from the start).
     ///   - idleTimeout: The longest the body may go without a chunk before it counts as stopped.
-    ///   - progress: Called after each chunk is written, and when a resumed download restarts.
+    ///   - progressInterval: The shortest time between two progress reports (100 ms by default: often enough for
+    ///     a progress bar or a log line, whatever the size or speed of the download); `.zero` reports as often as
+    ///     the handler keeps up.
+    ///   - clock: The clock that measures the idle timeout and the progress interval.
+    ///   - progress: Called with how far the download has come.
     /// - Returns: The response head of the version in the file: the first response's, or that of the response
-    ///   that started the file over.
-    /// - Throws: ``CourierError/Code/invalidRequest`` for a destination that cannot be written, what
-    ///   ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)`` throws, a body's ``CourierError``
-    ///   (an idle timeout's ``CourierError/Code/timedOut``, say), ``CourierError/Code/transport`` for a body that
-    ///   stopped early or short of its length and cannot be resumed (the transport's own error underneath),
-    ///   ``CourierError/Code/unacceptableStatus`` for a resumed request answered with no part of the resource, or
-    ///   the file system's error.
-    public nonisolated func download(
+    ///   that started the file over; for a download resumed from a partial file, the `206` that completed it.
+    /// - Throws: ``CourierError/Code/invalidRequest`` for a destination (or partial file) that cannot be written,
+    ///   what ``stream(_:idleTimeout:totalTimeout:clock:)-(Request<Data>,_,_,_)`` throws, a body's
+    ///   ``CourierError`` (an idle timeout's ``CourierError/Code/timedOut``, say), ``CourierError/Code/transport``
+    ///   for a body that stopped early or short of its length and cannot be resumed (the transport's own error
+    ///   underneath), ``CourierError/Code/unacceptableStatus`` for a resumed request answered with no part of the
+    ///   resource, or the file system's error.
+    public nonisolated func download<C: Clock<Duration>>(
         _ request: Request<Data>,
         to destination: URL,
+        resumable: Bool = false,
         resumeAttempts: Int = 3,
         idleTimeout: Duration? = nil,
-        progress: (@Sendable (DownloadProgress) -> Void)? = nil
+        progressInterval: Duration = .milliseconds(100),
+        clock: C = ContinuousClock(),
+        progress: (@Sendable (DownloadProgress) async -> Void)? = nil
     ) async throws -> HTTPURLResponse {
         precondition(destination.isFileURL, "a download's destination must be a file URL")
         precondition(resumeAttempts >= 0, "resumeAttempts must not be negative")
+        precondition(progressInterval >= .zero, "progressInterval must not be negative")
         try DownloadFile.checkDestination(destination)
-        let file = try DownloadFile(beside: destination)
-        defer { file.discard() }
-        var state = DownloadState()
-        var (body, head) = try await stream(request, idleTimeout: idleTimeout)
-        if head.statusCode == 204 || head.statusCode == 205 {
-            // No content, by definition: not an empty file to put in the destination's place.
-            body.cancel()
-            throw state.unexpected(head, resumed: false)
+        var identity: String?
+        if resumable {
+            let snapshot = self.snapshot
+            let urlRequest = try request.urlRequest(
+                baseURL: snapshot.configuration.baseURL,
+                encoder: snapshot.configuration.encoder
+            )
+            if let url = urlRequest.url {
+                identity = DownloadResumeRecord.digest(method: request.method.rawValue, url: url)
+            }
         }
-        state.begin(with: head)
+        let file =
+            identity == nil ? try DownloadFile(beside: destination) : try DownloadFile(resumingBeside: destination)
+        defer { file.discard() }
+        var transfer = DownloadTransfer(
+            request: request,
+            file: file,
+            identity: identity,
+            idleTimeout: idleTimeout,
+            clock: clock,
+            reports: progress == nil ? nil : DownloadProgressMailbox()
+        )
+        guard let progress, let reports = transfer.reports else {
+            return try await transfer.run(on: self, resumeAttempts: resumeAttempts, to: destination)
+        }
+        return try await withThrowingTaskGroup(of: Void.self, returning: HTTPURLResponse.self) { group in
+            group.addTask { await reports.deliver(every: progressInterval, clock: clock, to: progress) }
+            // The group waits for the last report's delivery before it returns.
+            defer { reports.finish() }
+            return try await transfer.run(on: self, resumeAttempts: resumeAttempts, to: destination)
+        }
+    }
+}
+
+/// One download's requests, file and bookkeeping, from the first request to the file moved into place.
+private struct DownloadTransfer<C: Clock<Duration>> {
+    let request: Request<Data>
+    let file: DownloadFile
+    /// The request's digest for a resumable download's record; `nil` for a download that is not resumable.
+    let identity: String?
+    let idleTimeout: Duration?
+    let clock: C
+    let reports: DownloadProgressMailbox?
+    var state = DownloadState()
+
+    mutating func run(on client: Client, resumeAttempts: Int, to destination: URL) async throws -> HTTPURLResponse {
+        var body: StreamedBody
+        var head: HTTPURLResponse
+        if try restore() {
+            // The rest of a version an earlier call kept, or the version the server has now.
+            (body, head, _) = try await resume(on: client)
+        } else {
+            (body, head) = try await client.stream(request, idleTimeout: idleTimeout, clock: clock)
+            if head.statusCode == 204 || head.statusCode == 205 {
+                // No content, by definition: not an empty file to put in the destination's place.
+                body.cancel()
+                throw state.unexpected(head, resumed: false)
+            }
+            try begin(with: head)
+        }
         var resumesLeft = resumeAttempts
         while true {
             do {
@@ -101,7 +182,7 @@ extension Client {
                         throw FileFailure(error: error)
                     }
                     state.wrote(chunk.count)
-                    progress?(state.progress)
+                    reports?.post(state.progress)
                 }
                 try state.checkLength(response: head)
                 break
@@ -115,49 +196,95 @@ extension Client {
                 // idle timeout, a transport that gave up on a reader that fell behind. The range request resumes
                 // it either way.
                 let error = state.failure(error, response: head)
-                guard let validator = state.validator else { throw error }
+                guard state.validator != nil else { throw error }
                 resumesLeft -= 1
-                var again = request
-                again.headers["Range"] = "bytes=\(state.bytesWritten)-"
-                again.headers["If-Range"] = validator.headerValue
-                let resumption: DownloadState.Resumption
-                var resumed: (body: StreamedBody, response: HTTPURLResponse)?
-                do {
-                    let answer = try await stream(again, idleTimeout: idleTimeout)
-                    resumed = answer
-                    resumption = state.resumption(for: answer.response)
-                } catch let error as CourierError where error.statusCode == 416 {
-                    // Thrown as a status the request does not accept: the resource is shorter now.
-                    resumption = .startOver
-                }
-                switch (resumption, resumed) {
-                case (.append, let resumed?):
-                    body = resumed.body
-                case (.restart, let resumed?):
-                    (body, head) = resumed
-                    try file.truncate()
-                    state.begin(with: head)
-                    progress?(state.progress)
-                case (.startOver, _):
-                    resumed?.body.cancel()
-                    (body, head) = try await stream(request, idleTimeout: idleTimeout)
-                    guard head.statusCode == 200 else {
-                        body.cancel()
-                        throw state.unexpected(head, resumed: false)
-                    }
-                    try file.truncate()
-                    state.begin(with: head)
-                    progress?(state.progress)
-                case (_, let resumed):
-                    resumed?.body.cancel()
-                    throw state.unexpected(resumed?.response ?? head, resumed: true)
-                }
+                let next = try await resume(on: client)
+                body = next.body
+                if next.restarted { head = next.response }
             } catch {
                 throw state.failure(error, response: head)
             }
         }
         try file.moveIntoPlace(at: destination)
         return head
+    }
+
+    /// Takes up the partial file a resumable download kept, when its record is for this request; otherwise
+    /// empties it. Returns whether there is a part to resume.
+    private mutating func restore() throws -> Bool {
+        guard let identity else { return false }
+        let length = try file.seekToEnd()
+        guard length > 0, let record = file.record(for: identity) else {
+            try file.truncate()
+            return false
+        }
+        // A file as long as the version (a call that ended before the rename) asks for its last byte again, so
+        // that the answer is a 206 to check, and a head to return.
+        let kept = record.completeLength.map { min(length, $0 - 1) } ?? length
+        guard kept > 0 else {
+            try file.truncate()
+            return false
+        }
+        if kept < length { try file.truncate(to: kept) }
+        state.restore(bytesWritten: kept, from: record)
+        file.keep()
+        return true
+    }
+
+    /// Starts the file over with the body of `head`: emptied, then the version's record written (or removed, for a
+    /// version that cannot be resumed), in that order, so a partial file never holds bytes of another version than
+    /// its record names.
+    private mutating func begin(with head: HTTPURLResponse) throws {
+        try file.truncate()
+        state.begin(with: head)
+        if let identity {
+            try file.begin(
+                state.validator.map {
+                    DownloadResumeRecord(request: identity, validator: $0, completeLength: state.expectedBytes)
+                }
+            )
+        }
+        reports?.post(state.progress)
+    }
+
+    /// Sends the request again for the rest of the version in the file, with `Range` and `If-Range`; returns the
+    /// body to append, or that of a version that started the file over (`restarted`).
+    private mutating func resume(
+        on client: Client
+    ) async throws -> (body: StreamedBody, response: HTTPURLResponse, restarted: Bool) {
+        guard let validator = state.validator else { preconditionFailure("a download resumed without a validator") }
+        var again = request
+        again.headers["Range"] = "bytes=\(state.bytesWritten)-"
+        again.headers["If-Range"] = validator.headerValue
+        var answer: (body: StreamedBody, response: HTTPURLResponse)?
+        do {
+            answer = try await client.stream(again, idleTimeout: idleTimeout, clock: clock)
+        } catch let error as CourierError where error.statusCode == 416 {
+            // Thrown as a status the request does not accept: the resource is shorter now.
+            answer = nil
+        }
+        if let answer {
+            switch state.resumption(for: answer.response) {
+            case .append:
+                reports?.post(state.progress)
+                return (answer.body, answer.response, false)
+            case .restart:
+                try begin(with: answer.response)
+                return (answer.body, answer.response, true)
+            case .startOver:
+                answer.body.cancel()
+            case .fail:
+                answer.body.cancel()
+                throw state.unexpected(answer.response, resumed: true)
+            }
+        }
+        let (body, head) = try await client.stream(request, idleTimeout: idleTimeout, clock: clock)
+        guard head.statusCode == 200 else {
+            body.cancel()
+            throw state.unexpected(head, resumed: false)
+        }
+        try begin(with: head)
+        return (body, head, true)
     }
 }
 

@@ -11,11 +11,17 @@ import Bionic
 #endif
 
 /// The file a download is written to: a new file beside the destination that only this download has written,
-/// renamed over the destination once the body is complete, and removed otherwise.
+/// renamed over the destination once the body is complete, and removed otherwise — or, for a resumable download, the
+/// destination's partial file, kept with its ``DownloadResumeRecord`` when the download does not complete.
 ///
 /// Courier never deletes or overwrites what it did not write:
 /// - The temporary file is created with `O_EXCL`, so it is a new file, never one that was there (nor a link
 ///   someone put at its name).
+/// - A resumable download's partial file (`.NAME.courier-partial` beside `NAME`) and its record
+///   (`.NAME.courier-partial.json`) are Courier's names; what is at them is used only when it is a regular file of
+///   the process's user with no other link to it, opened without following a link, readable and writable by that
+///   user alone (`0600`), and locked (`flock`) for the download's duration, so that two downloads never write one
+///   partial file. Anything else there (a link, a directory, a FIFO, another user's file) is refused, not removed.
 /// - It reaches the destination by `rename(2)`, which replaces a regular file in one step (a reader sees the old
 ///   file or the new one, never neither) and never removes a directory. Nothing is removed first.
 /// - A destination that is a directory, a symbolic link, a FIFO or a device is refused before the request is
@@ -25,6 +31,11 @@ final class DownloadFile {
     private let path: String
     private let handle: FileHandle
     private var isDone = false
+    /// Where a resumable download keeps its record; `nil` for a download that is not resumable.
+    private let recordPath: String?
+    /// Whether the partial file and its record stay when the download does not complete: a resumable download's,
+    /// once a version with a validator has begun.
+    private var keepsPartial = false
 
     /// Throws ``CourierError/Code/invalidRequest`` when `destination` is not a regular file or a name that does
     /// not exist yet in a directory that does.
@@ -72,6 +83,130 @@ final class DownloadFile {
             )
         }
         handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        recordPath = nil
+    }
+
+    /// The partial file and the record of a resumable download to `destination`.
+    static func partialPaths(for destination: URL) -> (file: String, record: String) {
+        let file = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).courier-partial").path
+        return (file, file + ".json")
+    }
+
+    /// Opens the partial file of a resumable download to `destination`, creating it when there is none, and locks
+    /// it; throws ``CourierError/Code/invalidRequest`` before anything is sent when what is at its name, or at its
+    /// record's, is not a file of this user's own, or when another download holds it.
+    init(resumingBeside destination: URL) throws {
+        let (path, recordPath) = Self.partialPaths(for: destination)
+        self.path = path
+        self.recordPath = recordPath
+        for name in [path, recordPath] {
+            var info = stat()
+            if lstat(name, &info) == 0 {
+                if let problem = Self.problem(with: info) {
+                    throw Self.refusal("the resumable download's partial file \(name) is \(problem); it is left alone")
+                }
+            } else if errno != ENOENT {
+                let error = SystemError(code: errno)
+                throw Self.refusal("the resumable download's partial file \(name) cannot be reached: \(error)", error)
+            }
+        }
+        let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            let error = SystemError(code: errno)
+            throw Self.refusal("the resumable download's partial file \(path) could not be opened: \(error)", error)
+        }
+        handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        // Nothing is removed on the way out until a version begins.
+        isDone = true
+        var opened = stat()
+        guard fstat(descriptor, &opened) == 0 else {
+            throw Self.refusal(
+                "the resumable download's partial file \(path) cannot be read: \(SystemError(code: errno))"
+            )
+        }
+        if let problem = Self.problem(with: opened) {
+            throw Self.refusal("the resumable download's partial file \(path) is \(problem); it is left alone")
+        }
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
+            let error = SystemError(code: errno)
+            throw Self.refusal(
+                "another download to \(destination.path) is writing its partial file \(path) (\(error))",
+                error
+            )
+        }
+        // The name may have been renamed into place by the download that held the lock meanwhile: the lock is
+        // good only for the file still at the name.
+        var named = stat()
+        guard lstat(path, &named) == 0, named.st_dev == opened.st_dev, named.st_ino == opened.st_ino else {
+            throw Self.refusal("another download to \(destination.path) finished with its partial file \(path)")
+        }
+        _ = fchmod(descriptor, 0o600)
+        isDone = false
+    }
+
+    /// What is wrong with the file `info` describes for a partial file, or `nil` for a regular file of this
+    /// process's user, with no other link to it.
+    private static func problem(with info: stat) -> String? {
+        let kind = info.st_mode & S_IFMT
+        if kind == S_IFLNK { return "a symbolic link" }
+        if kind == S_IFDIR { return "a directory" }
+        if kind != S_IFREG { return "not a regular file" }
+        if info.st_uid != geteuid() { return "another user's file" }
+        if info.st_nlink != 1 { return "a file with another link to it" }
+        return nil
+    }
+
+    /// The length of the partial file, with the position at its end.
+    func seekToEnd() throws -> Int64 {
+        Int64(clamping: try handle.seekToEnd())
+    }
+
+    /// The record kept beside the partial file, when there is a well-formed one for `request` (a
+    /// ``DownloadResumeRecord/digest(method:url:)``); `nil` for none, or one that cannot be trusted.
+    func record(for request: String) -> DownloadResumeRecord? {
+        guard let recordPath else { return nil }
+        let descriptor = open(recordPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, Self.problem(with: info) == nil,
+            let data = try? file.read(upToCount: DownloadResumeRecord.maximumSize + 1)
+        else { return nil }
+        return DownloadResumeRecord.decode(data, for: request)
+    }
+
+    /// Keeps the partial file when the download does not complete: it holds part of the version its record names.
+    func keep() {
+        keepsPartial = recordPath != nil
+    }
+
+    /// Says which version the (empty) file now holds, for a resumable download: `record` is written in place of
+    /// the old one, so that the partial file is kept for a later call; `nil` (a version without a validator, which
+    /// cannot be resumed) removes the record, and the partial file goes when the download does not complete.
+    func begin(_ record: DownloadResumeRecord?) throws {
+        guard let recordPath else { return }
+        guard let record else {
+            keepsPartial = false
+            _ = unlink(recordPath)
+            return
+        }
+        let temporary = "\(recordPath).\(UUID().uuidString)"
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw Self.refusal("the resumable download's record could not be written: \(SystemError(code: errno))")
+        }
+        let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        do {
+            try file.write(contentsOf: record.encoded)
+            try file.synchronize()
+            try file.close()
+            guard rename(temporary, recordPath) == 0 else { throw SystemError(code: errno) }
+        } catch {
+            _ = unlink(temporary)
+            throw error
+        }
+        keepsPartial = true
     }
 
     deinit { discard() }
@@ -80,16 +215,15 @@ final class DownloadFile {
         try handle.write(contentsOf: data)
     }
 
-    /// Empties the file, for a body that starts the download again from zero.
-    func truncate() throws {
-        try handle.truncate(atOffset: 0)
+    /// Cuts the file to `length` bytes, with the position there: 0 for a body that starts the download again.
+    func truncate(to length: Int64 = 0) throws {
+        try handle.truncate(atOffset: UInt64(max(0, length)))
     }
 
     /// Flushes the file to disk and renames it over `destination`, after checking again that the destination is
-    /// not something else now (a directory made meanwhile, say).
+    /// not something else now (a directory made meanwhile, say); a resumable download's record goes with it.
     func moveIntoPlace(at destination: URL) throws {
         try handle.synchronize()
-        try handle.close()
         try Self.checkDestination(destination)
         guard rename(path, destination.path) == 0 else {
             let error = SystemError(code: errno)
@@ -103,14 +237,21 @@ final class DownloadFile {
             )
         }
         isDone = true
+        if let recordPath { _ = unlink(recordPath) }
+        // Closing releases a resumable download's lock, after the rename.
+        try? handle.close()
     }
 
-    /// Closes and removes the temporary file, unless it was moved into place; safe to call more than once.
+    /// Closes the file and removes it, unless it was moved into place or is a resumable download's partial file
+    /// to keep; safe to call more than once.
     func discard() {
         guard !isDone else { return }
         isDone = true
+        if !keepsPartial {
+            _ = unlink(path)
+            if let recordPath { _ = unlink(recordPath) }
+        }
         try? handle.close()
-        _ = unlink(path)
     }
 
     private static func refusal(_ message: String, _ underlying: SystemError? = nil) -> CourierError {

@@ -80,6 +80,15 @@ struct DownloadState {
         }
     }
 
+    /// Takes up a partial file that a resumable download kept: `bytesWritten` bytes of the version `record` names.
+    /// The next request asks for the rest with `Range` and `If-Range`, and its answer goes through
+    /// ``resumption(for:)`` like any resumed request's.
+    mutating func restore(bytesWritten: Int64, from record: DownloadResumeRecord) {
+        self.bytesWritten = bytesWritten
+        expectedBytes = record.completeLength
+        validator = record.typedValidator
+    }
+
     /// How far the download has come, for the progress handler.
     var progress: DownloadProgress {
         DownloadProgress(bytesWritten: bytesWritten, expectedBytes: expectedBytes)

@@ -8,7 +8,7 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// The file promises of ``Client/download(_:to:resumeAttempts:idleTimeout:progress:)``, checked over seeded random
+/// The file promises of ``Client/download(_:to:resumable:resumeAttempts:idleTimeout:progressInterval:clock:progress:)``, checked over seeded random
 /// servers: two versions of a resource, answers that are whole (`200`, with a strong, weak or no `ETag`, a strong
 /// `Last-Modified` or none), partial (`206` of the same or the other version, with a strong, weak or no `ETag`, the
 /// right or a wrong `Content-Range` start, the right, another, an unknown or a 23-digit complete length), empty

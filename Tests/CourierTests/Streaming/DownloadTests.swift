@@ -39,7 +39,10 @@ struct DownloadTests {
         let response = try await client.download(.get("/file"), to: file) { p in seen.withLock { $0.append(p) } }
         #expect(response.statusCode == 200)
         #expect(try Data(contentsOf: file) == payload)
-        #expect(seen.withLock { $0.map(\.bytesWritten) } == [1_000, 2_000, 3_000])
+        // The head's report, then (at most one per 100 ms, the latest winning) up to the whole file.
+        let written = seen.withLock { $0.map(\.bytesWritten) }
+        #expect(written.first == 0 && written.last == 3_000 && written == written.sorted())
+        #expect(seen.withLock { $0.first?.expectedBytes } == 3_000)
         #expect(seen.withLock { $0.last?.fractionCompleted } == 1)
         #expect(try leftovers(beside: file).isEmpty)
     }

@@ -56,12 +56,18 @@ extension TestServers {
 ///     the connection. `?changeOnFault=1` makes the resource change (a new version) before a cut drops the
 ///     connection, so that a resumed request's `If-Range` no longer matches.
 /// - `GET /download/:key/log` → every request of the key as a ``DownloadRecord``, in order.
+/// - `GET /download/:key/change` → the resource changes: every later answer carries a new version (`204`).
 extension TestRouter {
     static func addDownloadRoutes(to router: Router<BasicRequestContext>, state: ServerState) {
         let resources = DownloadResources()
 
         router.get("download/:key/log") { _, context in
             try Response.json(await resources.log(try context.parameters.require("key")))
+        }
+
+        router.get("download/:key/change") { _, context in
+            await resources.change(try context.parameters.require("key"))
+            return Response(status: .noContent)
         }
 
         router.get("download/:key") { request, context in
