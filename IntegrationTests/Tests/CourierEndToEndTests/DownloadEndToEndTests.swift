@@ -108,6 +108,7 @@ struct DownloadEndToEndTests {
     @Test(
         "256 MiB are written to the file byte for byte; over AsyncHTTPClient the peak memory grows by less than 64 MiB",
         .enabled(if: PeakMemory.isAvailable, "reads /proc/self/status"),
+        .measuresPeakMemory,
         arguments: TransportKind.allCases
     )
     func largeFile(kind: TransportKind) async throws {

@@ -113,6 +113,7 @@ struct StreamingEndToEndTests {
     @Test(
         "1 GiB streams through with flat memory: the peak grows by less than 64 MiB (URLSession on Linux: or fails)",
         .enabled(if: PeakMemory.isAvailable, "reads /proc/self/status"),
+        .measuresPeakMemory,
         .endToEndLimit(minutes: 5),
         arguments: TransportKind.allCases
     )
@@ -150,6 +151,7 @@ struct StreamingEndToEndTests {
     @Test(
         "A reader slower than the server keeps memory bounded (URLSession on Linux: the body fails instead)",
         .enabled(if: PeakMemory.isAvailable, "reads /proc/self/status"),
+        .measuresPeakMemory,
         .endToEndLimit(minutes: 1),
         arguments: TransportKind.allCases
     )

@@ -73,7 +73,7 @@ struct DownloadProgressTests {
 
         // The rest arrives within the next interval: the completed download's report comes without waiting it out.
         gate.open()
-        _ = try await download.value
+        _ = try await download.join()
         #expect(reports.written == [0, 3_000, 5_000])
         #expect(reports.seen.value.last?.fractionCompleted == 1)
         #expect(clock.now.offset == .milliseconds(100))
@@ -110,7 +110,7 @@ struct DownloadProgressTests {
         await bodyRead.wait(for: 1)
         #expect(reports.written == [0])
         handlerGate.open()
-        _ = try await download.value
+        _ = try await download.join()
         // After the first, only the latest report: the chunks' reports in between were replaced, not queued.
         #expect(reports.written == [0, 5_000])
         #expect(try Data(contentsOf: directory.file()) == payload)
@@ -142,7 +142,7 @@ struct DownloadProgressTests {
             await reports.arrived.wait(for: index + 1)
             step.open()
         }
-        _ = try await download.value
+        _ = try await download.join()
         #expect(reports.written == [0, 1_000, 2_000, 3_000, 4_000, 5_000])
     }
 
@@ -170,7 +170,7 @@ struct DownloadProgressTests {
         }
         await lastReport.wait(for: 1)
         gate.open()
-        await #expect(throws: CourierError.self) { try await download.value }
+        await #expect(throws: CourierError.self) { try await download.join() }
         #expect(handlerReturned.value)
     }
 }

@@ -82,7 +82,7 @@ struct DownloadResumableTests {
             await held.wait(for: 1)
             first.cancel()
         }
-        await #expect(throws: (any Error).self) { try await first.value }
+        await #expect(throws: (any Error).self) { try await first.join() }
         return server
     }
 
@@ -327,7 +327,7 @@ struct DownloadResumableTests {
         #expect(error?.code == .invalidRequest)
         #expect(error?.message.contains("another download") == true)
         gate.open()
-        _ = try await first.value
+        _ = try await first.join()
         #expect(try Data(contentsOf: directory.file()) == Self.v1)
         #expect(server.mock.requests.count == 1)
         #expect(try directory.names() == ["file.bin"])
