@@ -60,9 +60,7 @@ final class DownloadFile {
     /// copies); throws ``CourierError/Code/invalidRequest`` when it cannot, before anything is sent.
     init(beside destination: URL) throws {
         let directory = destination.deletingLastPathComponent()
-        path =
-            directory
-            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download").path
+        path = directory.appendingPathComponent(Self.temporaryName(for: destination.lastPathComponent)).path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else {
             let error = SystemError(code: errno)
@@ -75,6 +73,19 @@ final class DownloadFile {
     }
 
     deinit { discard() }
+
+    /// `.<name>.<UUID>.download`, with as much of `name` as keeps it within the 255 bytes a file name may have
+    /// (a destination named with all 255 would otherwise be refused for its temporary file's name).
+    static func temporaryName(for name: String) -> String {
+        var kept = ""
+        var bytes = 0
+        for character in name {
+            bytes += character.utf8.count
+            if bytes > 200 { break }
+            kept.append(character)
+        }
+        return ".\(kept).\(UUID().uuidString).download"
+    }
 
     func write(_ data: Data) throws {
         try handle.write(contentsOf: data)
