@@ -8,7 +8,8 @@ import FoundationNetworking
 /// ``Middleware/idempotencyKey(header:methods:generate:)`` sends it with the key it had, not a new one.
 ///
 /// A layer that may restart a non-idempotent request through the layers inside it (the refreshing
-/// authenticator after a `401`) binds one around all of its attempts. The key layer, inside it, takes the key it gave the same method and URL before, if any. Without
+/// authenticator after a `401`, a retry whose policy ``RetryPolicy/retriesNonIdempotentRequests``) binds one
+/// around all of its attempts. The key layer, inside it, takes the key it gave the same method and URL before, if any. Without
 /// it, a `POST` whose first attempt the server performed (its answer lost, or a proxy's `503`) and whose retry met
 /// an expired token would go out once more, after the refresh, with a new key: performed twice.
 ///

@@ -24,8 +24,9 @@ extension Middleware {
     /// the retry decided the request is not safe to repeat, so `POST`s would simply not be retried.
     ///
     /// A call that a layer listed outside this one sends again through it keeps its key: the refreshing
-    /// ``Middleware/authenticating(with:scheme:failure:origins:)`` restarting a `POST` after a `401` sends the
-    /// same key again, so the server can still tell that the two are one operation.
+    /// ``Middleware/authenticating(with:scheme:failure:origins:)`` restarting a `POST` after a `401`, or a retry
+    /// whose policy ``RetryPolicy/retriesNonIdempotentRequests``, sends the same key on every attempt, so the
+    /// server can still tell that they are one operation.
     ///
     /// A request that already has the header keeps its own key. The key is a random UUID, sent as it is
     /// (`Idempotency-Key: 0E5D5B8B-…`), as most APIs expect; the IETF draft form is a quoted string, which

@@ -108,3 +108,27 @@ struct IdempotencyKeyRefreshTests {
         #expect(keys[2] != keys[0])
     }
 }
+
+@Suite("Idempotency keys across retries that resend non-idempotent requests")
+struct IdempotencyKeyRetryTests {
+    @Test(
+        "a retry that resends POSTs (retriesNonIdempotentRequests) outside idempotencyKey sends one key on every attempt",
+        .timeLimit(.minutes(1))
+    )
+    func oneKeyPerCall() async throws {
+        let transport = MockTransport(.status(503), then: .status(503), .ok)
+        let policy = RetryPolicy(
+            maximumAttempts: 3,
+            backoff: .immediate,
+            retriesNonIdempotentRequests: true,
+            budget: nil
+        )
+        let client = Client(transport: transport, middleware: [.retry(policy), .idempotencyKey()])
+        let (_, response) = try await client.send(RetryFixtures.request("POST"))
+        #expect(response.statusCode == 200)
+        let keys = transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        #expect(keys.count == 3)
+        #expect(keys.allSatisfy { $0 != nil })
+        #expect(Set(keys).count == 1)
+    }
+}
