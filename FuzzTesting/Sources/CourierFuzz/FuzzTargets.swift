@@ -33,6 +33,9 @@ enum FuzzTargets {
         Target(name: "retry-after", run: retryAfter),
         Target(name: "authorization", run: authorization),
         Target(name: "location", run: location),
+        Target(name: "content-range", run: contentRange),
+        Target(name: "download-resume", run: downloadResume),
+        Target(name: "response-head", run: responseHead),
         Target(name: "network-number", run: networkNumber),
         Target(name: "sse", run: serverSentEvents),
         Target(name: "lines", run: lines),
@@ -156,6 +159,90 @@ enum FuzzTargets {
             "same origin is not symmetric for \(target)"
         )
         _ = HTTPCachePolicy.resource(target)
+    }
+
+    /// `Content-Range` (the whole input is the value): a parsed range has positions within the complete length,
+    /// the first before the last, and the canonical spelling of it parses to the same range.
+    static func contentRange(_ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let range = ContentRange(text) else { return }
+        let complete = range.completeLength.map { String($0) } ?? "*"
+        let canonical: String
+        switch (range.first, range.last) {
+        case (let first?, let last?):
+            try check(first >= 0 && first <= last, "range \(first)-\(last)")
+            if let length = range.completeLength { try check(last < length, "last \(last) of \(length)") }
+            canonical = "bytes \(first)-\(last)/\(complete)"
+        case (nil, nil):
+            try check(range.completeLength != nil, "an unsatisfied range without a complete length")
+            canonical = "bytes */\(complete)"
+        default:
+            throw Violation(description: "one position of two: \(range)")
+        }
+        try check(
+            ContentRange(canonical) == range,
+            "\(canonical) reads as \(String(describing: ContentRange(canonical)))"
+        )
+    }
+
+    /// The answer to a resumed download (the input is the header lines of a `206`), after 1,000 bytes of a
+    /// 3,000-byte version with `ETag: "v1"`: the part is appended only when it is the rest of that version (the
+    /// same strong ETag, not encoded, starting at byte 1,000 of 3,000); a `206` never finishes the download empty.
+    static func downloadResume(_ bytes: [UInt8]) throws {
+        let url = URL(string: "https://downloads.example.com/v1/file.tar")!
+        let headers = Dictionary(fields(bytes), uniquingKeysWith: { first, _ in first })
+        guard
+            let first = HTTPURLResponse(
+                url: url,
+                statusCode: 200,
+                httpVersion: "HTTP/1.1",
+                headerFields: ["Content-Length": "3000", "ETag": "\"v1\""]
+            ),
+            let part = HTTPURLResponse(url: url, statusCode: 206, httpVersion: "HTTP/1.1", headerFields: headers)
+        else { return }
+        var state = DownloadState()
+        state.begin(with: first)
+        state.wrote(1_000)
+        let resumption = state.resumption(for: part)
+        guard resumption == .append else {
+            try check(resumption == .startOver, "a 206 answered with \(resumption)")
+            return
+        }
+        let range = part.value(forHTTPHeaderField: "Content-Range").flatMap { ContentRange($0) }
+        try check(part.value(forHTTPHeaderField: "ETag") == "\"v1\"", "appended another ETag")
+        try check(range?.first == 1_000 && range?.completeLength == 3_000, "appended \(String(describing: range))")
+        try check(state.progress.expectedBytes == 3_000, "expected \(String(describing: state.progress.expectedBytes))")
+    }
+
+    /// The fields of a response head as a transport hands them on (the input is header lines): the check every
+    /// transport runs refuses a value with a control character and both framings, and passes anything else; the
+    /// event stream's `Content-Type` test accepts `text/event-stream` only, with parameters or not.
+    static func responseHead(_ bytes: [UInt8]) throws {
+        let url = URL(string: "https://api.example.com/v1/events")!
+        let headers = Dictionary(fields(bytes), uniquingKeysWith: { first, _ in first })
+        guard let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: headers)
+        else { return }
+        let problem = ResponseHeadCheck.problem(with: response, request: nil)
+        var hasControl = false
+        var framings = (transferEncoding: false, contentLength: false)
+        for case (let name as String, let value as String) in response.allHeaderFields {
+            if ResponseHeadCheck.forbiddenControl(in: value) != nil { hasControl = true }
+            if name.lowercased() == "transfer-encoding" { framings.transferEncoding = true }
+            if name.lowercased() == "content-length" { framings.contentLength = true }
+        }
+        let refused =
+            hasControl || (framings.transferEncoding && framings.contentLength)
+            || response.allHeaderFields.count > ResponseHeadCheck.maximumFieldCount
+        try check((problem != nil) == refused, "refused: \(problem != nil), expected \(refused)")
+        for (_, value) in headers {
+            let isEventStream = EventSource.isEventStream(value)
+            let mediaType = value.prefix { $0 != ";" }.trimmingCharacters(in: [" ", "\t"])
+            let isASCII = mediaType.utf8.allSatisfy { $0 < 0x80 }
+            try check(
+                isEventStream == (isASCII && mediaType.lowercased() == "text/event-stream"),
+                "event stream: \(value.debugDescription)"
+            )
+        }
     }
 
     // MARK: Numbers

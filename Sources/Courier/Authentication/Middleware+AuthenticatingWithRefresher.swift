@@ -78,7 +78,10 @@ extension Middleware {
             origins: origins
         )
         return Middleware(name: name) { request, next in
-            try await authenticator.send(request, next: next)
+            // The restart after a refresh is the same call: an idempotency key given inside keeps its value.
+            try await IdempotencyKeyMemory.remembering(for: request) {
+                try await authenticator.send(request, next: next)
+            }
         }
     }
 }

@@ -23,6 +23,11 @@ extension Middleware {
     /// operation once and answers the repeats from its record. Placed inside the retry, it would run after
     /// the retry decided the request is not safe to repeat, so `POST`s would simply not be retried.
     ///
+    /// A call that a layer listed outside this one sends again through it keeps its key: the refreshing
+    /// ``Middleware/authenticating(with:scheme:failure:origins:)`` restarting a `POST` after a `401`, or a retry
+    /// whose policy ``RetryPolicy/retriesNonIdempotentRequests``, sends the same key on every attempt, so the
+    /// server can still tell that they are one operation.
+    ///
     /// A request that already has the header keeps its own key. The key is a random UUID, sent as it is
     /// (`Idempotency-Key: 0E5D5B8B-…`), as most APIs expect; the IETF draft form is a quoted string, which
     /// `generate: { "\"\(UUID().uuidString)\"" }` gives. The server must support idempotency keys for the
@@ -46,7 +51,9 @@ extension Middleware {
                 return try await next(request)
             }
             var request = request
-            request.setValue(generate(), forHTTPHeaderField: header)
+            // Within a call that a layer further out may send again (a refresh after a 401), the key it had.
+            let key = IdempotencyKeyMemory.current?.key(for: request, header: header, generate: generate) ?? generate()
+            request.setValue(key, forHTTPHeaderField: header)
             return try await next(request)
         }
     }

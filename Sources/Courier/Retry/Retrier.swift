@@ -22,6 +22,13 @@ struct Retrier<C: Clock<Duration>>: Sendable {
     let clock: C
 
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
+        // A policy that resends non-idempotent requests without a key of their own: every attempt is the same call,
+        // so a key layer inside gives each the key it gave the first.
+        guard policy.retriesNonIdempotentRequests else { return try await attempts(request, next: next) }
+        return try await IdempotencyKeyMemory.remembering(for: request) { try await attempts(request, next: next) }
+    }
+
+    private func attempts(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
         var request = request
         policy.budget?.recordRequest()
         var attempt = 1

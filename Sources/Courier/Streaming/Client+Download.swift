@@ -41,9 +41,10 @@ extension Client {
     ///   whole body has arrived: an existing regular file is replaced in one step, never removed first. If the
     ///   download fails or is cancelled, the temporary file is removed and `destination` is left as it was.
     ///   A `204` or `205` (no content, by definition) throws ``CourierError/Code/unacceptableStatus`` rather than
-    ///   replace the destination with an empty file. A `destination` that is a directory, a symbolic link (neither
-    ///   followed nor replaced: name its target), a FIFO or a device, or whose directory cannot take a new file,
-    ///   throws ``CourierError/Code/invalidRequest`` before anything is sent.
+    ///   replace the destination with an empty file, and so does a `206` to a request without a `Range` of the
+    ///   caller's (a part where the whole was asked for). A `destination` that is a directory, a symbolic link
+    ///   (neither followed nor replaced: name its target), a FIFO or a device, or whose directory cannot take a
+    ///   new file, throws ``CourierError/Code/invalidRequest`` before anything is sent.
     /// - **Resuming**: when the body of a `200` stops early (the connection is lost or cut, no chunk arrives
     ///   within the idle timeout, the transport gives up on it), and the response carried a strong `ETag`, or a
     ///   `Last-Modified` at least a second before its `Date`, the request is sent again with `Range: bytes=N-`
@@ -164,8 +165,12 @@ private struct DownloadTransfer<C: Clock<Duration>> {
             (body, head, _) = try await resume(on: client)
         } else {
             (body, head) = try await client.stream(request, idleTimeout: idleTimeout, clock: clock)
-            if head.statusCode == 204 || head.statusCode == 205 {
-                // No content, by definition: not an empty file to put in the destination's place.
+            if head.statusCode == 204 || head.statusCode == 205
+                || (head.statusCode == 206 && request.headers["Range"] == nil)
+            {
+                // No content, by definition: not an empty file to put in the destination's place. A part where no
+                // range was asked for is not the file either (a server or cache that sends one breaks RFC 9110
+                // §15.3.7).
                 body.cancel()
                 throw state.unexpected(head, resumed: false)
             }

@@ -71,9 +71,7 @@ final class DownloadFile {
     /// copies); throws ``CourierError/Code/invalidRequest`` when it cannot, before anything is sent.
     init(beside destination: URL) throws {
         let directory = destination.deletingLastPathComponent()
-        path =
-            directory
-            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download").path
+        path = directory.appendingPathComponent(Self.temporaryName(for: destination.lastPathComponent)).path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else {
             let error = SystemError(code: errno)
@@ -88,8 +86,8 @@ final class DownloadFile {
 
     /// The partial file and the record of a resumable download to `destination`.
     static func partialPaths(for destination: URL) -> (file: String, record: String) {
-        let file = destination.deletingLastPathComponent()
-            .appendingPathComponent(".\(destination.lastPathComponent).courier-partial").path
+        let name = shortened(destination.lastPathComponent)
+        let file = destination.deletingLastPathComponent().appendingPathComponent(".\(name).courier-partial").path
         return (file, file + ".json")
     }
 
@@ -210,6 +208,25 @@ final class DownloadFile {
     }
 
     deinit { discard() }
+
+    /// `.<name>.<UUID>.download`, with as much of `name` as keeps it within the 255 bytes a file name may have
+    /// (a destination named with all 255 would otherwise be refused for its temporary file's name).
+    static func temporaryName(for name: String) -> String {
+        ".\(shortened(name)).\(UUID().uuidString).download"
+    }
+
+    /// The first 200 bytes' worth of whole characters of `name`: room for Courier's prefix and suffixes within the
+    /// 255 bytes a file name may have.
+    static func shortened(_ name: String) -> String {
+        var kept = ""
+        var bytes = 0
+        for character in name {
+            bytes += character.utf8.count
+            if bytes > 200 { break }
+            kept.append(character)
+        }
+        return kept
+    }
 
     func write(_ data: Data) throws {
         try handle.write(contentsOf: data)

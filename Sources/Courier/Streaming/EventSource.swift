@@ -111,11 +111,19 @@ public struct EventSource: AsyncSequence, Sendable {
         self.sleep = sleep
     }
 
-    /// Whether `type`, a `Content-Type` value, is `text/event-stream`: the media type in any case, with or
-    /// without parameters.
+    /// Whether `type`, a `Content-Type` value, is `text/event-stream`: the media type in any ASCII case, with or
+    /// without parameters, between spaces and tabs only. Byte by byte: Foundation's case-insensitive comparison
+    /// folds Unicode, so `text/event-ſtream` (a long s) would pass, and its whitespace includes more than HTTP's.
     static func isEventStream(_ type: String) -> Bool {
-        let mediaType = type.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
-        return mediaType.caseInsensitiveCompare("text/event-stream") == .orderedSame
+        let expected = Array("text/event-stream".utf8)
+        var bytes = Array(type.utf8.prefix { $0 != UInt8(ascii: ";") })
+        while let last = bytes.last, last == 0x20 || last == 0x09 { bytes.removeLast() }
+        let start = bytes.firstIndex { $0 != 0x20 && $0 != 0x09 } ?? bytes.endIndex
+        let mediaType = bytes[start...]
+        guard mediaType.count == expected.count else { return false }
+        return zip(mediaType, expected).allSatisfy { byte, lower in
+            byte == lower || (byte >= 0x41 && byte <= 0x5A && byte | 0x20 == lower)
+        }
     }
 
     /// Starts the stream: the first connection is made by the first `next()`.

@@ -49,7 +49,7 @@ enum TransportFailure {
     static func socketReason(of error: URLError) -> String? {
         guard (error.userInfo["_kCFStreamErrorDomainKey"] as? Int) == 1,
             let number = error.userInfo["_kCFStreamErrorCodeKey"] as? Int,
-            let code = POSIXErrorCode(rawValue: Int32(number))
+            let raw = Int32(exactly: number), let code = POSIXErrorCode(rawValue: raw)
         else { return nil }
         return socketReason(code)
     }

@@ -222,3 +222,91 @@ struct CredentialOriginTests {
         #expect(hops.allSatisfy { $0.value(forHTTPHeaderField: "X-API-Key") == nil })
     }
 }
+
+/// URLs spelled to look like the base URL's origin, or to hide another origin behind it: the credential goes to
+/// a spelling of the same scheme, host and port, and to nothing else. Where two spellings may reach one server
+/// but are not equal (a trailing dot, an IPv6 address written out), the credential stays home: failing closed.
+@Suite("Credential origins against tricky spellings", .timeLimit(.minutes(1)))
+struct CredentialOriginSpellingTests {
+    static let secret = "k-0123456789"
+
+    /// The URLs sent, and whether each should carry the credential.
+    static let httpsCases: [(String, Bool)] = [
+        ("https://API.Example.TEST/v1/a", true),
+        ("https://api.example.test:443/v1/a", true),
+        ("https://user:pw@api.example.test/v1/a", true),
+        ("https://api.example.test./v1/a", false),
+        ("https://api.example.test@evil.test/v1/a", false),
+        ("https://api.example.test:443@evil.test/v1/a", false),
+        ("https://evil.test#@api.example.test/v1/a", false),
+        ("https://evil.test?@api.example.test/v1/a", false),
+        ("https://api.example.test:80/v1/a", false),
+        ("https://api.example.test:8443/v1/a", false),
+        ("http://api.example.test/v1/a", false),
+        ("http://api.example.test:443/v1/a", false),
+        ("wss://api.example.test/v1/a", false),
+        ("https://api.example.test%2eevil.test/v1/a", false),
+        ("https://evil.test%2fapi.example.test/v1/a", false),
+        ("https://xn--api-example-test/v1/a", false),
+    ]
+
+    private static func sent(
+        base: String,
+        urls: [String],
+        origins: CredentialOrigins = .baseURL
+    ) async throws -> [String] {
+        let transport = MockTransport.ok
+        let client = Client(
+            baseURL: URL(string: base)!,
+            transport: transport,
+            middleware: [.authenticating(token: secret, origins: origins)]
+        )
+        var carrying: [String] = []
+        for url in urls {
+            let request = try #require(URL(string: url), "\(url)")
+            _ = try await client.send(URLRequest(url: request))
+            if transport.requests.last?.value(forHTTPHeaderField: "Authorization") != nil { carrying.append(url) }
+        }
+        return carrying
+    }
+
+    @Test("host case, default and explicit ports, userinfo, fragments, schemes and encodings")
+    func httpsSpellings() async throws {
+        let carrying = try await Self.sent(base: "https://api.example.test/v1", urls: Self.httpsCases.map(\.0))
+        #expect(carrying == Self.httpsCases.filter(\.1).map(\.0))
+    }
+
+    @Test("IPv6 literals: the same address in the same spelling, with any port spelling, and nothing else")
+    func ipv6() async throws {
+        let cases: [(String, Bool)] = [
+            ("http://[::1]:8080/a", true),
+            ("http://[::1]:08080/a", true),
+            ("http://[::1]/a", false),
+            ("http://[::2]:8080/a", false),
+            ("https://[::1]:8080/a", false),
+            ("http://[0:0:0:0:0:0:0:1]:8080/a", false),
+            ("http://127.0.0.1:8080/a", false),
+        ]
+        let carrying = try await Self.sent(base: "http://[::1]:8080", urls: cases.map(\.0))
+        #expect(carrying == cases.filter(\.1).map(\.0))
+    }
+
+    @Test("a base URL in upper case with an explicit default port names the same origin; a trailing dot does not")
+    func baseSpelling() async throws {
+        let carrying = try await Self.sent(
+            base: "HTTPS://API.EXAMPLE.TEST:443/",
+            urls: ["https://api.example.test/a", "https://api.example.test./a"]
+        )
+        #expect(carrying == ["https://api.example.test/a"])
+    }
+
+    @Test(".only with an http origin does not allow the https one of the same host, nor the reverse")
+    func schemesApart() async throws {
+        let carrying = try await Self.sent(
+            base: "https://other.test",
+            urls: ["http://api.example.test/a", "https://api.example.test/a", "http://api.example.test:80/b"],
+            origins: .only(URL(string: "http://api.example.test")!)
+        )
+        #expect(carrying == ["http://api.example.test/a", "http://api.example.test:80/b"])
+    }
+}

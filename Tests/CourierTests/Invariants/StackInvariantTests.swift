@@ -78,8 +78,12 @@ struct StackInvariantTests {
         let urlToken: String
         let password: String
 
-        init(seed: UInt64) {
-            let tag = String(seed, radix: 36)
+        /// A text in every one of the secrets, and in no other tenant's.
+        let marker: String
+
+        init(seed: UInt64, tenant: String = "") {
+            let tag = String(seed, radix: 36) + tenant
+            marker = "SECRET-\(tag)-"
             staticToken = "static-SECRET-\(tag)-a1b2c3"
             tenantKey = "tenant-SECRET-\(tag)-d4e5f6"
             providerToken = "provider-SECRET-\(tag)-g7h8i9"
@@ -91,25 +95,33 @@ struct StackInvariantTests {
         var all: [String] { [staticToken, tenantKey, providerToken, urlToken, password] + refresherTokens }
     }
 
-    static func run(_ model: StackCase) async -> [String] {
-        let clock = ManualClock()
-        let secrets = Secrets(seed: model.seed)
-        let revoked: Set<String> =
-            model.firstTokenRevoked ? [secrets.refresherTokens[0], secrets.providerToken, secrets.staticToken] : []
-        let server = StackModelServer(case: model, clock: clock, revoked: revoked)
+    /// What one tenant's client is made of: its layers, its refresher, if any, and its counter.
+    struct Tenant {
+        let secrets: Secrets
         let counter = RequestCounter()
-        let logLines = Locked<[String]>([])
-        let refreshes = Locked(0)
-        var refresher: TokenRefresher?
-
         var middleware: [Middleware] = []
+        var refresher: TokenRefresher?
+    }
+
+    /// The layers of `model` for the tenant with `secrets`; the cache and the rate limiter are the ones given,
+    /// shared by the case's tenants.
+    static func tenant(
+        _ model: StackCase,
+        secrets: Secrets,
+        clock: ManualClock,
+        cache: HTTPCache,
+        limiter: RateLimiter,
+        logLines: Locked<[String]>,
+        refreshes: Locked<Int>
+    ) -> Tenant {
+        var tenant = Tenant(secrets: secrets)
         for layer in model.layers {
             switch layer {
-            case .counting: middleware.append(.counting(counter))
+            case .counting: tenant.middleware.append(.counting(tenant.counter))
             case .logging:
                 let sink = LogSink { record in logLines.withLock { $0.append("\(record)") } }
-                middleware.append(.logging(to: sink, clock: clock))
-            case .timeout(let duration): middleware.append(.timeout(duration, clock: clock))
+                tenant.middleware.append(.logging(to: sink, clock: clock))
+            case .timeout(let duration): tenant.middleware.append(.timeout(duration, clock: clock))
             case .retry(let attempts, let immediate):
                 var random = SplitMix64.derived(seed: model.seed, 2)
                 let jitter = Locked(random.nextUnitInterval())
@@ -118,17 +130,17 @@ struct StackInvariantTests {
                     backoff: immediate ? .immediate : .exponential(),
                     random: { jitter.value }
                 )
-                middleware.append(.retry(policy, clock: clock))
+                tenant.middleware.append(.retry(policy, clock: clock))
             case .staticToken(let header):
                 let token = header == "X-Tenant-Key" ? secrets.tenantKey : secrets.staticToken
-                middleware.append(.authenticating(token: token, scheme: scheme(header)))
+                tenant.middleware.append(.authenticating(token: token, scheme: scheme(header)))
             case .tokenProvider(let header):
                 let token = secrets.providerToken
-                middleware.append(.authenticating(scheme: scheme(header)) { token })
+                tenant.middleware.append(.authenticating(scheme: scheme(header)) { token })
             case .refresher(let header):
                 let tokens = secrets.refresherTokens
                 let made =
-                    refresher
+                    tenant.refresher
                     ?? TokenRefresher(token: .init(tokens[0]), clock: clock) { _ in
                         let version = refreshes.withLock { count -> Int in
                             count += 1
@@ -136,14 +148,50 @@ struct StackInvariantTests {
                         }
                         return .init(tokens[min(version, tokens.count - 1)])
                     }
-                refresher = made
-                middleware.append(.authenticating(with: made, scheme: scheme(header)))
-            case .validatingStatus: middleware.append(.validatingStatus())
-            case .redirects: middleware.append(.followingRedirects())
-            case .hedging: middleware.append(.hedging(after: .milliseconds(300), maxExtraAttempts: 1, clock: clock))
-            case .idempotencyKey: middleware.append(.idempotencyKey())
+                tenant.refresher = made
+                tenant.middleware.append(.authenticating(with: made, scheme: scheme(header)))
+            case .validatingStatus: tenant.middleware.append(.validatingStatus())
+            case .redirects: tenant.middleware.append(.followingRedirects())
+            case .hedging:
+                tenant.middleware.append(.hedging(after: .milliseconds(300), maxExtraAttempts: 1, clock: clock))
+            case .idempotencyKey: tenant.middleware.append(.idempotencyKey())
+            case .caching: tenant.middleware.append(.caching(cache))
+            case .rateLimiting: tenant.middleware.append(.rateLimiting(limiter))
             }
         }
+        return tenant
+    }
+
+    static func run(_ model: StackCase) async -> [String] {
+        let clock = ManualClock()
+        let secrets = Secrets(seed: model.seed)
+        let otherSecrets = Secrets(seed: model.seed, tenant: "b")
+        let revoked: Set<String> =
+            model.firstTokenRevoked ? [secrets.refresherTokens[0], secrets.providerToken, secrets.staticToken] : []
+        let server = StackModelServer(
+            case: model,
+            clock: clock,
+            revoked: revoked,
+            tenantMarkers: [(secrets.marker, "tenant a"), (otherSecrets.marker, "tenant b")]
+        )
+        let logLines = Locked<[String]>([])
+        let refreshes = Locked(0)
+        let cache = HTTPCache(clock: clock)
+        var maximumWait: Duration? = nil
+        for case .rateLimiting(let wait) in model.layers { maximumWait = wait }
+        let limiter = RateLimiter(RateLimitPolicy(maximumWait: maximumWait), clock: clock)
+        let first = tenant(
+            model,
+            secrets: secrets,
+            clock: clock,
+            cache: cache,
+            limiter: limiter,
+            logLines: logLines,
+            refreshes: refreshes
+        )
+        var middleware = first.middleware
+        let counter = first.counter
+        let refresher = first.refresher
         // The calls the case made, counted outside every layer (an event stream makes one per connection).
         let calls = Locked(0)
         if model.call != .send {
@@ -159,62 +207,28 @@ struct StackInvariantTests {
             model.transportEnforcesDeadlines
             ? ManualDeadlineTransport(base: server.transport, clock: clock) : server.transport
         let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: middleware)
-
-        var components = URLComponents(url: model.target, resolvingAgainstBaseURL: false)!
-        if model.seed % 3 == 0 {
-            components.queryItems =
-                (components.queryItems ?? []) + [URLQueryItem(name: "access_token", value: secrets.urlToken)]
-        }
-        if model.seed % 5 == 0 {
-            components.user = "ada"
-            components.password = secrets.password
-        }
-        var request = URLRequest(url: components.url!)
-        request.httpMethod = model.method
-        switch model.body {
-        case .none: break
-        case .bytes: request.httpBody = StackCase.bodyBytes
-        case .stream: request.httpBodyStream = InputStream(data: StackCase.bodyBytes)
-        }
-        if model.idempotencyKey { request.setValue("key-\(model.seed)", forHTTPHeaderField: "Idempotency-Key") }
-        let eventRequest = Self.eventRequest(like: request, model)
-
-        // Run the call, moving virtual time whenever something sleeps on the clock.
-        // The call runs in virtual time: the clock moves to the next deadline whenever all of the call's tasks
-        // are suspended (ManualClock.run). A watchdog in real time catches a call that never ends.
-        let sending = request
-        let outcome = await withTaskGroup(of: Result<Int, any Error>?.self) { group in
-            group.addTask {
-                do {
-                    return .success(
-                        try await clock.run {
-                            switch model.call {
-                            case .send:
-                                return try await client.send(sending).1.statusCode
-                            case .stream:
-                                let (body, response) = try await client.stream(sending)
-                                _ = try await body.collect(upTo: 1 << 20)
-                                return response.statusCode
-                            case .events:
-                                for try await _ in client.events(eventRequest, clock: clock) {}
-                                return 200
-                            }
-                        }
-                    )
-                } catch {
-                    return .failure(error)
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: .seconds(30))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-        }
+        let request = Self.request(model, secrets: secrets)
+        let outcome = await Self.perform(model, client: client, request: request, clock: clock)
         let ended = outcome != nil
         let finishedAt = clock.now.offset
+        // A second tenant, sharing the cache and the quota, asks for the same resource when a cache could answer.
+        var second: (tenant: Tenant, outcome: Result<(status: Int, body: String), any Error>?)?
+        if model.layers.contains(where: { if case .caching = $0 { true } else { false } }), model.method == "GET",
+            model.call != .events, ended
+        {
+            let other = tenant(
+                model,
+                secrets: otherSecrets,
+                clock: clock,
+                cache: cache,
+                limiter: limiter,
+                logLines: logLines,
+                refreshes: refreshes
+            )
+            let otherClient = Client(baseURL: exampleBaseURL, transport: transport, middleware: other.middleware)
+            let otherRequest = Self.request(model, secrets: otherSecrets)
+            second = (other, await Self.perform(model, client: otherClient, request: otherRequest, clock: clock))
+        }
 
         var problems: [String] = []
         func violation(_ text: String) {
@@ -232,7 +246,8 @@ struct StackInvariantTests {
         let credentialHeaders = model.credentialHeaders
         for reception in receptions where reception.origin != StackModelServer.apiOrigin {
             for (name, value) in reception.headers {
-                if credentialHeaders.contains(name.lowercased()) || secrets.all.contains(where: value.contains) {
+                let isSecret = (secrets.all + otherSecrets.all).contains(where: value.contains)
+                if credentialHeaders.contains(name.lowercased()) || isSecret {
                     violation("a credential reached \(reception.origin): \(name)")
                 }
             }
@@ -244,6 +259,19 @@ struct StackInvariantTests {
             let sends = receptions.filter { $0.method == model.method }
             if let first = sends.firstIndex(where: \.mayHaveProcessed), first < sends.count - 1 {
                 violation("\(model.method) sent again after the server may have acted on it")
+            }
+        }
+        // With a key of the idempotencyKey middleware's, a request sent again after the server may have acted on it
+        // carries the key that request had: a refresh or a retry outside the key layer is still the same call.
+        if ["POST", "PATCH"].contains(model.method) && hasKey {
+            let sends = receptions.filter { $0.method == model.method }
+            for path in Set(sends.map(\.url.path)) {
+                let here = sends.filter { $0.url.path == path }
+                guard let first = here.firstIndex(where: \.mayHaveProcessed) else { continue }
+                let key = here[first].headers["Idempotency-Key"]
+                if key == nil || here[(first + 1)...].contains(where: { $0.headers["Idempotency-Key"] != key }) {
+                    violation("\(model.method) \(path) sent again with another idempotency key than the first")
+                }
             }
         }
         // An event stream of a request that may not be sent again makes one call, whatever the server does: a
@@ -275,9 +303,51 @@ struct StackInvariantTests {
                 violation("counter: \(snapshot)")
             }
         }
+        // The second tenant: its call ended, its counter is back to 0, and it never got the first tenant's response.
+        if let second {
+            switch second.outcome {
+            case nil:
+                violation("the second tenant's call did not end")
+            case .success(let answer) where answer.body.contains("for tenant a"):
+                violation("the second tenant got the first tenant's response: \(answer.body)")
+            default:
+                break
+            }
+            if model.layers.contains(where: { if case .counting = $0 { true } else { false } }) {
+                let snapshot = second.tenant.counter.snapshot
+                if snapshot.inFlight != 0 || snapshot.started != snapshot.finished {
+                    violation("the second tenant's counter: \(snapshot)")
+                }
+            }
+        }
+        // Rate limiting: nothing waits or counts as in flight once the calls ended, and where one call passes the
+        // limiter once per request, no request goes to the API after the server said none is left in the window.
+        if let position = model.layers.firstIndex(where: { if case .rateLimiting = $0 { true } else { false } }) {
+            for url in [exampleBaseURL, model.target] + StackModelServer.origins.compactMap(URL.init(string:)) {
+                let partition = limiter.policy.partition(URLRequest(url: url))
+                if let state = limiter.state(for: partition), state.waiting != 0 || state.inFlight != 0 {
+                    violation("the rate limiter still counts \(state.waiting) waiting, \(state.inFlight) in flight")
+                }
+            }
+            if !model.layers[(position + 1)...].contains(where: \.sendsMoreThanOnce) {
+                let api = receptions.filter { $0.quotaWindow != nil }
+                for window in Set(api.compactMap(\.quotaWindow)) {
+                    let inWindow = api.filter { $0.quotaWindow == window }
+                    if let exhausted = inWindow.firstIndex(where: { $0.remainingAnnounced == 0 }),
+                        exhausted < inWindow.count - 1
+                    {
+                        violation(
+                            "\(inWindow.count - exhausted - 1) requests to the API after it said 0 remaining in "
+                                + "window \(window)"
+                        )
+                    }
+                }
+            }
+        }
         // No secret in any text.
         var texts = logLines.value
-        if case .failure(let error) = outcome {
+        let outcomes = [outcome, second?.outcome].compactMap { $0 }
+        for case .failure(let error) in outcomes {
             var dumped = ""
             dump(error, to: &dumped)
             texts += [
@@ -286,11 +356,76 @@ struct StackInvariantTests {
             ]
         }
         for text in texts {
-            for secret in secrets.all where text.contains(secret) {
+            for secret in secrets.all + otherSecrets.all where text.contains(secret) {
                 violation("a secret in a text: \(secret) in \(text.prefix(300))")
             }
         }
         return problems
+    }
+
+    /// The case's request, with `secrets` in its URL on some seeds.
+    private static func request(_ model: StackCase, secrets: Secrets) -> URLRequest {
+        var components = URLComponents(url: model.target, resolvingAgainstBaseURL: false)!
+        if model.seed % 3 == 0 {
+            components.queryItems =
+                (components.queryItems ?? []) + [URLQueryItem(name: "access_token", value: secrets.urlToken)]
+        }
+        if model.seed % 5 == 0 {
+            components.user = "ada"
+            components.password = secrets.password
+        }
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = model.method
+        switch model.body {
+        case .none: break
+        case .bytes: request.httpBody = StackCase.bodyBytes
+        case .stream: request.httpBodyStream = InputStream(data: StackCase.bodyBytes)
+        }
+        if model.idempotencyKey { request.setValue("key-\(model.seed)", forHTTPHeaderField: "Idempotency-Key") }
+        return request
+    }
+
+    /// Makes the case's call with `client`, in virtual time: the clock moves to the next deadline whenever all of
+    /// the call's tasks are suspended (`ManualClock.run`). A watchdog in real time catches a call that never
+    /// ends: then the result is `nil`.
+    private static func perform(
+        _ model: StackCase,
+        client: Client,
+        request: URLRequest,
+        clock: ManualClock
+    ) async -> Result<(status: Int, body: String), any Error>? {
+        let eventRequest = Self.eventRequest(like: request, model)
+        return await withTaskGroup(of: Result<(status: Int, body: String), any Error>?.self) { group in
+            group.addTask {
+                do {
+                    return .success(
+                        try await clock.run {
+                            switch model.call {
+                            case .send:
+                                let (data, response) = try await client.send(request)
+                                return (response.statusCode, String(decoding: data, as: UTF8.self))
+                            case .stream:
+                                let (body, response) = try await client.stream(request)
+                                let data = try await body.collect(upTo: 1 << 20)
+                                return (response.statusCode, String(decoding: data, as: UTF8.self))
+                            case .events:
+                                for try await _ in client.events(eventRequest, clock: clock) {}
+                                return (200, "")
+                            }
+                        }
+                    )
+                } catch {
+                    return .failure(error)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: .seconds(30))
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
+        }
     }
 
     /// The case's request as the `Request` that `client.events` takes: the same method, URL, body and key.

@@ -22,6 +22,10 @@ struct StackCase: CustomStringConvertible {
         case redirects
         case hedging
         case idempotencyKey
+        /// `.caching`, with one `HTTPCache` shared by the case's two tenants.
+        case caching
+        /// `.rateLimiting`, with the limiter's longest wait.
+        case rateLimiting(maximumWait: Duration)
 
         var description: String {
             switch self {
@@ -36,6 +40,16 @@ struct StackCase: CustomStringConvertible {
             case .redirects: "followingRedirects"
             case .hedging: "hedging"
             case .idempotencyKey: "idempotencyKey"
+            case .caching: "caching"
+            case .rateLimiting(let wait): "rateLimiting(maximumWait: \(wait))"
+            }
+        }
+
+        /// Whether the layer may send a request through the layers inside it more than once per call.
+        var sendsMoreThanOnce: Bool {
+            switch self {
+            case .retry, .refresher, .redirects, .hedging: true
+            default: false
             }
         }
 
@@ -94,6 +108,12 @@ struct StackCase: CustomStringConvertible {
     /// pre-signed link, a CDN, another port or scheme of the API's host), which no credential may reach.
     /// Drawn apart from the rest too.
     let target: URL
+    /// The server's quota: at most this many requests to the API per window of ``quotaWindow``, announced in
+    /// `RateLimit-*` fields on every API answer. Drawn apart from the rest.
+    let quota: Int
+    static let quotaWindow = Duration.seconds(4)
+    /// Whether the API's `200`s may be stored by a shared cache (`public`) or only by a private one.
+    let publicResponses: Bool
 
     /// The URLs a call may name besides the API's.
     static let foreignTargets = [
@@ -119,6 +139,15 @@ struct StackCase: CustomStringConvertible {
         )!
         func chance(_ p: Double) -> Bool { random.nextUnitInterval() < p }
         func pick<T>(_ items: [T]) -> T { items[Int(random.next() % UInt64(items.count))] }
+        // Caching and rate limiting join from a stream of their own, so the other draws of a seed stay as they were.
+        var layerDraw = SplitMix64.derived(seed: seed, 6)
+        quota = 2 + Int(layerDraw.next() % 4)
+        publicResponses = layerDraw.nextUnitInterval() < 0.5
+        var extra: [Layer] = []
+        if layerDraw.nextUnitInterval() < 0.3 { extra.append(.caching) }
+        if layerDraw.nextUnitInterval() < 0.3 {
+            extra.append(.rateLimiting(maximumWait: .seconds(Int64(2 + layerDraw.next() % 9))))
+        }
 
         let headers = ["Authorization", "X-Access-Token", "X-Session-Token", "Api-Token", "X-API-Key"]
         var pool: [Layer] = []
@@ -142,6 +171,9 @@ struct StackCase: CustomStringConvertible {
             for index in pool.indices.reversed() where index > 0 {
                 pool.swapAt(index, Int(random.next() % UInt64(index + 1)))
             }
+        }
+        for layer in extra {
+            pool.insert(layer, at: Int(layerDraw.next() % UInt64(pool.count + 1)))
         }
         layers = pool
         method = pick(["GET", "GET", "PUT", "POST", "POST", "DELETE", "PATCH"])
@@ -173,7 +205,8 @@ struct StackCase: CustomStringConvertible {
     var description: String {
         "seed \(seed): \(call) \(method) \(target.absoluteString) \(body), idempotency key: \(idempotencyKey), "
             + "first token revoked: "
-            + "\(firstTokenRevoked), transport enforces deadlines: \(transportEnforcesDeadlines); stack: \(layers.map(\.description).joined(separator: " → "))"
+            + "\(firstTokenRevoked), transport enforces deadlines: \(transportEnforcesDeadlines), quota: \(quota), "
+            + "public: \(publicResponses); stack: \(layers.map(\.description).joined(separator: " → "))"
     }
 }
 
@@ -186,6 +219,10 @@ struct Reception: CustomStringConvertible, Sendable {
     let answer: String
     /// Whether the server may have acted on the request (anything but a redirect or a rejection).
     let mayHaveProcessed: Bool
+    /// For a request to the API: the quota window it fell in, and the `RateLimit-Remaining` it was answered
+    /// with (when the answer is a response).
+    var quotaWindow: Int? = nil
+    var remainingAnnounced: Int? = nil
 
     var origin: String {
         "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port ?? (url.scheme == "https" ? 443 : 80))"
@@ -207,12 +244,26 @@ final class StackModelServer: Sendable {
     let receptions = Locked<[Reception]>([])
     /// Tokens the server rejects.
     let revoked: Locked<Set<String>>
+    let quota: Int
+    let cacheControl: String
+    /// A text found in every credential of a tenant, and the tenant's name: the API's `200`s say whose they are.
+    let tenantMarkers: [(marker: String, tenant: String)]
+    /// Requests to the API per quota window.
+    private let windowCounts = Locked<[Int: Int]>([:])
 
-    init(case model: StackCase, clock: ManualClock, revoked: Set<String>) {
+    init(
+        case model: StackCase,
+        clock: ManualClock,
+        revoked: Set<String>,
+        tenantMarkers: [(marker: String, tenant: String)] = []
+    ) {
         self.seed = model.seed
         self.hasTimeout = model.hasTimeout
         self.clock = clock
         self.revoked = Locked(revoked)
+        self.quota = model.quota
+        self.cacheControl = model.publicResponses ? "public, max-age=60" : "max-age=60"
+        self.tenantMarkers = tenantMarkers
     }
 
     var transport: MockTransport {
@@ -236,6 +287,13 @@ final class StackModelServer: Sendable {
         // An event stream's connection gets events where another call gets a body: one event, and then the
         // server closes the stream or the connection drops.
         let wantsEvents = request.value(forHTTPHeaderField: "Accept") == "text/event-stream"
+        let tenant =
+            tenantMarkers.first { marker in headers.values.contains { $0.contains(marker.marker) } }?.tenant
+            ?? "anonymous"
+        /// A `200` that a cache may store, saying whose it is.
+        func stored(_ text: String) -> MockResponse {
+            .text("\(text) for \(tenant)", headers: ["Cache-Control": cacheControl, "ETag": "\"\(index)\""])
+        }
         func events() -> (MockResponse, String) {
             random.nextUnitInterval() < 0.5
                 ? (.events([.event("e\(index)", id: "\(index)")]), "200 events")
@@ -245,6 +303,9 @@ final class StackModelServer: Sendable {
         let reply: MockResponse
         let answer: String
         var processed = true
+        // Whether the answer reaches the client as soon as it is made (not a hang, a drop, or a delayed answer a
+        // timeout may cancel first), telling a rate limiter what is left of the quota.
+        var deliveredAtOnce = true
         if index >= Self.maximumReceptions {
             (reply, answer) = wantsEvents ? (.noContent, "204 (cap)") : (.text("done"), "200 (cap)")
         } else if isAPI, let token, revoked.withLock({ $0.contains(token) }) {
@@ -260,7 +321,7 @@ final class StackModelServer: Sendable {
             let roll = random.nextUnitInterval()
             switch roll {
             case ..<0.35:
-                (reply, answer) = wantsEvents ? events() : (.text("ok"), "200")
+                (reply, answer) = wantsEvents ? events() : (stored("ok"), "200")
             case ..<0.52:
                 let status = pick([301, 302, 303, 307, 308])
                 let target = "\(pick(Self.origins))/r\(random.next() % 4)"
@@ -281,26 +342,54 @@ final class StackModelServer: Sendable {
                 (reply, answer) = (.status(500), "500")
             case ..<0.86:
                 let delay = Duration.milliseconds(Int64(250 * (1 + random.next() % 12)))
-                let (now, what) = wantsEvents ? events() : (.text("slow"), "200")
+                let (now, what) = wantsEvents ? events() : (stored("slow"), "200")
                 (reply, answer) = (now.delayed(by: delay, on: clock), "\(what) after \(delay)")
+                deliveredAtOnce = false
             case ..<0.91 where hasTimeout:
                 (reply, answer) = (.hang, "hang")
+                deliveredAtOnce = false
             default:
                 (reply, answer) = (.urlError(.networkConnectionLost), "dropped")
+                deliveredAtOnce = false
             }
         }
-        receptions.withLock {
-            $0.append(
-                Reception(
-                    url: url,
-                    method: request.httpMethod ?? "GET",
-                    headers: headers,
-                    body: body,
-                    answer: answer,
-                    mayHaveProcessed: processed
-                )
-            )
+        var reception = Reception(
+            url: url,
+            method: request.httpMethod ?? "GET",
+            headers: headers,
+            body: body,
+            answer: answer,
+            mayHaveProcessed: processed
+        )
+        var announced = reply
+        if isAPI {
+            // Fixed windows of the quota from the clock's start; every API answer states what is left of its
+            // window and, rounded up to whole seconds, when the next one starts.
+            let window = StackCase.quotaWindow
+            let now = clock.now.offset
+            let number = Int(now / window)
+            let count = windowCounts.withLock { counts -> Int in
+                counts[number, default: 0] += 1
+                return counts[number]!
+            }
+            let untilNext = window * (number + 1) - now
+            let (seconds, attoseconds) = untilNext.components
+            let reset = seconds + (attoseconds > 0 ? 1 : 0)
+            let remaining = max(0, quota - count)
+            reception.quotaWindow = number
+            announced = reply.header("RateLimit-Limit", "\(quota)").header("RateLimit-Remaining", "\(remaining)")
+                .header("RateLimit-Reset", "\(reset)")
+            if deliveredAtOnce { reception.remainingAnnounced = remaining }
+            // A 429 with no quota left asks to come back no sooner than the window's end: Retry-After takes
+            // precedence over RateLimit-Reset (the draft standard), and a server that said less would invite the
+            // very requests the quota forbids.
+            if remaining == 0, answer.hasPrefix("429"), let said = Int(answer.split(separator: " ").last ?? ""),
+                said < reset
+            {
+                announced = announced.header("Retry-After", "\(reset)")
+            }
         }
-        return reply
+        receptions.withLock { $0.append(reception) }
+        return announced
     }
 }

@@ -61,3 +61,74 @@ struct IdempotencyKeyTests {
         #expect(transport.callCount == 1)
     }
 }
+
+@Suite("Idempotency keys across a refresh")
+struct IdempotencyKeyRefreshTests {
+    @Test(
+        "authenticating outside idempotencyKey outside retry: a POST restarted after 503 then 401 keeps its key",
+        .timeLimit(.minutes(1))
+    )
+    func keyKeptAcrossRefresh() async throws {
+        // The first attempt may have been performed (its 503 came from a proxy, or its answer was lost); the retry
+        // meets an expired token; the refreshed restart must carry the same key, or the server performs it twice.
+        let transport = MockTransport(.status(503), then: .status(401), .ok)
+        let refresher = TokenRefresher(token: .init("v1")) { _ in .init("v2") }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher), .idempotencyKey(), .retry(RetryFixtures.policy())]
+        )
+        let (_, response) = try await client.send(RetryFixtures.request("POST"))
+        #expect(response.statusCode == 200)
+        let keys = transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        #expect(keys.count == 3)
+        #expect(keys.allSatisfy { $0 != nil })
+        #expect(Set(keys).count == 1)
+        #expect(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") } == [
+                "Bearer v1", "Bearer v1", "Bearer v2",
+            ]
+        )
+    }
+
+    @Test("two calls through the same stack still get two keys", .timeLimit(.minutes(1)))
+    func twoCallsTwoKeys() async throws {
+        let transport = MockTransport(.status(401), then: .ok)
+        let refresher = TokenRefresher(token: .init("v1")) { _ in .init("v2") }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher), .idempotencyKey()]
+        )
+        _ = try await client.send(RetryFixtures.request("POST"))
+        _ = try await client.send(RetryFixtures.request("POST"))
+        let keys = transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        #expect(keys.count == 3)
+        #expect(keys[0] == keys[1])
+        #expect(keys[2] != keys[0])
+    }
+}
+
+@Suite("Idempotency keys across retries that resend non-idempotent requests")
+struct IdempotencyKeyRetryTests {
+    @Test(
+        "a retry that resends POSTs (retriesNonIdempotentRequests) outside idempotencyKey sends one key on every attempt",
+        .timeLimit(.minutes(1))
+    )
+    func oneKeyPerCall() async throws {
+        let transport = MockTransport(.status(503), then: .status(503), .ok)
+        let policy = RetryPolicy(
+            maximumAttempts: 3,
+            backoff: .immediate,
+            retriesNonIdempotentRequests: true,
+            budget: nil
+        )
+        let client = Client(transport: transport, middleware: [.retry(policy), .idempotencyKey()])
+        let (_, response) = try await client.send(RetryFixtures.request("POST"))
+        #expect(response.statusCode == 200)
+        let keys = transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        #expect(keys.count == 3)
+        #expect(keys.allSatisfy { $0 != nil })
+        #expect(Set(keys).count == 1)
+    }
+}

@@ -354,6 +354,8 @@ struct EventSourceTests {
             ("application/json", "of type application/json"),
             ("text/event-streamX", "of type text/event-streamX"),
             ("text/event-stream-v2; charset=utf-8", "of type text/event-stream-v2; charset=utf-8"),
+            ("text/event-\u{17F}tream", "of type text/event-\u{17F}tream"),
+            ("\u{A0}text/event-stream", "of type \u{A0}text/event-stream"),
             ("", "without a Content-Type"),
         ]
     )

@@ -110,3 +110,24 @@ struct TransportFailureTests {
         #expect(plain?.message == "cannot connect to api.example.test:8443")
     }
 }
+
+@Suite("A socket error number from user-info never traps")
+struct SocketReasonNumberTests {
+    @Test("an errno out of Int32's range names no reason", arguments: [Int.max, Int.min, 1 << 40, -(1 << 40)])
+    func outOfRange(number: Int) {
+        let error = URLError(
+            .cannotConnectToHost,
+            userInfo: ["_kCFStreamErrorDomainKey": 1, "_kCFStreamErrorCodeKey": number]
+        )
+        #expect(TransportFailure.socketReason(of: error) == nil)
+    }
+
+    @Test("an errno in range still names its reason")
+    func inRange() {
+        let error = URLError(
+            .cannotConnectToHost,
+            userInfo: ["_kCFStreamErrorDomainKey": 1, "_kCFStreamErrorCodeKey": Int(ECONNREFUSED)]
+        )
+        #expect(TransportFailure.socketReason(of: error) != nil)
+    }
+}
