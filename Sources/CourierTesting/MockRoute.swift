@@ -144,11 +144,17 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// Returns a copy that matches only requests with the query item `name` (and, when `value` is given,
     /// with that value).
     ///
+    /// ```swift
+    /// MockRoute.get("/search").matchingQuery("q") { request in .text("results for \(request.queryValue("q")!)") }
+    /// ```
+    ///
     /// - Parameters:
     ///   - name: The query item's name.
     ///   - value: The value it must have (percent-decoded), or `nil` for any.
-    public func matchingQuery(_ name: String, _ value: String? = nil) -> MockRoute {
-        var copy = self
+    ///   - handler: Answers every call the route matches, as the closure of ``get(_:_:)`` does; without one,
+    ///     the route keeps its replies.
+    public func matchingQuery(_ name: String, _ value: String? = nil, _ handler: MockHandler? = nil) -> MockRoute {
+        var copy = self.answering(handler)
         copy.conditions.append(Self.queryCondition(name, value))
         return copy
     }
@@ -158,13 +164,16 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     ///
     /// ```swift
     /// MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(me))
+    /// MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh") { request in .json(me) }
     /// ```
     ///
     /// - Parameters:
     ///   - name: The header's name (case-insensitive).
     ///   - value: The value it must have, or `nil` for any.
-    public func matchingHeader(_ name: String, _ value: String? = nil) -> MockRoute {
-        var copy = self
+    ///   - handler: Answers every call the route matches, as the closure of ``get(_:_:)`` does; without one,
+    ///     the route keeps its replies.
+    public func matchingHeader(_ name: String, _ value: String? = nil, _ handler: MockHandler? = nil) -> MockRoute {
+        var copy = self.answering(handler)
         let shown = Redaction.isSensitiveHeader(name) ? Redaction.placeholder : (value ?? "*")
         copy.conditions.append(
             Condition(description: "\(name): \(shown)") { request in
@@ -180,11 +189,14 @@ public struct MockRoute: Sendable, CustomStringConvertible {
     /// - Parameters:
     ///   - expected: The body the request must carry.
     ///   - decoder: The decoder; a plain `JSONDecoder` by default.
+    ///   - handler: Answers every call the route matches, as the closure of ``get(_:_:)`` does; without one,
+    ///     the route keeps its replies.
     public func matchingBody<Body: Decodable & Equatable & Sendable>(
         _ expected: Body,
-        decoder: JSONDecoder = JSONDecoder()
+        decoder: JSONDecoder = JSONDecoder(),
+        _ handler: MockHandler? = nil
     ) -> MockRoute {
-        var copy = self
+        var copy = self.answering(handler)
         copy.conditions.append(
             Condition(description: "body == \(Body.self)") { request in
                 (try? request.decodedBody(as: Body.self, decoder: decoder)) == expected
@@ -193,7 +205,19 @@ public struct MockRoute: Sendable, CustomStringConvertible {
         return copy
     }
 
+    /// This route, answering with `handler` when one is given.
+    private func answering(_ handler: MockHandler?) -> MockRoute {
+        guard let handler else { return self }
+        var copy = self
+        copy.replies = [.handler(handler)]
+        return copy
+    }
+
     /// Returns a copy that matches only requests for which `predicate` is `true`.
+    ///
+    /// Its trailing closure is the predicate; to answer with a closure as well, give it to the route
+    /// (`MockRoute.get("/items") { request in … }.matching("…") { … }`) or use
+    /// `.replies(.handler { request in … })`.
     ///
     /// - Parameters:
     ///   - description: How the condition reads in messages.

@@ -100,6 +100,31 @@ struct MockRouteTests {
         #expect(api.routeCallCounts == [1, 2])
     }
 
+    @Test("a condition takes the route's answer as a trailing closure: matchingHeader, matchingQuery, matchingBody")
+    func conditionWithTrailingHandler() async throws {
+        let api = MockTransport(unmatched: .status(404)) {
+            MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh") { request in
+                .text("fresh on call \(request.callIndex)")
+            }
+            MockRoute.get("/me").matchingHeader("Authorization") { _ in .unauthorized() }
+            MockRoute.get("/search").matchingQuery("q") { request in .text("q=\(request.queryValue("q") ?? "")") }
+            MockRoute.post("/users").matchingBody(NewUser(name: "Ada")) { _ in .json(User(id: "1", name: "Ada")) }
+        }
+        let client = Client(baseURL: testBase, transport: api)
+        let fresh = try await api.send(request(.get, "/me", headers: ["Authorization": "Bearer fresh"]))
+        #expect(String(decoding: fresh.0, as: UTF8.self) == "fresh on call 0")
+        #expect(
+            try await api.send(request(.get, "/me", headers: ["Authorization": "Bearer stale"])).1.statusCode == 401
+        )
+        // The condition still applies: without the header, no route matches.
+        #expect(try await api.send(request(.get, "/me")).1.statusCode == 404)
+        let search: String = try await client.send(.get("/search", query: ["q": "swift"]))
+        #expect(search == "q=swift")
+        let created: User = try await client.send(.post("/users", json: NewUser(name: "Ada")))
+        #expect(created == User(id: "1", name: "Ada"))
+        #expect(try await api.send(request(.get, "/search")).1.statusCode == 404)
+    }
+
     @Test("query conditions come from the pattern or from matchingQuery")
     func query() async throws {
         let api = MockTransport(unmatched: .status(404)) {

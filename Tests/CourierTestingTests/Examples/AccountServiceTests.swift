@@ -1,8 +1,9 @@
-// The example of the "Testing code that uses Courier" article, as Swift Testing tests: an app's service
-// with retry and token renewal of its own, tested with CourierTesting. The app's code (`AccountService`,
-// `Session`, `Client.accountAPI`, …) is compiled from Snippets/TestingExample.swift itself, through the link
-// TestingExample.swift next to this file; this target defines COURIER_TESTING_EXAMPLE_TESTS, which leaves
-// out the snippet's entry point.
+// The example of the "Testing code that uses Courier" article, as Swift Testing tests: an app's service with
+// Courier's recommended stack (two timeouts, `.retry`, `.authenticating` with a `TokenRefresher`), tested with
+// CourierTesting. The app's code (`AccountService`, `Profile`, `TokenResponse`) is compiled from
+// Snippets/TestingExample.swift itself, through the link TestingExample.swift next to this file; this target
+// defines COURIER_TESTING_EXAMPLE_TESTS, which leaves out the snippet's entry point. The article's blocks that
+// use `AccountService` are in this file line for line (TestingArticleTests checks it).
 
 import Courier
 import CourierTesting
@@ -15,8 +16,37 @@ import FoundationNetworking
 
 // `base` (https://api.example.com) and `ada` (the profile the API returns) come from the snippet too.
 
-@Suite("Example: AccountService's retry and token renewal")
+@Suite("Example: AccountService's recommended stack", .timeLimit(.minutes(1)))
 struct AccountServiceTests {
+    @Test(
+        "a 503, then a 401: it waits as asked, refreshes the token once, and gets the profile",
+        .mockTransport {
+            MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(ada))
+            MockRoute.get("/me").replies(.serviceUnavailable(retryAfter: .seconds(5)), then: .unauthorized())
+            MockRoute.post("/oauth/token").replies(.json(TokenResponse(accessToken: "fresh"))).expectCalls(1)
+        }
+    )
+    func recoversFromA503AndA401() async throws {
+        let clock = ManualClock()
+        let service = AccountService(
+            baseURL: base,
+            accessToken: "stale",
+            refreshToken: "r1",
+            transport: TestTransport(),
+            clock: clock
+        )
+
+        let profile = try await clock.run { try await service.profile() }
+
+        #expect(profile == ada)
+        #expect(clock.now.offset == .seconds(5))  // the Retry-After; neither timeout fired
+        #expect(service.auth.refreshCount == 1)
+        let api = try #require(MockTransport.current)
+        #expect(api.requests.map(\.path) == ["/me", "/me", "/oauth/token", "/me"])
+        let authorizations = api.requests(matching: .get, "/me").map { $0.header("Authorization") }
+        #expect(authorizations == ["Bearer stale", "Bearer stale", "Bearer fresh"])
+    }
+
     @Test(
         "retries transient failures in virtual time",
         .mockTransport {
@@ -27,9 +57,13 @@ struct AccountServiceTests {
     )
     func retries() async throws {
         let clock = ManualClock()
-        let session = Session(accessToken: "a1", refreshToken: "r1")
-        let client = Client.accountAPI(baseURL: base, session: session, transport: TestTransport(), clock: clock)
-        let service = AccountService(client: client)
+        let service = AccountService(
+            baseURL: base,
+            accessToken: "a1",
+            refreshToken: "r1",
+            transport: TestTransport(),
+            clock: clock
+        )
 
         let profile = try await clock.run { try await service.profile() }
 
@@ -38,31 +72,24 @@ struct AccountServiceTests {
     }
 
     @Test(
-        "waits for Retry-After, then backs off, step by step",
-        .timeLimit(.minutes(1)),
-        .mockTransport {
-            MockRoute.get("/me")
-                .replies(.serviceUnavailable(retryAfter: .seconds(5)), then: .networkConnectionLost, .json(ada))
-        }
+        "a hung attempt is cut by the per-attempt timeout and sent again",
+        .mockTransport { MockRoute.get("/me").replies(.hang, then: .json(ada)).expectCalls(2) }
     )
-    func backoffSchedule() async throws {
+    func cutsAHungAttempt() async throws {
         let clock = ManualClock()
-        let session = Session(accessToken: "a1", refreshToken: "r1")
         let service = AccountService(
-            client: .accountAPI(baseURL: base, session: session, transport: TestTransport(), clock: clock)
+            baseURL: base,
+            accessToken: "a1",
+            refreshToken: "r1",
+            transport: TestTransport(),
+            clock: clock
         )
-        let call = Task { try await service.profile() }
 
-        await clock.waitForSleepers(count: 1)
-        #expect(clock.pendingDeadlines == [.init(offset: .seconds(5))])
-        clock.advance(by: .seconds(5))
+        let profile = try await clock.run { try await service.profile() }
 
-        await clock.waitForSleepers(count: 1)
-        #expect(clock.pendingDeadlines == [.init(offset: .seconds(7))])
-        clock.advance(by: .seconds(2))
-
-        #expect(try await call.join() == ada)
-        #expect(MockTransport.current?.requests.count == 3)
+        #expect(profile == ada)
+        #expect(clock.now.offset == .seconds(6))  // cut at 5 s, then 1 s of backoff
+        #expect(MockTransport.current?.cancellationCount == 1)
     }
 
     @Test(
@@ -71,9 +98,12 @@ struct AccountServiceTests {
     )
     func givesUp() async throws {
         let clock = ManualClock()
-        let session = Session(accessToken: "a1", refreshToken: "r1")
         let service = AccountService(
-            client: .accountAPI(baseURL: base, session: session, transport: TestTransport(), clock: clock)
+            baseURL: base,
+            accessToken: "a1",
+            refreshToken: "r1",
+            transport: TestTransport(),
+            clock: clock
         )
 
         let error = await #expect(throws: CourierError.self) { try await clock.run { try await service.profile() } }
@@ -83,41 +113,16 @@ struct AccountServiceTests {
     }
 
     @Test(
-        "renews a rejected token once and retries with it",
-        .mockTransport {
-            MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(ada))
-            MockRoute.get("/me").replies(.unauthorized())
-            MockRoute.post("/oauth/token").replies(.json(TokenResponse(accessToken: "fresh"))).expectCalls(1)
-        }
-    )
-    func renewsToken() async throws {
-        let session = Session(accessToken: "stale", refreshToken: "r1")
-        let service = AccountService(client: .accountAPI(baseURL: base, session: session, transport: TestTransport()))
-
-        #expect(try await service.profile() == ada)
-
-        let api = try #require(MockTransport.current)
-        #expect(api.requests.map(\.path) == ["/me", "/oauth/token", "/me"])
-        #expect(
-            api.requests(matching: .get, "/me").map { $0.header("Authorization") } == ["Bearer stale", "Bearer fresh"]
-        )
-        let renewal = try #require(api.requests(matching: .post, "/oauth/token").first)
-        #expect(renewal.formItems.contains(URLQueryItem(name: "refresh_token", value: "r1")))
-    }
-
-    @Test(
-        "twenty concurrent 401s cause one renewal",
-        .timeLimit(.minutes(1)),
+        "twenty concurrent 401s cause one refresh",
         .mockTransport {
             MockRoute.get("/me").matchingHeader("Authorization", "Bearer fresh").replies(.json(ada)).expectCalls(20)
             MockRoute.get("/me").replies(.unauthorized()).expectCalls(20)
             MockRoute.post("/oauth/token").replies(.json(TokenResponse(accessToken: "fresh"))).expectCalls(1)
         }
     )
-    func renewalStorm() async throws {
+    func refreshStorm() async throws {
         let holding = HoldingTransport(wrapping: TestTransport())
-        let session = Session(accessToken: "stale", refreshToken: "r1")
-        let service = AccountService(client: .accountAPI(baseURL: base, session: session, transport: holding))
+        let service = AccountService(baseURL: base, accessToken: "stale", refreshToken: "r1", transport: holding)
 
         let profiles = try await withThrowingTaskGroup(of: Profile.self) { group in
             for _ in 0..<20 { group.addTask { try await service.profile() } }
@@ -129,7 +134,35 @@ struct AccountServiceTests {
         }
 
         #expect(profiles == Array(repeating: ada, count: 20))
-        #expect(await session.renewals == 1)
+        #expect(service.auth.refreshCount == 1)
+    }
+
+    @Test(
+        "step by step: a retry waits for Retry-After, then backs off",
+        .mockTransport {
+            MockRoute.get("/me")
+                .replies(.serviceUnavailable(retryAfter: .seconds(5)), then: .networkConnectionLost, .json(ada))
+        }
+    )
+    func backoffSchedule() async throws {
+        let clock = ManualClock()
+        let policy = RetryPolicy(backoff: .exponential(base: .seconds(1), jitter: .none))
+        let client = Client(
+            baseURL: base,
+            transport: TestTransport(),
+            middleware: [.retry(policy, clock: clock), .validatingStatus()]
+        )
+        let call = Task { () async throws -> Profile in try await client.send(.get("/me")) }
+
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [.init(offset: .seconds(5))])
+        clock.advance(by: .seconds(5))
+
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.pendingDeadlines == [.init(offset: .seconds(7))])
+        clock.advance(by: .seconds(2))
+
+        #expect(try await call.join() == ada)
     }
 
     @Test("on a flaky network it sends at most three attempts", arguments: 0..<20 as Range<UInt64>)
@@ -141,9 +174,12 @@ struct AccountServiceTests {
             faults: [.droppedConnection(rate: 0.4), .serviceUnavailable(rate: 0.2, retryAfter: .seconds(1))]
         )
         let clock = ManualClock()
-        let session = Session(accessToken: "a1", refreshToken: "r1")
         let service = AccountService(
-            client: .accountAPI(baseURL: base, session: session, transport: chaos, clock: clock)
+            baseURL: base,
+            accessToken: "a1",
+            refreshToken: "r1",
+            transport: chaos,
+            clock: clock
         )
 
         do {

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 
-/// The DocC documentation: the snippets its articles show, the one command that builds it (the README's, which
-/// CI runs), and the Integrations article that curates what each package trait adds. CI's documentation step
+/// The DocC documentation: the snippets its articles show (each named by its path too, for a reader of the
+/// Markdown), the one command that builds it (CONTRIBUTING.md's, which CI runs), the landing page's reading
+/// order, and the Integrations article that curates what each package trait adds. CI's documentation step
 /// checks the rest: every link resolves and every snippet renders, or the build fails.
 @Suite("The DocC documentation")
 struct DocumentationBuildTests {
@@ -49,6 +50,69 @@ struct DocumentationBuildTests {
         #expect(references >= 8, "the articles show \(references) snippets")
     }
 
+    /// The `@Snippet` lines of `text` whose file is not named by path (`Snippets/Name.swift`) in the paragraph
+    /// just before them, so that a reader of the plain Markdown sees nothing where the code should be.
+    static func unnamedSnippets(in text: String) -> [String] {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        var unnamed: [String] = []
+        for (index, line) in lines.enumerated() {
+            guard let reference = quoted(after: "@Snippet(path: ", in: line).first else { continue }
+            // The paragraph before: the lines above, back to the blank line that starts it.
+            var start = index - 1
+            while start >= 0, lines[start].trimmingCharacters(in: .whitespaces).isEmpty { start -= 1 }
+            var paragraph: [String] = []
+            while start >= 0, !lines[start].trimmingCharacters(in: .whitespaces).isEmpty {
+                paragraph.insert(lines[start], at: 0)
+                start -= 1
+            }
+            let name = reference.split(separator: "/").last.map(String.init) ?? reference
+            if !paragraph.joined(separator: " ").contains("`Snippets/\(name).swift`") { unnamed.append(line) }
+        }
+        return unnamed
+    }
+
+    @Test("every @Snippet is named by its file's path in the paragraph before it, for readers of the Markdown")
+    func snippetsNamedByPath() throws {
+        var checked = 0
+        for (path, text) in try Self.articles() {
+            checked += Self.quoted(after: "@Snippet(path: ", in: text).count
+            for line in Self.unnamedSnippets(in: text) {
+                Issue.record("\(path): name the file before \(line), as `Snippets/….swift` in the paragraph above it")
+            }
+        }
+        #expect(checked >= 8)
+        // The check finds a snippet shown with nothing a Markdown reader can follow, and accepts one named.
+        let bare = "Some text.\n\n@Snippet(path: \"courier/Snippets/QuickTour\")\n"
+        let named = "The tour, `Snippets/QuickTour.swift`:\n\n@Snippet(path: \"courier/Snippets/QuickTour\")\n"
+        #expect(Self.unnamedSnippets(in: bare).count == 1)
+        #expect(Self.unnamedSnippets(in: named).isEmpty)
+    }
+
+    @Test("the landing page starts with Getting started, then lists every article in a reading order")
+    func readingOrder() throws {
+        let landing = try Self.text("Sources/Courier/Documentation.docc/Courier.md")
+        let topics = try #require(landing.components(separatedBy: "\n## Topics\n").last)
+        let links = topics.matches(of: /<doc:(\w+)>/).map { String($0.1) }
+        #expect(links.first == "GettingStarted", "\(links)")
+        // Every article of the catalog is on the page, each once in the Topics.
+        let articles = try Self.articles().filter { $0.path.hasPrefix("Sources/Courier/") }
+            .map { ($0.path as NSString).lastPathComponent.replacingOccurrences(of: ".md", with: "") }
+            .filter { $0 != "Courier" }
+        let listed = topics.components(separatedBy: "\n").compactMap { line in
+            line.firstMatch(of: /^- <doc:(\w+)>$/).map { String($0.1) }
+        }
+        #expect(Set(listed) == Set(articles), "listed \(listed.sorted()), articles \(articles.sorted())")
+        #expect(Set(listed).count == listed.count, "\(listed)")
+        // The Getting started article ends with the same order.
+        let guide = try Self.text("Sources/Courier/Documentation.docc/GettingStarted.md")
+        let order = try #require(guide.components(separatedBy: "### Read the rest in this order").last)
+        let guideOrder = order.matches(of: /<doc:(\w+)>/).map { String($0.1) }.filter { $0 != "Reference" }
+        #expect(
+            guideOrder == listed.dropFirst().filter { $0 != "Reference" },
+            "GettingStarted \(guideOrder), Courier.md \(listed)"
+        )
+    }
+
     /// The lines of `text` that run `swift package … generate-documentation`, comments left out, as words.
     static func documentationCommands(in text: String) -> [[Substring]] {
         text.split(separator: "\n")
@@ -59,11 +123,11 @@ struct DocumentationBuildTests {
             .map { $0.split(separator: " ") }
     }
 
-    @Test("CI runs the README's documentation command, word for word, under a time limit")
+    @Test("CI runs CONTRIBUTING.md's documentation command, word for word, under a time limit")
     func sameCommandInCI() throws {
-        let readme = Self.documentationCommands(in: try Self.text("README.md"))
+        let readme = Self.documentationCommands(in: try Self.text("CONTRIBUTING.md"))
         let ci = Self.documentationCommands(in: try Self.text(".ci/run"))
-        try #require(readme.count == 1, "the README has \(readme.count) documentation commands")
+        try #require(readme.count == 1, "CONTRIBUTING.md has \(readme.count) documentation commands")
         try #require(ci.count == 1, ".ci/run has \(ci.count) documentation commands")
         // CI puts `timeout SECONDS` in front of `swift`; nothing else may differ.
         var words = ci[0]
@@ -75,7 +139,7 @@ struct DocumentationBuildTests {
 
     @Test("the command builds both catalogs with every trait on, fails on any DocC warning, and adds the plugin")
     func commandOptions() throws {
-        let command = try #require(Self.documentationCommands(in: try Self.text("README.md")).first).joined(
+        let command = try #require(Self.documentationCommands(in: try Self.text("CONTRIBUTING.md")).first).joined(
             separator: " "
         )
         for option in [

@@ -7,9 +7,9 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// The stacks the README's caching and rate-limiting sections show, built from exactly that code, do what
-/// those sections say.
-@Suite("The README's caching and rate-limiting stacks", .timeLimit(.minutes(1)))
+/// The stacks the Caching and Rate limiting articles show, built from exactly that code, do what
+/// those articles say.
+@Suite("The Caching and Rate limiting articles' stacks", .timeLimit(.minutes(1)))
 struct OptionalLayerStackTests {
     @Test("the caching stack answers a fresh GET from memory and sends the token with the one request it makes")
     func cachingStack() async throws {
@@ -34,7 +34,7 @@ struct OptionalLayerStackTests {
         #expect(transport.onlyRequest?.value(forHTTPHeaderField: "Authorization") == "Bearer \(apiToken)")
     }
 
-    /// The README's rate-limiting stack over a server that allows one request and then says the next window
+    /// The Rate limiting article's stack over a server that allows one request and then says the next window
     /// opens in `reset` seconds.
     private func rateLimitedSecondCall(reset: Int) async throws -> (error: CourierError, transport: MockTransport) {
         let auth = TokenRefresher(token: .init("token-v1-abcdef", expiresIn: .seconds(3600))) { _ in

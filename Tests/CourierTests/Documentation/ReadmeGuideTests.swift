@@ -18,6 +18,26 @@ struct ReadmeGuideTests {
         #expect(commands == ["swift run QuickTour", "swift test"])
     }
 
+    @Test("CI runs the README's test command (`swift test`, with warnings as errors, under a time limit)")
+    func testCommandInCI() throws {
+        let firstBlock = try Self.readme().components(separatedBy: "```").dropFirst().first ?? ""
+        let command = try #require(
+            firstBlock.split(separator: "\n").map { $0.split(separator: "#")[0].trimmingCharacters(in: .whitespaces) }
+                .first { $0.hasPrefix("swift test") }
+        )
+        let ci = try String(contentsOf: packageRoot.appendingPathComponent(".ci/run"), encoding: .utf8)
+        // `run_tests timeout SECONDS swift test …`: the README's words, then only options CI adds.
+        let runs = ci.split(separator: "\n").compactMap { line -> [Substring]? in
+            let words = line.split(separator: " ")
+            guard words.count > 3, words[0] == "run_tests", words[1] == "timeout", Int(words[2]) != nil else {
+                return nil
+            }
+            return Array(words.dropFirst(3))
+        }
+        let readme = command.split(separator: " ")
+        #expect(runs.contains { $0 == readme + ["-Xswiftc", "-warnings-as-errors"] }, "\(runs)")
+    }
+
     @Test("the snippets table lists every file in Snippets/, each once, and nothing else")
     func snippetsTable() throws {
         let listed = try Self.readme().split(separator: "\n").compactMap { line -> String? in

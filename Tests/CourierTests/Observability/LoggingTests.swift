@@ -258,6 +258,39 @@ struct LoggingTests {
         #expect(LogSink.standardError(minimumLevel: .notice).minimumLevel == .notice)
     }
 
+    @Test(
+        ".logging() writes one line per call to standard error, from info up: its debug start record is not written",
+        .timeLimit(.minutes(1))
+    )
+    func defaultSinkWritesToStandardError() async throws {
+        let path = "/v1/logging-to-stderr-\(UUID().uuidString)"
+        let client = makeClient(MockTransport(.status(200)), [.logging(startLevel: .debug)])
+        // Standard error goes to a file while the call runs; what other tests wrote meanwhile is copied back.
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-stderr-\(UUID()).log")
+        #expect(FileManager.default.createFile(atPath: file.path, contents: nil))
+        defer { try? FileManager.default.removeItem(at: file) }
+        let capture = try FileHandle(forWritingTo: file)
+        let saved = dup(STDERR_FILENO)
+        try #require(saved >= 0 && dup2(capture.fileDescriptor, STDERR_FILENO) >= 0)
+        var failure: (any Error)?
+        do {
+            _ = try await client.send(URLRequest(url: URL(string: "https://api.example.test" + path)!))
+        } catch {
+            failure = error
+        }
+        dup2(saved, STDERR_FILENO)
+        close(saved)
+        try capture.close()
+
+        if let failure { throw failure }
+        let lines = try String(contentsOf: file, encoding: .utf8).split(separator: "\n")
+        let others = lines.filter { !$0.contains(path) }
+        if !others.isEmpty { FileHandle.standardError.write(Data((others.joined(separator: "\n") + "\n").utf8)) }
+        let ours = lines.filter { $0.contains(path) }
+        #expect(ours.count == 1, "\(ours)")
+        #expect(ours.first?.hasPrefix("[info] GET https://api.example.test\(path)") == true, "\(ours)")
+    }
+
     @Test("the logging middleware is named logging")
     func name() {
         #expect(Middleware.logging().name == "logging")

@@ -122,7 +122,7 @@ extension HostileResponseTests {
         let response = Data("HTTP/1.1 200\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".utf8)
         let results = try await Self.exchange(response, over: kind)
         #if canImport(FoundationNetworking)
-        // The difference the README's transport table states; FoundationNetworking parses the status line.
+        // The difference the Transports article's table states; FoundationNetworking parses the status line.
         let accepted = kind != .urlSession && kind != .urlSessionCallersSession
         #else
         let accepted = true
