@@ -1,7 +1,7 @@
 /// Where one call's time went: how many attempts it made and how long it waited for what.
 ///
 /// The logging middleware puts it in each ``LogRecord`` (``LogRecord/call``), and the timing middleware hands
-/// it to its report (``Middleware/timing(clock:_:)-(_,(URLRequest,RequestOutcome,Duration,CallSummary)->Void)``):
+/// it to a report closure that takes four arguments:
 ///
 /// ```swift
 /// .timing { request, outcome, duration, call in

@@ -24,7 +24,8 @@ extension Middleware {
     /// The time runs from the moment the request enters this middleware until the rest of the chain
     /// returns or throws, so what is inside (retries, backoff, the transport) is included. Errors and
     /// cancellation are reported and then passed on unchanged. `report` runs in the request's task and
-    /// delays the response while it runs: keep it short.
+    /// delays the response while it runs: keep it short. For the attempts and where the time went, give it a
+    /// closure that takes a fourth argument, a ``CallSummary``.
     ///
     /// - Parameters:
     ///   - clock: The clock that measures; `ContinuousClock` by default (tests pass a manual clock).
@@ -56,8 +57,7 @@ extension Middleware {
     /// }
     /// ```
     ///
-    /// The same as ``timing(clock:_:)-(_,(URLRequest,RequestOutcome,Duration)->Void)``, with a
-    /// ``CallSummary`` besides: how many attempts the call made and how long it waited for a slot, for a token
+    /// The same as the three-argument `timing(clock:_:)`, with a ``CallSummary`` besides: how many attempts the call made and how long it waited for a slot, for a token
     /// refresh, in backoff, for the response head and for the body, as the layers below measured it on `clock`.
     /// Keeping the summary costs an allocation and a task-local value per request, which the three-argument
     /// form does not pay.

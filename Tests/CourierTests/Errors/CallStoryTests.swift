@@ -7,8 +7,9 @@ import Testing
 import FoundationNetworking
 #endif
 
-/// The final error of a call tells its story: how many attempts, how long, which timeout; and the logging and
-/// timing layers say where the time went. Everything runs on a manual clock, so every figure is exact.
+/// The final error of a call tells its story: how many attempts, how long, which timeout. Everything runs on a
+/// manual clock, so every figure is exact; the descriptions are the ones the Resilience article and
+/// `CourierError.description` show.
 @Suite("Errors that tell the story", .timeLimit(.minutes(1)))
 struct CallStoryTests {
     private let clock = ManualClock()

@@ -8,7 +8,8 @@ import FoundationNetworking
 #endif
 
 /// The logging and timing layers say how many attempts a call made and where its time went, as the layers
-/// below measured it on the suite's manual clock.
+/// below measured it on the suite's manual clock; the log lines are the forms the Observability article and
+/// `LogRecord` show.
 @Suite("Where a call's time went", .timeLimit(.minutes(1)))
 struct CallSummaryTests {
     private let clock = ManualClock()
