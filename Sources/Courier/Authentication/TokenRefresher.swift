@@ -275,7 +275,20 @@ public actor TokenRefresher {
 
         let isRefreshClosure = Self.isRefreshing(ObjectIdentifier(self))
         let now = elapsed()
-        return try await withTaskCancellationHandler {
+        // The call's record (when a logging or timing layer keeps one) learns how long the caller waited.
+        return try await CallRecord.measuring(.refresh) {
+            try await waitForCredential(newerThan: stale, waiter: waiter, isRefreshClosure: isRefreshClosure, now: now)
+        }
+    }
+
+    /// Waits, as a registered waiter, for the machine to hand a credential newer than `stale`.
+    private nonisolated func waitForCredential(
+        newerThan stale: Credential,
+        waiter: Int,
+        isRefreshClosure: Bool,
+        now: Duration
+    ) async throws -> Credential {
+        try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Credential, any Error>) in
                 let (decision, observer) = storage.withLock { storage -> (Decision?, (@Sendable () -> Void)?) in
                     // Checked under the lock: `onCancel` takes the lock after the cancellation flag is set, so

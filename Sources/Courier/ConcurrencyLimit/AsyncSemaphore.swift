@@ -59,6 +59,11 @@ final class AsyncSemaphore: Sendable {
         case .queueFull: throw QueueFull()
         case .suspend(let waiterID): id = waiterID
         }
+        // Queued: the call's record (when a logging or timing layer keeps one) learns how long.
+        try await CallRecord.measuring(.slot) { try await waitForPermit(id: id) }
+    }
+
+    private func waitForPermit(id: Int) async throws {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Task.isCancelled is read under the lock: a cancellation either happened before (seen here) or

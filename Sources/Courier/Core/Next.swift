@@ -48,6 +48,11 @@ public struct Next: Sendable {
         // transport) itself; see `Chain` for why.
         guard index < chain.middleware.count else {
             do {
+                // A logging or timing layer above times the transport (see `CallRecord`); otherwise this
+                // look-up is all it costs.
+                if let record = CallRecord.timingTransport {
+                    return try await record.timingExchange(request, with: chain.transport)
+                }
                 return try await chain.transport.send(request)
             } catch {
                 throw Chain.transportFailure(error, request: request)

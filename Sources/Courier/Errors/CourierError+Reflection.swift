@@ -20,6 +20,9 @@ extension CourierError: CustomReflectable {
                 "middleware": middleware as Any,
                 "underlying": underlying.map(TransportFailure.describeUnderlying) as Any,
                 "timeout": timeout as Any,
+                "timeoutScope": timeoutScope as Any,
+                "attempts": attempts as Any,
+                "elapsed": elapsed as Any,
             ],
             displayStyle: .struct
         )

@@ -11,6 +11,11 @@ public import FoundationNetworking
 /// ``underlying`` is the error that caused it, if any. A typed API error body declared on the request or
 /// the client is available through ``apiError(as:)``.
 ///
+/// The error of a retried call is the last attempt's, with the story added: ``attempts`` and ``elapsed`` say
+/// how many attempts the call made and how long it ran, and the ``description`` starts with them
+/// (`after 3 attempts over 6.4 s: …`). A ``Code/timedOut`` says which timeout expired (``timeoutScope``: the
+/// whole call's or one attempt's) and how long it ran.
+///
 /// Cancellation is never a `CourierError`: it is reported as `CancellationError`.
 ///
 /// No description of a `CourierError` contains a secret: `Authorization`, `Cookie`, `Set-Cookie` and
@@ -121,6 +126,17 @@ public struct CourierError: Error, Sendable {
     public var underlying: (any Error)?
     /// The timeout that expired, for ``Code/timedOut``.
     public var timeout: Duration?
+    /// Which timeout expired, for ``Code/timedOut``: the whole call's (``TimeoutScope/call``) or one
+    /// attempt's (``TimeoutScope/attempt``).
+    public var timeoutScope: TimeoutScope?
+    /// How many attempts the call made: set on the error a ``Middleware/retry(_:clock:)`` layer gives up with
+    /// (1 when it did not retry), and on a whole-call timeout's error when a layer counted the call's attempts
+    /// (the logging or timing middleware, or the timeout itself around a retry). `nil` otherwise.
+    public var attempts: Int?
+    /// How long the call ran before it failed: on the error a retry layer gives up with, from the start of its
+    /// first attempt; on a ``Code/timedOut``, from the start of what the timeout bounds (the call, or the
+    /// attempt) to the moment it gave up. `nil` otherwise.
+    public var elapsed: Duration?
     /// A decoded API error body, when the request or client declared one and it decoded.
     var decodedAPIError: (any Sendable)?
     /// Whether a chain layer has already recorded where this error came from.
@@ -215,6 +231,13 @@ public struct CourierError: Error, Sendable {
 extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, LocalizedError {
     /// A one-line summary with secrets redacted, for example
     /// `CourierError.unacceptableStatus: GET https://api.example.com/users/42 → 403: the status 403 is not acceptable`.
+    ///
+    /// A call that a retry layer sent more than once, and a timeout, tell how the call got there before the
+    /// message (the last attempt's cause): `CourierError.unacceptableStatus: GET https://api.example.com/users/42
+    /// → 503: after 3 attempts over 6.4 s: the status 503 is not acceptable (expected 200..<300) [middleware:
+    /// validatingStatus]`, or `CourierError.timedOut: GET https://api.example.com/users/42: after 2 attempts over
+    /// 10.0 s: the whole-call timeout of 10.0 seconds passed [middleware: timeout]`. ``attempts``, ``elapsed``
+    /// and ``timeoutScope`` hold the same facts.
     public var description: String {
         var text = "CourierError.\(code)"
         if let method, let redactedRequestURL, let redactedURL {
@@ -227,7 +250,11 @@ extension CourierError: CustomStringConvertible, CustomDebugStringConvertible, L
         if let statusCode {
             text += " → \(statusCode)"
         }
-        text += ": \(Redaction.redactedText(message))"
+        text += ": "
+        if let story {
+            text += "\(story): "
+        }
+        text += Redaction.redactedText(message)
         if let middleware {
             text += " [middleware: \(middleware)]"
         }

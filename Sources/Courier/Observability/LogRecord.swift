@@ -90,6 +90,10 @@ public struct LogRecord: Sendable, CustomStringConvertible {
     public let responseHeaders: [String: String]?
     /// The start of the response body, redacted, when the middleware `includesBodyPreview`.
     public let bodyPreview: String?
+    /// The call's attempts and where its time went (waiting for a slot, for a refresh, in backoff, for the
+    /// response head, for the body), as the layers below the logging middleware measured it; `nil` for
+    /// ``Event/started``.
+    public let call: CallSummary?
 
     /// Creates a record.
     ///
@@ -109,6 +113,7 @@ public struct LogRecord: Sendable, CustomStringConvertible {
     ///   - requestHeaders: The request's headers, redacted.
     ///   - responseHeaders: The response's headers, redacted.
     ///   - bodyPreview: The start of the response body, redacted.
+    ///   - call: The call's attempts and waits.
     public init(
         level: Level,
         event: Event,
@@ -121,7 +126,8 @@ public struct LogRecord: Sendable, CustomStringConvertible {
         middleware: String? = nil,
         requestHeaders: [String: String]? = nil,
         responseHeaders: [String: String]? = nil,
-        bodyPreview: String? = nil
+        bodyPreview: String? = nil,
+        call: CallSummary? = nil
     ) {
         self.level = level
         self.event = event
@@ -135,9 +141,15 @@ public struct LogRecord: Sendable, CustomStringConvertible {
         self.requestHeaders = requestHeaders
         self.responseHeaders = responseHeaders
         self.bodyPreview = bodyPreview
+        self.call = call
     }
 
     /// A short message without the level, for example `GET https://api.example.com/users/42 → 200 (12.3 ms)`.
+    ///
+    /// With a ``call`` summary, the parentheses also say where the time went: the attempts when there were
+    /// more than one, then each wait that is not zero, for example
+    /// `GET https://api.example.com/users/42 failed: timedOut (10012.0 ms; 3 attempts; backoff 400.0 ms, head
+    /// 9600.0 ms)`.
     public var message: String {
         var text = "\(method) \(url)"
         switch event {
@@ -152,14 +164,23 @@ public struct LogRecord: Sendable, CustomStringConvertible {
         case .cancelled:
             text += " cancelled"
         }
-        if let duration { text += " (\(Self.milliseconds(duration)) ms)" }
+        if let duration {
+            text += " (\(Self.milliseconds(duration)) ms"
+            if let call {
+                let waits = call.waits
+                if call.attempts > 1 { text += "; \(call.attempts) attempts" }
+                if !waits.isEmpty { text += "; " + waits.joined(separator: ", ") }
+            }
+            text += ")"
+        }
         return text
     }
 
     /// The same facts as key-value pairs, for structured loggers: `http.method`, `http.url`,
     /// `http.status_code`, `duration_ms`, `event`, `error.code`, `error`, `middleware`,
     /// `http.request.header.<name>`, `http.response.header.<name>` and `http.response.body_preview`, each
-    /// present only when known.
+    /// present only when known; with a ``call`` summary, `attempts` and, for each wait that is not zero,
+    /// `wait.slot_ms`, `wait.refresh_ms`, `wait.backoff_ms`, `wait.head_ms` and `wait.body_ms`.
     public var metadata: [String: String] {
         var metadata = ["event": event.rawValue, "http.method": method, "http.url": url]
         if let statusCode { metadata["http.status_code"] = String(statusCode) }
@@ -174,6 +195,9 @@ public struct LogRecord: Sendable, CustomStringConvertible {
             metadata["http.response.header.\(name.lowercased())"] = value
         }
         if let bodyPreview { metadata["http.response.body_preview"] = bodyPreview }
+        for (key, value) in call?.metadata ?? [] {
+            metadata[key] = value
+        }
         return metadata
     }
 

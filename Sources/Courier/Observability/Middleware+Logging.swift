@@ -12,15 +12,20 @@ extension Middleware {
     ///     baseURL: URL(string: "https://api.example.com")!,
     ///     middleware: [.logging(), .retry(.default), .validatingStatus()]
     /// )
-    /// // [info] GET https://api.example.com/users/42 → 200 (12.3 ms)
-    /// // [error] GET https://api.example.com/users/0 failed: unacceptableStatus (status 404) (3.1 ms): …
+    /// // [info] GET https://api.example.com/users/42 → 200 (12.3 ms; head 11.9 ms)
+    /// // [error] GET https://api.example.com/users/0 failed: unacceptableStatus (status 503) (6412.5 ms;
+    /// //   3 attempts; backoff 400.0 ms, head 6010.2 ms): after 3 attempts over 6.4 s: the status 503 …
     ///
     /// .logging(to: .swiftLog(logger), startLevel: .debug, includesHeaders: true)  // more, to swift-log
     /// ```
     ///
     /// One record per request when it ends (``LogRecord/Event/completed``, ``LogRecord/Event/failed`` or
     /// ``LogRecord/Event/cancelled``), plus one when it starts if `startLevel` is set. A failure's record names
-    /// its ``CourierError/Code`` and the middleware it came from. Secrets never reach the sink: the URL, headers,
+    /// its ``CourierError/Code`` and the middleware it came from, and its error text tells the error's story (the
+    /// attempts and the time, for a retried call or a timeout; see ``CourierError/description``). Each record
+    /// carries the call's ``CallSummary`` (``LogRecord/call``): the attempts and where the time went — waiting for
+    /// a slot, for a token refresh, in backoff, for the response head, for the body — as the layers below
+    /// measured it. Secrets never reach the sink: the URL, headers,
     /// error text and body preview are redacted with ``Redaction``. Errors and cancellation are passed on
     /// unchanged.
     ///
@@ -57,15 +62,24 @@ extension Middleware {
             includesHeaders: includesHeaders,
             includesBodyPreview: includesBodyPreview
         )
+        let stopwatch = CallRecord.stopwatch(on: clock)
         return Middleware(name: "logging", waitsOnlyWithinDeadline: true) { request, next in
             logger.started(request)
             let start = clock.now
+            // What the layers below tell about the call: attempts, waits (see `CallSummary`).
+            let record = CallRecord(parent: CallRecord.current, stopwatch: stopwatch)
             do {
-                let (data, response) = try await next(request)
-                logger.completed(request, data: data, response: response, duration: start.duration(to: clock.now))
+                let (data, response) = try await CallRecord.$current.withValue(record) { try await next(request) }
+                logger.completed(
+                    request,
+                    data: data,
+                    response: response,
+                    duration: start.duration(to: clock.now),
+                    call: record
+                )
                 return (data, response)
             } catch {
-                logger.failed(request, error: error, duration: start.duration(to: clock.now))
+                logger.failed(request, error: error, duration: start.duration(to: clock.now), call: record)
                 throw error
             }
         }
@@ -95,7 +109,13 @@ private struct RequestLogger: Sendable {
         )
     }
 
-    func completed(_ request: URLRequest, data: Data, response: HTTPURLResponse, duration: Duration) {
+    func completed(
+        _ request: URLRequest,
+        data: Data,
+        response: HTTPURLResponse,
+        duration: Duration,
+        call: CallRecord
+    ) {
         let level = response.statusCode >= 400 ? errorStatusLevel : self.level
         guard sink.accepts(level) else { return }
         sink.log(
@@ -108,12 +128,13 @@ private struct RequestLogger: Sendable {
                 duration: duration,
                 requestHeaders: requestHeaders(of: request),
                 responseHeaders: includesHeaders ? Redaction.redactedHeaders(response) : nil,
-                bodyPreview: includesBodyPreview && !data.isEmpty ? Redaction.bodyPreview(data) : nil
+                bodyPreview: includesBodyPreview && !data.isEmpty ? Redaction.bodyPreview(data) : nil,
+                call: call.snapshot
             )
         )
     }
 
-    func failed(_ request: URLRequest, error: any Error, duration: Duration) {
+    func failed(_ request: URLRequest, error: any Error, duration: Duration, call: CallRecord) {
         if error is CancellationError {
             guard sink.accepts(level) else { return }
             sink.log(
@@ -123,7 +144,8 @@ private struct RequestLogger: Sendable {
                     method: method(of: request),
                     url: url(of: request),
                     duration: duration,
-                    requestHeaders: requestHeaders(of: request)
+                    requestHeaders: requestHeaders(of: request),
+                    call: call.snapshot
                 )
             )
             return
@@ -144,7 +166,8 @@ private struct RequestLogger: Sendable {
                 middleware: courierError?.middleware,
                 requestHeaders: requestHeaders(of: request),
                 responseHeaders: includesHeaders ? responseHeaders : nil,
-                bodyPreview: includesBodyPreview ? courierError?.bodyPreview : nil
+                bodyPreview: includesBodyPreview ? courierError?.bodyPreview : nil,
+                call: call.snapshot
             )
         )
     }
@@ -166,7 +189,8 @@ private struct RequestLogger: Sendable {
         guard let error = error as? CourierError else {
             return Redaction.redactedText("\(type(of: error)): \(String(describing: error))")
         }
-        var text = Redaction.redactedText(error.message)
+        var text = error.story.map { "\($0): " } ?? ""
+        text += Redaction.redactedText(error.message)
         if let underlying = error.underlying {
             text += " (underlying: \(TransportFailure.describeUnderlying(underlying)))"
         }

@@ -1,5 +1,9 @@
 /// How a request that passed through a middleware ended.
 ///
+/// How many attempts the call made and where its time went come with it as a ``CallSummary``, to a timing
+/// closure that takes four arguments (`{ request, outcome, duration, call in … }`), and in a log record's
+/// ``LogRecord/call``.
+///
 /// ```swift
 /// .timing { request, outcome, duration in
 ///     switch outcome {

@@ -149,13 +149,15 @@ public final class RateLimiter: Sendable {
             policy.onEvent?(.rejected(partition: partition, reason: Self.reason(rejection)))
             throw Self.error(rejection, request: request, timeout: deadline?.timeout)
         case .suspend(let id):
-            let ticket = try await wait(
-                id: id,
-                partition: partition,
-                request: request,
-                deadline: deadlineOffset,
-                timeout: deadline?.timeout
-            )
+            let ticket = try await CallRecord.measuring(.slot) {
+                try await wait(
+                    id: id,
+                    partition: partition,
+                    request: request,
+                    deadline: deadlineOffset,
+                    timeout: deadline?.timeout
+                )
+            }
             let lease = Lease(partition: partition, ticket: ticket)
             if Task.isCancelled {
                 // Handed a slot just as the task was cancelled: give it back unused.

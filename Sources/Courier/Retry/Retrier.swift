@@ -31,6 +31,8 @@ struct Retrier<C: Clock<Duration>>: Sendable {
     private func attempts(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
         var request = request
         policy.budget?.recordRequest()
+        // For the story the final error tells (`CourierError.attempts`, `elapsed`); one clock read per call.
+        let start = clock.now
         var attempt = 1
         while true {
             let failure: Failure
@@ -48,7 +50,7 @@ struct Retrier<C: Clock<Duration>>: Sendable {
             case .giveUp:
                 switch failure {
                 case .response(let data, let response): return (data, response)
-                case .error(let error): throw error
+                case .error(let error): throw telling(error, attempts: attempt, since: start)
                 }
             case .cannotReplay:
                 switch failure {
@@ -58,14 +60,18 @@ struct Retrier<C: Clock<Duration>>: Sendable {
                         for: "retry after a \(response.statusCode)",
                         response: response,
                         body: data
-                    )
+                    ).telling(attempts: attempt, elapsed: start.duration(to: clock.now))
                 case .error(let error):
                     throw Replay.refusal(request, for: "retry after an error", underlying: error)
+                        .telling(attempts: attempt, elapsed: start.duration(to: clock.now))
                 }
             case .retry(let event):
                 policy.onRetry?(event)
+                let record = CallRecord.current
+                record?.recordAttempt(attempt + 1)
                 if event.delay > .zero {
                     try await clock.sleep(for: event.delay)
+                    record?.addBackoff(event.delay)
                 } else {
                     try Task.checkCancellation()
                 }
@@ -74,6 +80,13 @@ struct Retrier<C: Clock<Duration>>: Sendable {
                 attempt += 1
             }
         }
+    }
+
+    /// The error the call ends with: a ``CourierError`` tells how many attempts the call made and how long it
+    /// ran (its message stays the last attempt's cause); any other error is passed on as it is.
+    private func telling(_ error: any Error, attempts: Int, since start: C.Instant) -> any Error {
+        guard let error = error as? CourierError else { return error }
+        return error.telling(attempts: attempts, elapsed: start.duration(to: clock.now))
     }
 
     private func decide(after failure: Failure, attempt: Int, request: URLRequest) -> Decision {

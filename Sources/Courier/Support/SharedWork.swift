@@ -23,14 +23,17 @@ package enum SharedWork {
     }
 
     /// Runs `operation` with none of the per-call task-local values Courier's middleware set: the caller's
-    /// deadline, retry context, redirect hop, attached credential, stream call and cache credential witness.
+    /// deadline, retry context, redirect hop, attached credential, stream call, cache credential witness and
+    /// call record.
     package static func withoutCallContext(_ operation: () async -> Void) async {
         await Deadline.$current.withValue(nil) {
             await RetryContext.$current.withValue(nil) {
                 await RedirectContext.$currentHop.withValue(nil) {
                     await AttachedCredential.$current.withValue(nil) {
                         await StreamCall.$current.withValue(nil) {
-                            await CredentialWitness.$current.withValue(nil) { await operation() }
+                            await CredentialWitness.$current.withValue(nil) {
+                                await CallRecord.$current.withValue(nil) { await operation() }
+                            }
                         }
                     }
                 }

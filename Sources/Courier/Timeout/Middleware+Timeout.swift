@@ -21,7 +21,11 @@ extension Middleware {
     ///
     /// The rest of the chain runs as a child task. When the deadline comes first, the child task is
     /// cancelled (the transport sees the cancellation and stops), and the call throws a ``CourierError``
-    /// with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to the duration. Because the
+    /// with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to the duration. The error says
+    /// which timeout it was (``CourierError/timeoutScope``: ``CourierError/TimeoutScope/attempt`` inside a
+    /// retry, ``CourierError/TimeoutScope/call`` elsewhere) and how long what it bounds ran
+    /// (``CourierError/elapsed``); a whole-call timeout's error also carries the attempts the call made
+    /// (``CourierError/attempts``): `after 3 attempts over 10.0 s: the whole-call timeout of 10.0 seconds passed`. Because the
     /// work is structured, the error is thrown once the cancelled work has ended: a transport that ignores
     /// cancellation delays it. A response that arrives before the deadline is returned as it is, and so is an
     /// error, with one exception: a nearer deadline's `timedOut` (an inner timeout's) that reaches this timeout

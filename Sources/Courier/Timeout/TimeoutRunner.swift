@@ -31,10 +31,25 @@ enum TimeoutRunner {
     ) async throws -> (Data, HTTPURLResponse) {
         let now = clock.now
         let (deadline, isOwn, wait) = deadline(after: duration, from: now, on: clock)
+        let tracking = CallTracking.here()
         if wait > .zero, next.transportEnforces(deadline) {
-            return try await runEnforcedByTransport(deadline, isOwn: isOwn, request: request, next: next)
+            return try await runEnforcedByTransport(
+                deadline,
+                isOwn: isOwn,
+                tracking: tracking,
+                request: request,
+                next: next
+            )
         }
-        return try await race(deadline, isOwn: isOwn, wait: wait, from: now, on: clock, request: request) {
+        return try await race(
+            deadline,
+            isOwn: isOwn,
+            tracking: tracking,
+            wait: wait,
+            from: now,
+            on: clock,
+            request: request
+        ) {
             try await next($0)
         }
     }
@@ -60,17 +75,18 @@ enum TimeoutRunner {
     private static func runEnforcedByTransport(
         _ deadline: Deadline,
         isOwn: Bool,
+        tracking: CallTracking,
         request: URLRequest,
         next: Next
     ) async throws -> (Data, HTTPURLResponse) {
         do {
-            return try await Deadline.$current.withValue(deadline) { try await next(request) }
+            return try await tracking.run(under: deadline) { try await next(request) }
         } catch {
             // The transport ends the exchange at the deadline, in whatever error it has for that.
             guard deadline.hasPassed else { throw error }
             // The caller's own cancellation wins over a deadline that passed at the same time.
             try Task.checkCancellation()
-            throw timedOut(request, deadline: deadline, isOwn: isOwn)
+            throw timedOut(request, deadline: deadline, isOwn: isOwn, tracking: tracking, after: error)
         }
     }
 
@@ -85,11 +101,12 @@ enum TimeoutRunner {
         _ error: any Error,
         request: URLRequest,
         deadline: Deadline,
-        isOwn: Bool
+        isOwn: Bool,
+        tracking: CallTracking
     ) -> any Error {
         guard (error as? CourierError)?.code == .timedOut, deadline.hasPassed else { return error }
         if Task.isCancelled { return CancellationError() }
-        return timedOut(request, deadline: deadline, isOwn: isOwn)
+        return timedOut(request, deadline: deadline, isOwn: isOwn, tracking: tracking, after: error)
     }
 
     /// The race around any operation: what a ``Request/timeout`` runs around the client's whole chain.
@@ -101,7 +118,16 @@ enum TimeoutRunner {
     ) async throws -> (Data, HTTPURLResponse) {
         let now = clock.now
         let (deadline, isOwn, wait) = deadline(after: duration, from: now, on: clock)
-        return try await race(deadline, isOwn: isOwn, wait: wait, from: now, on: clock, request: request, operation)
+        return try await race(
+            deadline,
+            isOwn: isOwn,
+            tracking: .here(),
+            wait: wait,
+            from: now,
+            on: clock,
+            request: request,
+            operation
+        )
     }
 
     /// The race of `operation` against a deadline in real time that someone else set (a transport bounding the
@@ -116,6 +142,7 @@ enum TimeoutRunner {
         return try await race(
             deadline,
             isOwn: false,
+            tracking: CallTracking(record: CallRecord.current, isNew: false),
             wait: deadline.timeLeft,
             from: now,
             on: clock,
@@ -128,6 +155,7 @@ enum TimeoutRunner {
     private static func race<C: Clock<Duration>>(
         _ deadline: Deadline,
         isOwn: Bool,
+        tracking: CallTracking,
         wait: Duration,
         from now: C.Instant,
         on clock: C,
@@ -136,13 +164,13 @@ enum TimeoutRunner {
     ) async throws -> (Data, HTTPURLResponse) {
         guard wait > .zero else {
             try Task.checkCancellation()
-            throw timedOut(request, deadline: deadline, isOwn: isOwn)
+            throw timedOut(request, deadline: deadline, isOwn: isOwn, tracking: tracking)
         }
         let fireAt = now.advanced(by: wait)
         let finished = Finished()
         let work: @Sendable () async throws -> Outcome = {
             defer { finished.set() }
-            let (data, response) = try await Deadline.$current.withValue(deadline) {
+            let (data, response) = try await tracking.run(under: deadline) {
                 try await operation(request)
             }
             return .response(data, response)
@@ -168,7 +196,7 @@ enum TimeoutRunner {
                 return first
             }
         } catch {
-            throw failure(error, request: request, deadline: deadline, isOwn: isOwn)
+            throw failure(error, request: request, deadline: deadline, isOwn: isOwn, tracking: tracking)
         }
         switch outcome {
         case .response(let data, let response):
@@ -176,7 +204,7 @@ enum TimeoutRunner {
         case .deadlinePassed:
             // The caller's own cancellation wins over a deadline that passed at the same time.
             try Task.checkCancellation()
-            throw timedOut(request, deadline: deadline, isOwn: isOwn)
+            throw timedOut(request, deadline: deadline, isOwn: isOwn, tracking: tracking)
         }
     }
 
@@ -218,8 +246,15 @@ enum TimeoutRunner {
         }
         let fireAt = timer.clock.now.advanced(by: duration)
         let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
+        let tracking = CallTracking.here()
         if next.transportEnforces(deadline) {
-            return try await runEnforcedByTransport(deadline, isOwn: true, request: request, next: next)
+            return try await runEnforcedByTransport(
+                deadline,
+                isOwn: true,
+                tracking: tracking,
+                request: request,
+                next: next
+            )
         }
         let work = DeadlineWork()
         let response: (Data, HTTPURLResponse)
@@ -229,7 +264,7 @@ enum TimeoutRunner {
                     {
                         timer.begin(work)
                         do {
-                            let response = try await Deadline.$current.withValue(deadline) { try await next(request) }
+                            let response = try await tracking.run(under: deadline) { try await next(request) }
                             if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
                             return response
                         } catch {
@@ -251,14 +286,14 @@ enum TimeoutRunner {
             guard !work.didFire else {
                 // The caller's own cancellation wins over a deadline that passed at the same time.
                 try Task.checkCancellation()
-                throw timedOut(request, deadline: deadline, isOwn: true)
+                throw timedOut(request, deadline: deadline, isOwn: true, tracking: tracking, after: error)
             }
-            throw failure(error, request: request, deadline: deadline, isOwn: true)
+            throw failure(error, request: request, deadline: deadline, isOwn: true, tracking: tracking)
         }
         // A response that came back after the deadline was passed is not the caller's any more.
         if work.didFire {
             try Task.checkCancellation()
-            throw timedOut(request, deadline: deadline, isOwn: true)
+            throw timedOut(request, deadline: deadline, isOwn: true, tracking: tracking)
         }
         return response
     }
@@ -276,13 +311,65 @@ enum TimeoutRunner {
         }
     }
 
-    private static func timedOut(_ request: URLRequest, deadline: Deadline, isOwn: Bool) -> CourierError {
+    /// The error of a timeout whose deadline passed: which timeout it was (an attempt's, when this timeout is
+    /// inside a retry and the deadline is its own; else the whole call's), how long what it bounds ran, and, for
+    /// the whole call, how many attempts the call made (counted in the call's record, or told by the error the
+    /// call ended with: `failure`, a retry's last attempt that timed out).
+    private static func timedOut(
+        _ request: URLRequest,
+        deadline: Deadline,
+        isOwn: Bool,
+        tracking: CallTracking,
+        after error: (any Error)? = nil
+    ) -> CourierError {
+        let scope: CourierError.TimeoutScope = isOwn && RetryContext.current != nil ? .attempt : .call
         let message =
-            isOwn
-            ? "no response within the timeout of \(deadline.timeout)"
-            : "the call's deadline passed (an enclosing timeout of \(deadline.timeout))"
-        var error = CourierError(.timedOut, message: message, request: request)
-        error.timeout = deadline.timeout
-        return error
+            !isOwn
+            ? "the call's deadline passed (an enclosing timeout of \(deadline.timeout))"
+            : scope == .attempt
+                ? "the per-attempt timeout of \(deadline.timeout) passed"
+                : "the whole-call timeout of \(deadline.timeout) passed"
+        var timedOut = CourierError(.timedOut, message: message, request: request)
+        timedOut.timeout = deadline.timeout
+        timedOut.timeoutScope = scope
+        // The deadline's timeout less the time left (zero or below now): how long since it was set.
+        timedOut.elapsed = deadline.timeout - deadline.timeLeft
+        if scope == .call {
+            let told = (error as? CourierError)?.attempts
+            let counted = tracking.record?.attempts
+            timedOut.attempts = max(told ?? counted ?? 1, counted ?? 1)
+        }
+        return timedOut
+    }
+}
+
+/// The record of the call a timeout is part of (see `CallRecord`), for the attempts its error tells: the one a
+/// layer above keeps, or one of its own when it is the whole call's timeout (no record above, and not inside a
+/// retry), which it binds for the layers below.
+struct CallTracking: Sendable {
+    let record: CallRecord?
+    let isNew: Bool
+
+    /// The tracking for a timeout that starts now, in the current task.
+    @inline(__always)
+    static func here() -> CallTracking {
+        if let record = CallRecord.current { return CallTracking(record: record, isNew: false) }
+        // Inside a retry, the retry tells the story of the call; this timeout's error is one attempt's.
+        if RetryContext.current != nil { return CallTracking(record: nil, isNew: false) }
+        return CallTracking(record: CallRecord(parent: nil), isNew: true)
+    }
+
+    /// Runs `body` with `deadline` (and the record, when it is new) bound for the layers below.
+    @inline(__always)
+    func run(
+        under deadline: Deadline,
+        _ body: () async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
+        guard isNew, let record else {
+            return try await Deadline.$current.withValue(deadline) { try await body() }
+        }
+        return try await Deadline.$current.withValue(deadline) {
+            try await CallRecord.$current.withValue(record) { try await body() }
+        }
     }
 }

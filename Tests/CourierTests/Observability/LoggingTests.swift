@@ -40,7 +40,8 @@ struct LoggingTests {
         #expect(record.duration == .milliseconds(42))
         #expect(record.errorCode == nil)
         #expect(record.requestHeaders == nil)
-        #expect(record.description == "[info] POST \(testURL.absoluteString) → 201 (42.0 ms)")
+        #expect(record.call == CallSummary(waitingForHead: .milliseconds(42)))
+        #expect(record.description == "[info] POST \(testURL.absoluteString) → 201 (42.0 ms; head 42.0 ms)")
     }
 
     @Test("a response with an error status is logged at the error-status level")

@@ -36,7 +36,11 @@ struct DeadlinePropagationTests {
         let task = Task { try await client.send(RetryFixtures.request()) }
         // The whole-call timer and the attempt's timer are armed; each step ends one attempt.
         await clock.advanceThroughDeadlines(3, sleepers: 2)
-        await RetryFixtures.expectTimedOut(task, after: .milliseconds(250), on: clock)
+        let error = await RetryFixtures.expectTimedOut(task, after: .milliseconds(250), on: clock)
+        // As the Resilience article's manual-clock example says: the whole call's timeout, after 3 attempts.
+        #expect(error?.timeoutScope == .call)
+        #expect(error?.attempts == 3)
+        #expect(error?.elapsed == .milliseconds(250))
         #expect(attempts.value == [1, 2, 3])
         #expect(transport.callCount == 3)
         #expect(transport.cancellationCount == 3)

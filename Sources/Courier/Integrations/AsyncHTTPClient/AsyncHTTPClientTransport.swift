@@ -207,6 +207,10 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   AsyncHTTPClient's error.
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let (response, deadline) = try await execute(request)
+        // A logging or timing layer above learns how long the body took after the head (see `CallSummary`).
+        let record = CallRecord.current
+        let headArrived = record?.now()
+        defer { record?.addWaitForBody(since: headArrived) }
         do {
             return try await collect(response, for: request, by: deadline)
         } catch let error as CourierError {

@@ -18,8 +18,9 @@ extension LogSink {
     /// The entry's message names the event (`HTTP request started`, `… completed`, `… failed`,
     /// `… cancelled`), so that entries group well in a log store; the facts are metadata: the record's
     /// ``LogRecord/metadata`` (`http.method`, `http.url` redacted, `http.status_code`, `duration_ms`,
-    /// `error.code`, `error`, `middleware`, and the redacted headers and body preview when the logging
-    /// middleware is asked for them), plus `attempt` inside a retry layer (the attempt number, from
+    /// `error.code`, `error`, `middleware`, `attempts` and the `wait.*_ms` of the call's ``CallSummary``, and the
+    /// redacted headers and body preview when the logging middleware is asked for them), plus `attempt` inside a
+    /// retry layer (the attempt number, from
     /// ``RetryContext``). The logger's own metadata (a request ID, say) is kept. Everything in a record is
     /// redacted already, so no credential reaches the log handler.
     ///
