@@ -226,12 +226,13 @@ enum HTTPCachePolicy {
         return directives
     }
 
+    /// Sets `name` to `value`, under the spelling `headers` already has, and removes every other spelling of it: a
+    /// stored response with both `age` and `Age` (a store or a server may hand over either) must be served with
+    /// the one value set here, not beside a stale one.
     static func setHeader(_ name: String, _ value: String, in headers: inout [String: String]) {
-        if let existing = headers.keys.first(where: { $0.caseInsensitiveEquals(name) }) {
-            headers[existing] = value
-        } else {
-            headers[name] = value
-        }
+        let spellings = headers.keys.filter { $0.caseInsensitiveEquals(name) }
+        for spelling in spellings.dropFirst() { headers[spelling] = nil }
+        headers[spellings.first ?? name] = value
     }
 
     static func headers(of response: HTTPURLResponse) -> [String: String] {
