@@ -186,17 +186,26 @@ struct Muster: Sendable {
     }
 }
 
-/// Runs a suite with no other test server running: its tests wait until every server other tests started has
-/// shut down, and servers that other tests start meanwhile wait until the suite is done (see `ServerGate`).
+/// Runs a suite, or each case of a test, with no other test server running: it waits until every server other
+/// tests started has shut down, and servers that other tests start meanwhile wait until it is done (see
+/// `ServerGate`).
 ///
-/// For load tests whose timeouts are real: beside the other suites, which Swift Testing runs in parallel, such
-/// a test measures their load as much as its own. A test of another suite that starts a server meanwhile waits
-/// within its own time limit, which counts three minutes for that (`endToEndLimit(minutes:)`; the fan-out suite
-/// runs for about 50 s).
-struct RunsAloneTrait: SuiteTrait, TestScoping {
-    /// One scope around the whole suite, so that its tests run in one stretch.
+/// - `.runsAlone`, on a suite: for load tests whose timeouts are real. Beside the other suites, which Swift
+///   Testing runs in parallel, such a test measures their load as much as its own.
+/// - `.measuresPeakMemory`, on a test: each case alone, for the tests that measure the process's peak resident
+///   memory. The peak belongs to the whole process, so what a test of another suite allocates beside it counts as
+///   the measured test's growth (the 1 GiB stream's peak grew by 94 MiB once beside the download suite's
+///   resumable download, past its 64 MiB bound, and stayed under it run alone).
+///
+/// A test of another suite that starts a server meanwhile waits within its own time limit, which counts five
+/// minutes for that (`endToEndLimit(minutes:)`; the fan-out suite runs for about 50 s).
+struct RunsAloneTrait: SuiteTrait, TestTrait, TestScoping {
+    /// Whether each case runs alone (the cases of other tests can run between them), rather than the whole suite
+    /// in one stretch.
+    let eachCase: Bool
+
     func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
-        test.isSuite ? self : nil
+        if eachCase { testCase == nil ? nil : self } else { test.isSuite ? self : nil }
     }
 
     func provideScope(
@@ -213,40 +222,16 @@ struct RunsAloneTrait: SuiteTrait, TestScoping {
 
 extension Trait where Self == RunsAloneTrait {
     /// Runs the suite with no other test server running (see ``RunsAloneTrait``).
-    static var runsAlone: Self { Self() }
-}
+    static var runsAlone: Self { Self(eachCase: false) }
 
-/// Runs each case of a test with no other test server running, as ``RunsAloneTrait`` does for a whole suite.
-///
-/// For the tests that measure the process's peak resident memory: the peak belongs to the whole process, so what
-/// a test of another suite allocates beside it counts as the measured test's growth (the 1 GiB stream's peak
-/// grew by 94 MiB once beside the download suite's resumable download, past its 64 MiB bound, and stayed under it
-/// run alone).
-struct MeasuresPeakMemoryTrait: TestTrait, TestScoping {
-    /// One scope around each case, so that the cases of other tests can run between them.
-    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? {
-        testCase == nil ? nil : self
-    }
-
-    func provideScope(
-        for test: Test,
-        testCase: Test.Case?,
-        performing function: @Sendable () async throws -> Void
-    ) async throws {
-        try await ServerGate.shared.alone(waitingAtMost: .seconds(15 * 60)) {
-            try await function()
-        }
-    }
-}
-
-extension Trait where Self == MeasuresPeakMemoryTrait {
-    /// Runs each case with no other test server running (see ``MeasuresPeakMemoryTrait``).
-    static var measuresPeakMemory: Self { Self() }
+    /// Runs each case with no other test server running, for a test that measures peak memory (see
+    /// ``RunsAloneTrait``).
+    static var measuresPeakMemory: Self { Self(eachCase: true) }
 }
 
 extension Trait where Self == TimeLimitTrait {
     /// The time limit of an end-to-end test: `minutes` for the test's own work, and five more for the wait for a
-    /// ``RunsAloneTrait`` suite or a ``MeasuresPeakMemoryTrait`` case, which hold back every other test's server
+    /// ``RunsAloneTrait`` suite or case, which hold back every other test's server
     /// while they run (the fan-out suite 46 s here when the whole package runs, each large body's case seconds
     /// to tens of seconds; CI's machine is slower). A limit is a guard against a hang, not a measure of speed.
     static func endToEndLimit(minutes: Int) -> Self {
