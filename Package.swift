@@ -16,6 +16,8 @@ let integrations: [Integration] = [
     ("HTTPTypes", "swift-http-types", library: ["HTTPTypes"], tests: []),
     ("OpenAPI", "swift-openapi-runtime", library: ["OpenAPIRuntime"], tests: []),
     ("ServiceLifecycle", "swift-service-lifecycle", library: ["ServiceLifecycle"], tests: ["ServiceLifecycleTestKit"]),
+    // The shared stores of a fleet of replicas (the Fleet article); the tests reach the server with it too.
+    ("Postgres", "postgres-nio", library: ["PostgresNIO"], tests: ["PostgresNIO"]),
 ]
 
 /// The products `names` picks from each integration, each linked only when its trait is on.
@@ -57,6 +59,11 @@ let package = Package(
             name: "ServiceLifecycle",
             description: "ClientService: a Client's graceful shutdown as a swift-service-lifecycle Service."
         ),
+        .trait(
+            name: "Postgres",
+            description:
+                "A PostgreSQL SharedTokenStore, so that replicas share one token refresh (vapor/postgres-nio)."
+        ),
         .default(enabledTraits: []),
     ],
     dependencies: [
@@ -69,6 +76,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         .target(name: "Courier", dependencies: traitGated(\.library)),

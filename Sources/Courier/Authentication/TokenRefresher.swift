@@ -60,14 +60,21 @@ public actor TokenRefresher {
         /// How long the token stays valid from the moment it is stored (or, when read back from
         /// ``TokenRefresher/token``, from now), or `nil` when it has no known expiry.
         public var expiresIn: Duration?
+        /// The secret the refresh closure needs to get the next token, for example an OAuth refresh token, or
+        /// `nil`. The refresher hands it back in the token the closure replaces, and a fleet shares it with
+        /// the token (see ``TokenRefresher/Sharing``), so a rotated refresh token is never used twice.
+        /// Redacted like the value.
+        public var refreshToken: String?
 
         /// - Parameters:
         ///   - value: The credential.
         ///   - expiresIn: How long it stays valid, for example the `expires_in` of an OAuth reply; `nil` when
         ///     unknown (it is then only refreshed after the server rejects it).
-        public init(_ value: String, expiresIn: Duration? = nil) {
+        ///   - refreshToken: What the refresh closure needs to get the next token, if anything.
+        public init(_ value: String, expiresIn: Duration? = nil, refreshToken: String? = nil) {
             self.value = value
             self.expiresIn = expiresIn
+            self.refreshToken = refreshToken
         }
 
         /// `Token(<redacted>)`, with the expiry if there is one; never the value.
@@ -136,9 +143,15 @@ public actor TokenRefresher {
     /// The limit on refreshes per time window.
     public nonisolated let limit: RefreshLimit
 
+    /// How this refresher shares its token with other replicas, or `nil` (the default): then it refreshes on
+    /// its own.
+    public nonisolated let sharing: Sharing?
+
     private nonisolated let storage: LockedState<Storage>
-    private nonisolated let elapsed: @Sendable () -> Duration
-    private nonisolated let operation: @Sendable (Token) async throws -> Token
+    nonisolated let elapsed: @Sendable () -> Duration
+    /// Sleeps for a duration on the refresher's clock: the store's time limit.
+    nonisolated let sleep: @Sendable (Duration) async throws -> Void
+    nonisolated let operation: @Sendable (Token) async throws -> Token
 
     /// - Parameters:
     ///   - token: The token to start with, for example one kept from the last run. If its `expiresIn` is zero or
@@ -148,6 +161,8 @@ public actor TokenRefresher {
     ///   - limit: The most refreshes within a time window; more fail with
     ///     ``CourierError/Code/tooManyRefreshes``.
     ///   - clock: The clock for expiry and for the refresh window; tests pass a manual clock.
+    ///   - sharing: A store the replicas of a fleet share the token and its refreshes through, or `nil` (the
+    ///     default) to refresh on its own (see ``Sharing``).
     ///   - refresh: Gets a new token. It receives the token being replaced (rejected by the server, or
     ///     about to expire). It runs in a task owned by the refresher and is never cancelled by a caller.
     ///     It may send requests through the client that this refresher authenticates.
@@ -156,14 +171,17 @@ public actor TokenRefresher {
         leeway: Duration = .seconds(30),
         limit: RefreshLimit = .default,
         clock: some Clock<Duration> = ContinuousClock(),
+        sharing: Sharing? = nil,
         refresh: @escaping @Sendable (_ replaced: Token) async throws -> Token
     ) {
         let start = clock.now
         self.elapsed = { start.duration(to: clock.now) }
+        self.sleep = { try await clock.sleep(until: clock.now.advanced(by: $0), tolerance: nil) }
         self.leeway = leeway
         self.limit = limit
+        self.sharing = sharing
         self.operation = refresh
-        Redaction.registerSecret(token.value)
+        Self.registerSecrets(of: token)
         self.storage = LockedState(
             Storage(machine: TokenRefresherStateMachine(token: token, leeway: leeway, limit: limit))
         )
@@ -217,8 +235,16 @@ public actor TokenRefresher {
     }
 
     private nonisolated func token(from credential: Credential) -> Token {
-        guard let expiresAt = credential.expiresAt else { return Token(credential.value) }
-        return Token(credential.value, expiresIn: expiresAt - elapsed())
+        Token(
+            credential.value,
+            expiresIn: credential.expiresAt.map { $0 - elapsed() },
+            refreshToken: credential.refreshToken
+        )
+    }
+
+    static func registerSecrets(of token: Token) {
+        Redaction.registerSecret(token.value)
+        if let refreshToken = token.refreshToken { Redaction.registerSecret(refreshToken) }
     }
 
     // MARK: Using
@@ -249,11 +275,24 @@ public actor TokenRefresher {
     ///
     /// Everybody waiting for a refresh gets this token at once. A refresh in progress is not cancelled, but its
     /// result is dropped, and so is its failure. A token with no time left (`expiresIn` zero or negative) is used
-    /// until the server rejects it (see ``leeway``).
-    public func setToken(_ token: Token) {
-        Redaction.registerSecret(token.value)
+    /// until the server rejects it (see ``leeway``). With ``sharing``, the token is then stored in the shared
+    /// store as its next version, for the other replicas; when the store fails, the token is used here all the
+    /// same and the failure is reported as ``Sharing/Event/storeFailed(operation:error:)``.
+    public func setToken(_ token: Token) async {
+        Self.registerSecrets(of: token)
         let now = elapsed()
         perform(now: now) { $0.setToken(token, now: now) }
+        guard let sharing else { return }
+        let local = credential.version
+        let shared = Self.sharedToken(from: token, version: 0, sharing: sharing)
+        do {
+            let stored = try await timed(sharing, "replaceToken") { try await sharing.store.replaceToken(shared) }
+            storage.withLock { storage in
+                if storage.machine.credential.version == local { storage.machine.adoptSharedVersion(stored.version) }
+            }
+        } catch {
+            sharing.onEvent?(.storeFailed(operation: "replaceToken", error: error))
+        }
     }
 
     // MARK: Refreshing
@@ -340,16 +379,29 @@ public actor TokenRefresher {
     /// ``SharedWork``: it keeps the caller's task-local values (a test's transport) but none of Courier's per-call
     /// context (its deadline, its redirect hop), and the test kit's clock sees it.
     private nonisolated func startRefresh(replacing replaced: Credential, now: Duration) {
-        let token = Token(replaced.value, expiresIn: replaced.expiresAt.map { $0 - now })
+        let token = Token(
+            replaced.value,
+            expiresIn: replaced.expiresAt.map { $0 - now },
+            refreshToken: replaced.refreshToken
+        )
         let operation = self.operation
         // Requests sent by `refresh` pass through this refresher's middleware (and those of any refresher
         // whose refresh this one runs inside) untouched.
         let context = Self.refreshing + [ObjectIdentifier(self)]
         SharedWork.start(priority: Task.currentPriority) {
             await SharedWork.withoutCallContext {
-                let result: Result<Token, any Error>
+                let result: Result<(Token, sharedVersion: Int), any Error>
                 do {
-                    result = .success(try await Self.$refreshing.withValue(context) { try await operation(token) })
+                    result = .success(
+                        try await Self.$refreshing.withValue(context) {
+                            guard let sharing = self.sharing else { return (try await operation(token), 0) }
+                            return try await self.sharedRefresh(
+                                replacing: token,
+                                sharedVersion: replaced.sharedVersion,
+                                sharing: sharing
+                            )
+                        }
+                    )
                 } catch {
                     result = .failure(error)
                 }
@@ -358,10 +410,11 @@ public actor TokenRefresher {
         }
     }
 
-    private nonisolated func finishRefresh(_ result: Result<Token, any Error>) {
-        if case .success(let token) = result { Redaction.registerSecret(token.value) }
+    private nonisolated func finishRefresh(_ result: Result<(Token, sharedVersion: Int), any Error>) {
+        if case .success(let (token, _)) = result { Self.registerSecrets(of: token) }
         let now = elapsed()
-        perform(now: now) { $0.finishRefresh(result, now: now) }
+        let sharedVersion = (try? result.get())?.sharedVersion ?? 0
+        perform(now: now) { $0.finishRefresh(result.map(\.0), sharedVersion: sharedVersion, now: now) }
     }
 
     /// Applies an event to the machine under the lock, then carries out what it returns outside it.

@@ -32,6 +32,10 @@ struct TokenRefresherStateMachine: Sendable {
         /// How many refreshes have failed so far; a request compares it to detect a failure since it read the
         /// credential.
         var failedRefreshes: Int
+        /// The secret the refresh closure needs (an OAuth refresh token), if the token came with one.
+        var refreshToken: String? = nil
+        /// The version a ``SharedTokenStore`` gave this token; 0 when it did not come from one.
+        var sharedVersion = 0
     }
 
     /// What to do for a caller that needs a credential newer than the one it holds.
@@ -84,7 +88,8 @@ struct TokenRefresherStateMachine: Sendable {
             version: 1,
             expiresAt: token.expiresIn,
             refreshAt: refreshAt,
-            failedRefreshes: 0
+            failedRefreshes: 0,
+            refreshToken: token.refreshToken
         )
     }
 
@@ -144,8 +149,13 @@ struct TokenRefresherStateMachine: Sendable {
         waiters.removeValue(forKey: waiter) != nil
     }
 
-    /// The refresh in progress ended with `result` at `now`.
-    mutating func finishRefresh(_ result: Result<TokenRefresher.Token, any Error>, now: Duration) -> Resumption {
+    /// The refresh in progress ended with `result` at `now`; a token from a ``SharedTokenStore`` comes with its
+    /// `sharedVersion`.
+    mutating func finishRefresh(
+        _ result: Result<TokenRefresher.Token, any Error>,
+        sharedVersion: Int = 0,
+        now: Duration
+    ) -> Resumption {
         guard let replacing = refreshing else { return Resumption() }
         refreshing = nil
         guard credential.version == replacing else {
@@ -155,7 +165,7 @@ struct TokenRefresherStateMachine: Sendable {
         let failure: CourierError
         switch result {
         case .success(let token) where Self.isUsable(token.value):
-            store(token, now: now)
+            store(token, sharedVersion: sharedVersion, now: now)
             return resolveWaiters(now: now)
         case .success:
             failure = CourierError(.refreshFailed, message: "the refreshed token is empty or contains CR, LF or NUL")
@@ -173,15 +183,22 @@ struct TokenRefresherStateMachine: Sendable {
     }
 
     /// A token obtained elsewhere is stored at `now` as the next version; every waiter gets it.
-    mutating func setToken(_ token: TokenRefresher.Token, now: Duration) -> Resumption {
-        store(token, now: now)
+    mutating func setToken(_ token: TokenRefresher.Token, sharedVersion: Int = 0, now: Duration) -> Resumption {
+        store(token, sharedVersion: sharedVersion, now: now)
         return resolveWaiters(now: now)
+    }
+
+    /// The current token was stored in a ``SharedTokenStore`` as `version` (after ``setToken(_:sharedVersion:now:)``).
+    mutating func adoptSharedVersion(_ version: Int) {
+        credential.sharedVersion = version
     }
 
     // MARK: Helpers
 
-    private mutating func store(_ token: TokenRefresher.Token, now: Duration) {
+    private mutating func store(_ token: TokenRefresher.Token, sharedVersion: Int, now: Duration) {
         credential.value = token.value
+        credential.refreshToken = token.refreshToken
+        credential.sharedVersion = sharedVersion
         credential.version += 1
         credential.expiresAt = token.expiresIn.map { now + $0 }
         credential.refreshAt = Self.refreshTime(lifetime: token.expiresIn, storedAt: now, leeway: leeway)

@@ -14,12 +14,18 @@ import FoundationNetworking
 /// The hash is two runs of the standard library's `Hasher` (SipHash, itself seeded per process) over a
 /// random salt and the header names and values: no cryptography package, and from the result nothing about
 /// the credential can be learnt but whether two requests carried the same one.
+///
+/// With a configured ``HTTPCache/PartitionSecret`` (a fleet's replicas share one), it is instead HMAC-SHA-256
+/// under that secret, cut to 128 bits: the same credential gets the same identity in every process that has the
+/// secret, and nobody without it can tell which credential an identity stands for.
 struct CredentialIdentity: Sendable {
     private let salts: (UInt64, UInt64)
+    private let secret: [UInt8]?
 
-    init() {
+    init(secret: HTTPCache.PartitionSecret? = nil) {
         var generator = SystemRandomNumberGenerator()
         salts = (generator.next(), generator.next())
+        self.secret = secret?.key
     }
 
     /// The identity of the credential `request` carries, as 32 hexadecimal digits, or `nil` when it carries
@@ -32,11 +38,13 @@ struct CredentialIdentity: Sendable {
             credentials.append((name.lowercased(), value))
         }
         guard !credentials.isEmpty else { return nil }
+        credentials.sort { $0.name < $1.name }
+        if let secret { return Self.keyedIdentity(of: credentials, secret: secret) }
         var first = Hasher()
         var second = Hasher()
         first.combine(salts.0)
         second.combine(salts.1)
-        for (name, value) in credentials.sorted(by: { $0.name < $1.name }) {
+        for (name, value) in credentials {
             first.combine(name)
             first.combine(value)
             second.combine(name)
@@ -52,6 +60,24 @@ struct CredentialIdentity: Sendable {
         if CredentialHeaders.contains(name) { return true }
         guard let attached else { return false }
         return attached.all.contains { $0.headerName.caseInsensitiveEquals(name) }
+    }
+
+    /// HMAC-SHA-256 under `secret` of the names and values, each prefixed with its length (so no two lists
+    /// of headers encode alike), as 32 hexadecimal digits.
+    static func keyedIdentity(of credentials: [(name: String, value: String)], secret: [UInt8]) -> String {
+        var message = Array("courier.cache-partition.v1".utf8)
+        for (name, value) in credentials {
+            for field in [Array(name.utf8), Array(value.utf8)] {
+                let count = UInt32(truncatingIfNeeded: field.count)
+                message += [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: count >> $0) }
+                message += field
+            }
+        }
+        let code = SHA256.authenticationCode(for: message, key: secret)
+        return code.prefix(16).map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
     }
 
     private static func hex(_ value: UInt64) -> String {

@@ -49,7 +49,7 @@ public final class HTTPCache: Sendable {
 
     private let now: @Sendable () -> Date
     private let onEvent: (@Sendable (CacheEvent) -> Void)?
-    private let credentials = CredentialIdentity()
+    private let credentials: CredentialIdentity
     private let coalescer = RequestCoalescer()
 
     /// Creates a cache.
@@ -60,13 +60,18 @@ public final class HTTPCache: Sendable {
     ///   - startDate: The wall-clock time when `clock` reads its current instant: the cache's time is this
     ///     plus the clock's elapsed time, so HTTP dates (`Date`, `Expires`) are compared on the same clock.
     ///   - onEvent: Told what the cache does (see ``CacheEvent``), synchronously: keep it short.
+    ///   - partitionSecret: A secret the replicas of a fleet share so that they file a response to a request with
+    ///     a credential under the same partition, and find each other's (see ``HTTPCache/PartitionSecret``);
+    ///     `nil` (the default) draws a key at random, and such responses stay this cache's own.
     public init(
         store: any HTTPCacheStore = InMemoryHTTPCacheStore(),
         clock: some Clock<Duration> = ContinuousClock(),
         startDate: Date = Date(),
-        onEvent: (@Sendable (CacheEvent) -> Void)? = nil
+        onEvent: (@Sendable (CacheEvent) -> Void)? = nil,
+        partitionSecret: PartitionSecret? = nil
     ) {
         self.store = store
+        self.credentials = CredentialIdentity(secret: partitionSecret)
         let start = clock.now
         self.now = {
             let elapsed = start.duration(to: clock.now).components

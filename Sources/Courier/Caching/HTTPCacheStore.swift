@@ -29,7 +29,8 @@ public struct HTTPCacheKey: Sendable, Hashable, Codable, CustomStringConvertible
     /// credential: a 128-bit keyed hash, with a key drawn at random for each ``HTTPCache``. The credential
     /// cannot be recovered from it, and two credentials never share a partition. Because the hash key is
     /// per cache, a response to a request with a credential is never found by another process, even
-    /// through a shared store; one without a credential is.
+    /// through a shared store; one without a credential is. Replicas that share a store and should share such
+    /// responses too give their caches the same ``HTTPCache/PartitionSecret``: the hash is then keyed with it.
     public var partition: String
 
     /// Creates a key.

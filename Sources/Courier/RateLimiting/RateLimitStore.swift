@@ -45,6 +45,69 @@ public protocol RateLimitStore: Sendable {
 
     /// Stores `quota` for `partition`, replacing what was there.
     func record(_ quota: RateLimitQuota, for partition: String) async throws
+
+    /// Takes up to `count` slots, atomically, from the window of `limit` requests per `window` that the
+    /// replicas sharing this store share for `partition`: a replica takes a block of slots at a time, so that
+    /// most requests pay no round trip to the store, and gives back with ``release(_:of:)`` what it did not
+    /// use. The window starts with the first reservation after the last one ended.
+    ///
+    /// The default implementation grants every slot asked for, in a window of its own: a store that does not
+    /// implement reservations splits nothing, and each replica paces alone, as before.
+    ///
+    /// - Returns: The slots granted (possibly none: the window is used up) and when their window ends.
+    func reserve(
+        _ count: Int,
+        in partition: String,
+        limit: Int,
+        window: Duration
+    ) async throws
+        -> RateLimitReservation
+
+    /// Gives back `count` slots of `reservation` that were not used, if its window has not ended (slots of an
+    /// ended window are worth nothing). The default implementation does nothing.
+    func release(_ count: Int, of reservation: RateLimitReservation) async throws
+}
+
+/// Slots a replica took from a shared window with ``RateLimitStore/reserve(_:in:limit:window:)``.
+public struct RateLimitReservation: Sendable, Hashable {
+    /// The partition the slots belong to.
+    public var partition: String
+    /// How many slots were granted; 0 when the window is used up.
+    public var granted: Int
+    /// When the window the slots belong to ends, in wall-clock time.
+    public var windowEndsAt: Date
+
+    /// Creates a reservation.
+    public init(partition: String, granted: Int, windowEndsAt: Date) {
+        self.partition = partition
+        self.granted = granted
+        self.windowEndsAt = windowEndsAt
+    }
+}
+
+extension RateLimitStore {
+    /// Grants all `count` slots: a store without shared reservations splits nothing.
+    public func reserve(
+        _ count: Int,
+        in partition: String,
+        limit: Int,
+        window: Duration
+    ) async throws
+        -> RateLimitReservation
+    {
+        RateLimitReservation(
+            partition: partition,
+            granted: max(count, 0),
+            windowEndsAt: Date().addingTimeInterval(Self.seconds(window))
+        )
+    }
+
+    /// Does nothing: nothing was shared.
+    public func release(_ count: Int, of reservation: RateLimitReservation) async throws {}
+
+    static func seconds(_ duration: Duration) -> TimeInterval {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
 }
 
 /// A ``RateLimitStore`` in the process's memory: the default.
@@ -54,6 +117,8 @@ public protocol RateLimitStore: Sendable {
 public final class InMemoryRateLimitStore: RateLimitStore {
     // No state machine: a dictionary under a lock, with no waiters.
     private let quotas = LockedState<[String: RateLimitQuota]>([:])
+    /// The shared windows, by partition: when each ends and how many of its slots are taken.
+    private let windows = LockedState<[String: (endsAt: Date, taken: Int)]>([:])
     private let currentDate: @Sendable () -> Date
 
     /// Creates an empty store.
@@ -66,6 +131,42 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     /// The quota stored for `partition`, or `nil`.
     public func quota(for partition: String) async -> RateLimitQuota? {
         quotas.withLock { $0[partition] }
+    }
+
+    /// Takes up to `count` of the `limit` slots of `partition`'s current window (a new one of `window` when
+    /// there is none or it has ended), under one lock.
+    public func reserve(
+        _ count: Int,
+        in partition: String,
+        limit: Int,
+        window: Duration
+    ) async
+        -> RateLimitReservation
+    {
+        let now = currentDate()
+        return windows.withLock { windows in
+            var current = windows[partition] ?? (endsAt: now, taken: 0)
+            if current.endsAt <= now {
+                current = (endsAt: now.addingTimeInterval(Self.seconds(window)), taken: 0)
+            }
+            let granted = min(max(count, 0), max(limit - current.taken, 0))
+            current.taken += granted
+            windows[partition] = current
+            if windows.count > 64 { windows = windows.filter { $0.value.endsAt > now } }
+            return RateLimitReservation(partition: partition, granted: granted, windowEndsAt: current.endsAt)
+        }
+    }
+
+    /// Gives back `count` unused slots of `reservation`'s window, if it is still the current one.
+    public func release(_ count: Int, of reservation: RateLimitReservation) async {
+        let now = currentDate()
+        windows.withLock { windows in
+            guard var current = windows[reservation.partition], current.endsAt == reservation.windowEndsAt,
+                current.endsAt > now
+            else { return }
+            current.taken -= min(max(count, 0), current.taken)
+            windows[reservation.partition] = current
+        }
     }
 
     /// Stores `quota` for `partition`.

@@ -1,0 +1,240 @@
+#if Postgres
+import Courier
+import CourierTesting
+import Foundation
+import PostgresNIO
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The PostgreSQL server the Postgres tests use: `COURIER_POSTGRES_URL`, which `Scripts/start-postgres` prints
+/// (and `.ci/run` sets). Without it the suites are skipped, saying so — except in CI, where
+/// ``PostgresAvailabilityTests`` fails.
+enum PostgresTestServer {
+    static let url = ProcessInfo.processInfo.environment["COURIER_POSTGRES_URL"].flatMap(URL.init(string:))
+
+    static let skipReason: Comment =
+        "COURIER_POSTGRES_URL is not set: export COURIER_POSTGRES_URL=$(Scripts/start-postgres)"
+
+    static func configuration(port: Int? = nil) -> PostgresClient.Configuration {
+        let url = url!
+        return PostgresClient.Configuration(
+            host: url.host ?? "127.0.0.1",
+            port: port ?? url.port ?? 5432,
+            username: url.user ?? "courier",
+            password: url.password,
+            database: url.path.isEmpty ? nil : String(url.path.dropFirst()),
+            tls: .disable
+        )
+    }
+
+    /// Runs `body` with a running client, and a fresh table name it drops afterwards (unless `dropTable` is
+    /// false: a client of a server that is down would wait for a connection to drop it).
+    static func withClient<Result: Sendable>(
+        configuration: PostgresClient.Configuration = configuration(),
+        dropTable: Bool = true,
+        _ body: @escaping @Sendable (PostgresClient, String) async throws -> Result
+    ) async throws -> Result {
+        let client = PostgresClient(configuration: configuration)
+        let table = "courier_test_\(UInt32.random(in: .min ... .max))"
+        return try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask {
+                await client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            do {
+                let result = try await body(client, table)
+                if dropTable { _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \(table)")) }
+                return result
+            } catch {
+                if dropTable { _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP TABLE IF EXISTS \(table)")) }
+                throw error
+            }
+        }
+    }
+}
+
+@Suite("PostgreSQL tests run in CI")
+struct PostgresAvailabilityTests {
+    @Test("In CI (CI=true), COURIER_POSTGRES_URL is set, so the PostgreSQL suites run rather than skip")
+    func serverIsThereInCI() {
+        let isCI = ProcessInfo.processInfo.environment["CI"] == "true"
+        #expect(!isCI || PostgresTestServer.url != nil, "CI must start PostgreSQL (Scripts/start-postgres)")
+    }
+}
+
+@Suite(
+    "PostgresSharedTokenStore against a real PostgreSQL",
+    .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipReason),
+    .timeLimit(.minutes(1))
+)
+struct PostgresSharedTokenStoreTests {
+    @Test("Table names: plain identifiers only; anything that could carry SQL is refused")
+    func tableNames() throws {
+        #expect(try PostgresSharedTokenStore.createTableSQL(table: "ops.courier_tokens").contains("ops.courier_tokens"))
+        for bad in [
+            "tokens; DROP TABLE users", "Tokens", "\"tokens\"", "1tokens", "a.b.c", "", "tokens--", "t\u{0}",
+            String(repeating: "a", count: 64),
+        ] {
+            #expect(throws: CourierError.self, "\(bad)") { try PostgresSharedTokenStore.createTableSQL(table: bad) }
+        }
+    }
+
+    @Test("The lease: taken once, held against others, re-read under it, compare-and-set on the version")
+    func leaseContract() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let a = try PostgresSharedTokenStore(client: client, name: "api", table: table)
+            let b = try PostgresSharedTokenStore(client: client, name: "api", table: table)
+            try await a.createTable()
+
+            #expect(try await a.token() == nil)
+            #expect(try await a.beginRefresh(after: 0, holder: "a", lease: .seconds(30)) == .acquired(nil))
+            guard case .held(let left) = try await b.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) else {
+                Issue.record("b took a lease a holds")
+                return
+            }
+            #expect(left > .seconds(25) && left <= .seconds(30))
+            let first = SharedToken("t1", refreshToken: "r1", expiresAt: Date(timeIntervalSince1970: 2e9), version: 1)
+            #expect(try await a.finishRefresh(first, holder: "a") == first)
+            #expect(try await b.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) == .newer(first))
+            #expect(try await b.beginRefresh(after: 1, holder: "b", lease: .seconds(30)) == .acquired(first))
+            // a's token is not the next version any more once b stored v2: stored nothing.
+            let second = SharedToken("t2", version: 2)
+            #expect(try await b.finishRefresh(second, holder: "b") == second)
+            #expect(try await a.finishRefresh(SharedToken("late", version: 2), holder: "a") == second)
+            let replaced = try await a.replaceToken(SharedToken("signed-in", version: 0))
+            #expect(replaced.version == 3)
+            #expect(try await b.token() == replaced)
+            #expect(try await a.leasesTaken() == 2)
+            // A different name in the same table is another token.
+            let other = try PostgresSharedTokenStore(client: client, name: "other-api", table: table)
+            #expect(try await other.token() == nil)
+        }
+    }
+
+    @Test("A crashed holder's lease expires on the database's clock; a failed refresh releases it at once")
+    func leaseExpiryAndRelease() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let store = try PostgresSharedTokenStore(client: client, table: table)
+            try await store.createTable()
+            _ = try await store.beginRefresh(after: 0, holder: "crashed", lease: .milliseconds(300))
+            let start = ContinuousClock.now
+            // The waiter is woken by nothing (the holder is dead): it returns at its timeout, by then the lease
+            // has expired, and the next ask takes it.
+            guard case .held(let left) = try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) else {
+                Issue.record("the crashed holder's lease was not held")
+                return
+            }
+            try await store.waitForChange(after: 0, timeout: left + .milliseconds(50))
+            #expect(ContinuousClock.now - start >= .milliseconds(250))
+            #expect(try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) == .acquired(nil))
+            try await store.finishRefresh(nil, holder: "b")
+            #expect(try await store.beginRefresh(after: 0, holder: "c", lease: .seconds(30)) == .acquired(nil))
+        }
+    }
+
+    @Test("A waiter is woken by the holder's NOTIFY, not by its timeout")
+    func notifyWakesWaiters() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let holder = try PostgresSharedTokenStore(client: client, table: table)
+            let waiter = try PostgresSharedTokenStore(client: client, table: table)
+            try await holder.createTable()
+            _ = try await holder.beginRefresh(after: 0, holder: "holder", lease: .seconds(30))
+            let start = ContinuousClock.now
+            async let waited: Void = waiter.waitForChange(after: 0, timeout: .seconds(30))
+            // Finishing before the waiter listens is fine too: it checks the row once listening.
+            try await holder.finishRefresh(SharedToken("t1", version: 1), holder: "holder")
+            try await waited
+            #expect(ContinuousClock.now - start < .seconds(10))
+            #expect(try await waiter.token()?.value == "t1")
+        }
+    }
+
+    @Test("8 replicas × 50 concurrent 401s on one PostgreSQL: exactly one refresh, no family revoked")
+    func oneRefreshAcrossReplicas() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let server = RotatingTokenServer()
+            try await PostgresSharedTokenStore(client: client, table: table).createTable()
+            let clients = try (0..<8).map { index in
+                let store = try PostgresSharedTokenStore(client: client, table: table)
+                let sharing = TokenRefresher.Sharing(store: store, holder: "replica-\(index)")
+                let refresher = TokenRefresher(token: RotatingTokenServer.token(1), sharing: sharing) { replaced in
+                    try server.refresh(with: replaced.refreshToken)
+                }
+                return Client(
+                    baseURL: exampleBaseURL,
+                    transport: server.api(),
+                    middleware: [.authenticating(with: refresher)]
+                )
+            }
+            server.expireAccessToken()
+            let (ok, errors) = await withTaskGroup(of: (ok: Int, errors: [String]).self) { group in
+                for client in clients { group.addTask { await sendConcurrently(50, through: client) } }
+                return await group.reduce(into: (ok: 0, errors: [String]())) {
+                    $0.ok += $1.ok
+                    $0.errors += $1.errors
+                }
+            }
+            #expect(errors.count == 0, "first: \(errors.first ?? "none")")
+            #expect(ok == 400)
+            #expect(server.refreshes == 1)
+            #expect(server.reuses == 0)
+            #expect(try await PostgresSharedTokenStore(client: client, table: table).leasesTaken() == 1)
+        }
+    }
+
+    @Test("The database is down: the replica refreshes locally within the store timeout and reports it")
+    func databaseDown() async throws {
+        // A port nothing listens on: every connection attempt is refused.
+        let closed = try Self.closedPort()
+        try await PostgresTestServer.withClient(
+            configuration: PostgresTestServer.configuration(port: closed),
+            dropTable: false
+        ) {
+            client,
+            table in
+            let server = RotatingTokenServer()
+            let events = SharingEvents()
+            let sharing = TokenRefresher.Sharing(
+                store: try PostgresSharedTokenStore(client: client, table: table),
+                storeTimeout: .seconds(1),
+                onEvent: events.record
+            )
+            let refresher = TokenRefresher(token: RotatingTokenServer.token(1), sharing: sharing) { replaced in
+                try server.refresh(with: replaced.refreshToken)
+            }
+            let api = Client(
+                baseURL: exampleBaseURL,
+                transport: server.api(),
+                middleware: [.authenticating(with: refresher)]
+            )
+            server.expireAccessToken()
+            let start = ContinuousClock.now
+            let (_, response) = try await api.send(authenticatedRequest())
+            #expect(response.statusCode == 200)
+            #expect(ContinuousClock.now - start < .seconds(5))
+            #expect(server.refreshes == 1)
+            #expect(events.all == ["storeFailed beginRefresh"])
+        }
+    }
+
+    private static func closedPort() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        try #require(bound)
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+}
+#endif
