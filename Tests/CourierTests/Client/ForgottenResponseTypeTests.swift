@@ -8,8 +8,8 @@ import Testing
 @Suite("A forgotten response type", .enabled(if: CompilerCheck.isAvailable), .timeLimit(.minutes(1)))
 struct ForgottenResponseTypeTests {
     @Test("send without a response type is a compile error that shows how to write one")
-    func send() throws {
-        let output = try CompilerCheck.typecheck(
+    func send() async throws {
+        let output = try await CompilerCheck.typecheck(
             """
             func f(client: Client) async throws {
                 let user = try await client.send(.get("/x"))
@@ -23,8 +23,8 @@ struct ForgottenResponseTypeTests {
     }
 
     @Test("response(for:) without a response type is a compile error that shows how to write one")
-    func response() throws {
-        let output = try CompilerCheck.typecheck(
+    func response() async throws {
+        let output = try await CompilerCheck.typecheck(
             """
             func f(client: Client) async throws {
                 let (user, response) = try await client.response(for: .get("/x"))
@@ -36,8 +36,8 @@ struct ForgottenResponseTypeTests {
     }
 
     @Test("with the response type written, every send still compiles, the URLRequest one too")
-    func typedCallsCompile() throws {
-        let output = try CompilerCheck.typecheck(
+    func typedCallsCompile() async throws {
+        let output = try await CompilerCheck.typecheck(
             """
             struct User: Decodable, Sendable {}
             func f(client: Client, request: URLRequest) async throws {
@@ -77,7 +77,7 @@ enum CompilerCheck {
 
     /// The compiler's output for `body`, with `import Courier`, `import Foundation` and (unless told not to)
     /// `import FoundationNetworking` above it.
-    static func typecheck(_ body: String, importingFoundationNetworking: Bool = true) throws -> String {
+    static func typecheck(_ body: String, importingFoundationNetworking: Bool = true) async throws -> String {
         guard let modules, let swiftc else { throw CocoaError(.fileNoSuchFile) }
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-typecheck-\(UUID()).swift")
         let networking =
@@ -86,15 +86,7 @@ enum CompilerCheck {
         let source = "import Courier\nimport Foundation\n\(networking)\n\(body)\n"
         try source.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = swiftc
-        process.arguments = ["-typecheck", "-swift-version", "6", "-I", modules.path, file.path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: output, as: UTF8.self)
+        let arguments = ["-typecheck", "-swift-version", "6", "-I", modules.path, file.path]
+        return try await ChildProcess.run(swiftc, arguments).text
     }
 }

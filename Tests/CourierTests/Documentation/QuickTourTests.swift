@@ -12,16 +12,10 @@ import Testing
 )
 struct QuickTourTests {
     /// The tour's output.
-    static func run() throws -> [String] {
-        let process = Process()
-        process.executableURL = BuildProducts.executable("QuickTour")
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
+    static func run() async throws -> [String] {
+        let result = try await ChildProcess.run(try #require(BuildProducts.executable("QuickTour")))
+        #expect(result.status == 0)
+        return result.lines
     }
 
     /// The lines the tour must print, but for the fan-out's peak (`nil`), which depends on scheduling.
@@ -35,8 +29,8 @@ struct QuickTourTests {
     ]
 
     @Test("it prints six steps, each stating what happened")
-    func tour() throws {
-        let lines = try Self.run()
+    func tour() async throws {
+        let lines = try await Self.run()
         try #require(lines.count == Self.expected.count, "\(lines)")
         for (line, expected) in zip(lines, Self.expected) where expected != nil {
             #expect(line == expected)

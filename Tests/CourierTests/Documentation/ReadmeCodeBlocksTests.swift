@@ -51,7 +51,7 @@ struct ReadmeCodeBlocksTests {
     }
 
     /// The compiler's output for a manifest block, put in a `Package(name:…)` as it would be in a manifest.
-    static func typecheckManifest(_ block: String) throws -> String {
+    static func typecheckManifest(_ block: String) async throws -> String {
         guard let swiftc = CompilerCheck.swiftc else { throw CocoaError(.fileNoSuchFile) }
         // The toolchain's PackageDescription module: <toolchain>/usr/lib/swift/pm/ManifestAPI.
         let api = swiftc.resolvingSymlinksInPath().deletingLastPathComponent().deletingLastPathComponent()
@@ -63,46 +63,40 @@ struct ReadmeCodeBlocksTests {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("courier-manifest-\(UUID()).swift")
         try source.write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let process = Process()
-        process.executableURL = swiftc
-        process.arguments = [
+        let arguments = [
             "-typecheck", "-I", api.path, "-L", api.path, "-package-description-version", "6.1", file.path,
         ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: output, as: UTF8.self)
+        return try await ChildProcess.run(swiftc, arguments).text
     }
 
     @Test("each file's Swift blocks compile as one program, in order", arguments: programs)
-    func swiftBlocksCompile(path: String) throws {
+    func swiftBlocksCompile(path: String) async throws {
         let blocks = Self.swiftBlocks(in: try Self.text(path)).filter { !Self.isManifest($0) }
         // CONTRIBUTING.md has commands only; should it gain Swift, this test compiles it.
         if path == "CONTRIBUTING.md" && blocks.isEmpty { return }
         #expect(blocks.count >= 2, "\(path) has \(blocks.count) Swift blocks")
-        let output = try CompilerCheck.typecheck(Self.prelude + "\n" + blocks.joined(separator: "\n"))
+        let output = try await CompilerCheck.typecheck(Self.prelude + "\n" + blocks.joined(separator: "\n"))
         #expect(!output.contains("error:"), "\(path):\n\(output)")
     }
 
     @Test("each manifest block compiles against PackageDescription", arguments: manifests)
-    func manifestBlocksCompile(path: String) throws {
+    func manifestBlocksCompile(path: String) async throws {
         let blocks = Self.swiftBlocks(in: try Self.text(path)).filter(Self.isManifest)
         if path == "CONTRIBUTING.md" && blocks.isEmpty { return }
         #expect(!blocks.isEmpty, "\(path) shows no manifest")
         for block in blocks {
-            let output = try Self.typecheckManifest(block)
+            let output = try await Self.typecheckManifest(block)
             #expect(!output.contains("error:"), "\(path):\n\(block)\n\(output)")
         }
     }
 
     @Test("the checks fail on a block that does not compile")
-    func checksCanFail() throws {
-        let code = try CompilerCheck.typecheck(Self.prelude + "\nlet client = Client(baseURL: 42)")
+    func checksCanFail() async throws {
+        let code = try await CompilerCheck.typecheck(Self.prelude + "\nlet client = Client(baseURL: 42)")
         #expect(code.contains("error:"))
-        let manifest = try Self.typecheckManifest(".package(url: \"https://example.com/x.git\", fromm: \"1.0.0\"),")
+        let manifest = try await Self.typecheckManifest(
+            ".package(url: \"https://example.com/x.git\", fromm: \"1.0.0\"),"
+        )
         #expect(manifest.contains("error:"))
         #expect(Self.swiftBlocks(in: "a\n```swift\nlet a = 1\n```\n```sh\nls\n```\n") == ["let a = 1"])
     }

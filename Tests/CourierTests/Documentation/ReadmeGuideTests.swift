@@ -74,11 +74,11 @@ struct ReadmeGuideTests {
         "on Linux, URLRequest needs import FoundationNetworking: import Courier does not bring it",
         .enabled(if: CompilerCheck.isAvailable)
     )
-    func foundationNetworking() throws {
+    func foundationNetworking() async throws {
         let code = "let request = URLRequest(url: URL(string: \"https://api.example.test\")!)\n_ = request"
-        let without = try CompilerCheck.typecheck(code, importingFoundationNetworking: false)
+        let without = try await CompilerCheck.typecheck(code, importingFoundationNetworking: false)
         #expect(without.contains("cannot find 'URLRequest' in scope"), "\(without)")
-        let with = try CompilerCheck.typecheck(code)
+        let with = try await CompilerCheck.typecheck(code)
         #expect(!with.contains("error:"), "\(with)")
     }
     #endif

@@ -46,6 +46,46 @@ struct TestSourceHygieneTests {
         #expect(offending.isEmpty, "await task.join() instead:\n\(offending.joined(separator: "\n"))")
     }
 
+    /// The lines that wait for a child process or read its pipe with a call that blocks its thread.
+    static func blockingWaits(in text: String) -> [String] {
+        let pattern = #/\.(waitUntilExit|readDataToEndOfFile|availableData)\b/#
+        return text.split(separator: "\n", omittingEmptySubsequences: false).enumerated().compactMap { index, line in
+            let code = line.trimmingCharacters(in: .whitespaces)
+            return !code.hasPrefix("//") && line.contains(pattern) ? "\(index + 1): \(code)" : nil
+        }
+    }
+
+    @Test(
+        "a test waits for a child process with ChildProcess, on a thread of its own, never on the cooperative pool's"
+    )
+    func childProcessesDoNotBlockThePool() throws {
+        let places = try Self.sources().flatMap { source in
+            Self.blockingWaits(in: source.text).map { "\(source.path):\($0)" }
+        }
+        // Allowed: the two helpers that make these calls on a thread they start for them.
+        let allowed = [
+            "Tests/CourierTests/Support/ChildProcess.swift:",
+            "IntegrationTests/Tests/CourierEndToEndTests/ChildDownload.swift:",
+            "Tests/CourierTests/Hygiene/TestSourceHygieneTests.swift:",
+        ]
+        let offending = places.filter { place in !allowed.contains(where: place.hasPrefix) }
+        #expect(offending.isEmpty, "use ChildProcess.run instead:\n\(offending.joined(separator: "\n"))")
+    }
+
+    @Test(
+        "the blocking-wait scan finds each blocking call and skips comments",
+        arguments: [
+            ("process.waitUntilExit()", 1),
+            ("let out = pipe.fileHandleForReading.readDataToEndOfFile()", 1),
+            ("let chunk = handle.availableData", 1),
+            ("// readDataToEndOfFile() blocks", 0),
+            ("try await ChildProcess.run(swiftc)", 0),
+        ]
+    )
+    func blockingWaitScan(line: String, count: Int) {
+        #expect(Self.blockingWaits(in: line).count == count)
+    }
+
     @Test(
         "the scan finds each form of awaiting a task's value",
         arguments: [
