@@ -99,14 +99,15 @@ final class DownloadFile {
         self.path = path
         self.recordPath = recordPath
         for name in [path, recordPath] {
-            var info = stat()
-            if lstat(name, &info) == 0 {
-                if let problem = Self.problem(with: info) {
+            switch FileStatus.of(name, followingLinks: false) {
+            case .success(let status):
+                if let problem = Self.problem(with: status) {
                     throw Self.refusal("the resumable download's partial file \(name) is \(problem); it is left alone")
                 }
-            } else if errno != ENOENT {
-                let error = SystemError(code: errno)
+            case .failure(let error) where error.code != ENOENT:
                 throw Self.refusal("the resumable download's partial file \(name) cannot be reached: \(error)", error)
+            case .failure:
+                break
             }
         }
         let descriptor = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
@@ -117,11 +118,11 @@ final class DownloadFile {
         handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         // Nothing is removed on the way out until a version begins.
         isDone = true
-        var opened = stat()
-        guard fstat(descriptor, &opened) == 0 else {
-            throw Self.refusal(
-                "the resumable download's partial file \(path) cannot be read: \(SystemError(code: errno))"
-            )
+        let opened: FileStatus
+        switch FileStatus.of(descriptor: descriptor) {
+        case .success(let status): opened = status
+        case .failure(let error):
+            throw Self.refusal("the resumable download's partial file \(path) cannot be read: \(error)", error)
         }
         if let problem = Self.problem(with: opened) {
             throw Self.refusal("the resumable download's partial file \(path) is \(problem); it is left alone")
@@ -135,8 +136,8 @@ final class DownloadFile {
         }
         // The name may have been renamed into place by the download that held the lock meanwhile: the lock is
         // good only for the file still at the name.
-        var named = stat()
-        guard lstat(path, &named) == 0, named.st_dev == opened.st_dev, named.st_ino == opened.st_ino else {
+        guard case .success(let named) = FileStatus.of(path, followingLinks: false), named.identity == opened.identity
+        else {
             throw Self.refusal("another download to \(destination.path) finished with its partial file \(path)")
         }
         _ = fchmod(descriptor, 0o600)
@@ -145,13 +146,12 @@ final class DownloadFile {
 
     /// What is wrong with the file `info` describes for a partial file, or `nil` for a regular file of this
     /// process's user, with no other link to it.
-    private static func problem(with info: stat) -> String? {
-        let kind = info.st_mode & S_IFMT
-        if kind == S_IFLNK { return "a symbolic link" }
-        if kind == S_IFDIR { return "a directory" }
-        if kind != S_IFREG { return "not a regular file" }
-        if info.st_uid != geteuid() { return "another user's file" }
-        if info.st_nlink != 1 { return "a file with another link to it" }
+    private static func problem(with status: FileStatus) -> String? {
+        if status.kind == .symbolicLink { return "a symbolic link" }
+        if status.kind == .directory { return "a directory" }
+        if status.kind != .regular { return "not a regular file" }
+        if status.owner != geteuid() { return "another user's file" }
+        if status.linkCount != 1 { return "a file with another link to it" }
         return nil
     }
 
@@ -167,8 +167,7 @@ final class DownloadFile {
         let descriptor = open(recordPath, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         let file = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
-        var info = stat()
-        guard fstat(descriptor, &info) == 0, Self.problem(with: info) == nil,
+        guard case .success(let status) = FileStatus.of(descriptor: descriptor), Self.problem(with: status) == nil,
             let data = try? file.read(upToCount: DownloadResumeRecord.maximumSize + 1)
         else { return nil }
         return DownloadResumeRecord.decode(data, for: request)

@@ -32,6 +32,12 @@ struct FileStatus {
 
     let kind: Kind
     let size: Int64
+    /// The device and inode: the file's identity, the same through every name and descriptor of it.
+    let identity: (device: UInt64, inode: UInt64)
+    /// The user that owns it.
+    let owner: uid_t
+    /// How many names (hard links) it has.
+    let linkCount: UInt64
 
     /// The status of what `path` names, following symbolic links (`stat`) or not (`lstat`); the C library's error
     /// number when there is none (`ENOENT`, `ELOOP`, `ENOTDIR`, `EACCES`).
@@ -39,18 +45,21 @@ struct FileStatus {
         var info = stat()
         let result = followingLinks ? stat(path, &info) : lstat(path, &info)
         guard result == 0 else { return .failure(SystemError(code: errno)) }
-        return .success(FileStatus(mode: info.st_mode, size: Int64(info.st_size)))
+        return .success(FileStatus(info))
     }
 
     /// The status of an open file (`fstat`).
     static func of(descriptor: Int32) -> Result<FileStatus, SystemError> {
         var info = stat()
         guard fstat(descriptor, &info) == 0 else { return .failure(SystemError(code: errno)) }
-        return .success(FileStatus(mode: info.st_mode, size: Int64(info.st_size)))
+        return .success(FileStatus(info))
     }
 
-    private init(mode: mode_t, size: Int64) {
-        switch mode & S_IFMT {
+    // Only here does Courier read a `stat` directly: this file does not import Foundation, so `stat` is the C
+    // library's whatever else a build links (with the Postgres trait, Foundation's CoreFoundation made the name
+    // ambiguous in a file that imports both).
+    private init(_ info: stat) {
+        switch info.st_mode & S_IFMT {
         case S_IFREG: kind = .regular
         case S_IFDIR: kind = .directory
         case S_IFLNK: kind = .symbolicLink
@@ -60,7 +69,10 @@ struct FileStatus {
         case S_IFBLK: kind = .blockDevice
         default: kind = .other
         }
-        self.size = size
+        size = Int64(info.st_size)
+        identity = (UInt64(info.st_dev), UInt64(info.st_ino))
+        owner = info.st_uid
+        linkCount = UInt64(info.st_nlink)
     }
 
     /// The size of the regular file at `path`, following symbolic links (a Kubernetes Secret or ConfigMap mount
