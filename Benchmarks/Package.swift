@@ -43,7 +43,10 @@ let package = Package(
     ],
     targets: [
         // The fixtures and in-memory scenarios, shared by the benchmarks and the instruction counter.
-        .target(name: "BenchmarkSupport", dependencies: scenarios),
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: scenarios + [.product(name: "CourierTesting", package: "courier")]
+        ),
         // Runs one scenario N times, for valgrind's instruction counts (see RESULTS.md).
         .executableTarget(name: "InstructionCounts", dependencies: ["BenchmarkSupport"]),
         // Streamed download throughput against the bare clients, and the peak memory of a large download.

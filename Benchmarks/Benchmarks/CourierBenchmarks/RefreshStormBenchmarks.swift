@@ -53,30 +53,3 @@ func registerRefreshStormBenchmarks() {
         }
     }
 }
-
-/// An in-memory server that accepts one `Authorization` value and answers 401 to anything else.
-struct TokenCheckingTransport: Transport {
-    let accepted: String
-    let onRejection: @Sendable () -> Void
-    let data = Data(Fixtures.body.utf8)
-    let ok = HTTPURLResponse(url: Fixtures.url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: nil)!
-    let unauthorized = HTTPURLResponse(
-        url: Fixtures.url,
-        statusCode: 401,
-        httpVersion: "HTTP/1.1",
-        headerFields: ["WWW-Authenticate": "Bearer"]
-    )!
-
-    init(accepting accepted: String, onRejection: @escaping @Sendable () -> Void) {
-        self.accepted = accepted
-        self.onRejection = onRejection
-    }
-
-    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
-        if request.value(forHTTPHeaderField: "Authorization") == accepted {
-            return (data, ok)
-        }
-        onRejection()
-        return (Data(), unauthorized)
-    }
-}

@@ -26,13 +26,15 @@ public struct InMemoryTransport: Transport {
     let response: HTTPURLResponse
 
     /// Creates a transport that answers `200 OK` with a small JSON body.
-    public init() {
+    ///
+    /// - Parameter headerFields: The response's header fields; only `Content-Type` by default.
+    public init(headerFields: [String: String] = ["Content-Type": "application/json"]) {
         data = Data(Fixtures.body.utf8)
         response = HTTPURLResponse(
             url: Fixtures.url,
             statusCode: 200,
             httpVersion: "HTTP/1.1",
-            headerFields: ["Content-Type": "application/json"]
+            headerFields: headerFields
         )!
     }
 

@@ -6,6 +6,7 @@
 // The difference between the two totals ("Collected"), divided by 10,000, is the instructions per call,
 // free of start-up costs. Instruction counts do not depend on what else the machine is doing, so they
 // compare changes reliably where wall-clock timings on a shared machine cannot; see RESULTS.md.
+// `Benchmarks/check-budgets` measures the budgeted scenarios this way and compares them with budgets.txt.
 
 import BenchmarkSupport
 import Dispatch
@@ -21,7 +22,7 @@ struct InstructionCounts {
     // signal handling, which an `async` main enters.
     static func main() throws {
         let arguments = CommandLine.arguments
-        let scenarios = Scenarios.all() + TransportScenarios.all()
+        let scenarios = Scenarios.all() + FeatureScenarios.all() + TransportScenarios.all()
         guard arguments.count == 3 || arguments.count == 4, let count = Int(arguments[2]),
             let scenario = scenarios.first(where: { $0.name == arguments[1] })
         else {

@@ -3,6 +3,10 @@ import Testing
 
 @testable import Courier
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 @Suite("RateLimitHeaders")
 struct RateLimitHeadersTests {
     /// 2026-01-01T00:00:00Z.
@@ -148,5 +152,46 @@ struct RateLimitHeadersTests {
         ])
         #expect(observation.limit == NetworkNumber.int(NetworkNumber.maximumCount))
         #expect(observation.remaining == NetworkNumber.int(NetworkNumber.maximumCount))
+    }
+
+    @Test(
+        "a response is read as a case-insensitive lookup of each field reads it, in any spelling",
+        arguments: [
+            (200, ["x-ratelimit-limit": "100", "X-RATELIMIT-REMAINING": "7", "x-RateLimit-Reset": "30"]),
+            (
+                200,
+                [
+                    "ratelimit-limit": "10", "RATELIMIT-REMAINING": "3", "ratelimit-reset": "5",
+                    "ratelimit-policy": "10;w=60",
+                ]
+            ),
+            (200, ["ratelimit": #""default";r=50;t=30"#, "RATELIMIT-POLICY": #""default";q=100;w=60"#]),
+            (429, ["retry-after": "12", "Content-Type": "application/json"]),
+            (200, ["Content-Type": "application/json"]),
+        ]
+    )
+    func fromResponse(status: Int, fields: [String: String]) throws {
+        let url = try #require(URL(string: "https://api.example.com/"))
+        let response = try #require(
+            HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+        )
+        let expected = observe(fields, status: status)
+        #expect(RateLimitHeaders.observe(response, now: now) == expected)
+        #expect(expected != RateLimitObservation() || fields.count == 1)
+    }
+
+    @Test("the one-pass reading of a response keeps every field the reader asks for")
+    func fieldNamesCoverEveryLookup() {
+        var asked = Set<String>()
+        for (status, value) in [(200, "1"), (429, "1"), (200, #""a";r=1;t=1"#), (200, "limit=1")] {
+            for shape in ["RateLimit", "RateLimit-Remaining", "X-RateLimit-Remaining"] {
+                _ = RateLimitHeaders.observe(status: status, now: now) { name in
+                    asked.insert(name.lowercased())
+                    return name == shape ? value : nil
+                }
+            }
+        }
+        #expect(asked.count == 9)
+        #expect(asked == Set(RateLimitHeaders.fieldNames.map { $0.lowercased() }))
     }
 }
