@@ -36,6 +36,7 @@ enum FuzzTargets {
         Target(name: "content-range", run: contentRange),
         Target(name: "download-resume", run: downloadResume),
         Target(name: "response-head", run: responseHead),
+        Target(name: "header-fields", run: headerFields),
         Target(name: "network-number", run: networkNumber),
         Target(name: "sse", run: serverSentEvents),
         Target(name: "lines", run: lines),
@@ -243,6 +244,94 @@ enum FuzzTargets {
                 "event stream: \(value.debugDescription)"
             )
         }
+    }
+
+    /// The fields of a response head (the input is header lines) as AsyncHTTPClient's transport and the
+    /// http-types bridge make them into `HTTPURLResponse` and `URLRequest` fields (``HeaderFieldJoining``, the
+    /// trait-free code both run). The checked response conversion refuses exactly too many fields, a name or value
+    /// with a control character, and both framings, so no CR, LF or NUL reaches its output, and what it accepts
+    /// passes the check every transport runs; both styles join as a plain reference does (one entry per name in
+    /// any ASCII case, under its first spelling, values in order with `", "`, a request's `Cookie` with `"; "`);
+    /// the same fields give the same output.
+    static func headerFields(_ bytes: [UInt8]) throws {
+        let fields = fields(bytes)
+        let maximum = 64
+        for style in [HeaderFieldJoining.Style.response, .request] {
+            let joined = HeaderFieldJoining.joined(fields, count: fields.count, style: style)
+            let expected = joinedByReference(fields, style: style)
+            try check(
+                joined == expected,
+                "\(style) joined \(joined.debugDescription), expected \(expected.debugDescription)"
+            )
+            try check(
+                HeaderFieldJoining.joined(fields, count: 0, style: style) == joined,
+                "\(style) joined differently a second time"
+            )
+        }
+        var refusal = fields.count > maximum
+        var framings = (transferEncoding: false, contentLength: false)
+        for (name, value) in fields {
+            if (name + value).utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) { refusal = true }
+            if asciiLowercased(name) == "transfer-encoding" { framings.transferEncoding = true }
+            if asciiLowercased(name) == "content-length" { framings.contentLength = true }
+        }
+        refusal = refusal || (framings.transferEncoding && framings.contentLength)
+        let checked: [String: String]
+        do {
+            checked = try HeaderFieldJoining.responseFields(
+                fields,
+                count: fields.count,
+                for: nil,
+                maximumFieldCount: maximum
+            )
+        } catch let error as CourierError {
+            try check(refusal, "refused \(error.message)")
+            try check(error.code == .nonHTTPResponse, "refused with \(error.code)")
+            return
+        }
+        try check(!refusal, "accepted fields it should refuse")
+        try check(checked == joinedByReference(fields, style: .response), "checked fields joined differently")
+        for (name, value) in checked {
+            try check(
+                !(name + value).utf8.contains { $0 == 0x0A || $0 == 0x0D || $0 == 0 },
+                "CR, LF or NUL in \(name.debugDescription): \(value.debugDescription)"
+            )
+        }
+        let url = URL(string: "https://api.example.com/v1/items")!
+        if let response = HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: checked) {
+            let problem = ResponseHeadCheck.problem(with: response, request: nil)
+            try check(problem == nil, "the head check refuses what the conversion accepted: \(problem?.message ?? "")")
+        }
+    }
+
+    /// The fields joined the slow, obvious way: for each name (in ASCII case) in the order it first came, its
+    /// first spelling and every value of it in order.
+    static func joinedByReference(
+        _ fields: [(name: String, value: String)],
+        style: HeaderFieldJoining.Style
+    ) -> [String: String] {
+        var order: [String] = []
+        var spelling: [String: String] = [:]
+        var values: [String: [String]] = [:]
+        for (name, value) in fields {
+            let folded = asciiLowercased(name)
+            if spelling[folded] == nil {
+                order.append(folded)
+                spelling[folded] = name
+            }
+            values[folded, default: []].append(value)
+        }
+        var result: [String: String] = [:]
+        for folded in order {
+            let separator = style == .request && folded == "cookie" ? "; " : ", "
+            result[spelling[folded]!] = values[folded]!.joined(separator: separator)
+        }
+        return result
+    }
+
+    /// `text` with its ASCII capital letters, and only those, made small.
+    static func asciiLowercased(_ text: String) -> String {
+        String(decoding: text.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
     }
 
     // MARK: Numbers

@@ -6,13 +6,14 @@ import FoundationNetworking
 #endif
 
 /// Tells requests with different credentials apart without keeping the credentials: a 128-bit keyed hash of
-/// the credential headers a request carries, with a key drawn at random when the ``HTTPCache`` is made.
+/// the credentials a request carries, with a key drawn at random when the ``HTTPCache`` is made.
 ///
-/// The credential headers are those of ``CredentialHeaders`` (`Authorization`, `Cookie`, `X-API-Key`, names
-/// containing `token` or `session`, and the names registered), and whichever headers the authenticating
-/// layers around the cache attached (``AttachedCredential``, for example an `X-Tenant-Key`).
+/// The credentials are the URL's user info (`user:password@`) and the credential headers: those of
+/// ``CredentialHeaders`` (`Authorization`, `Cookie`, `X-API-Key`, names containing `token` or `session`, and
+/// the names registered), and whichever headers the authenticating layers around the cache attached
+/// (``AttachedCredential``, for example an `X-Tenant-Key`).
 /// The hash is two runs of the standard library's `Hasher` (SipHash, itself seeded per process) over a
-/// random salt and the header names and values: no cryptography package, and from the result nothing about
+/// random salt and the names and values: no cryptography package, and from the result nothing about
 /// the credential can be learnt but whether two requests carried the same one.
 ///
 /// With a configured ``HTTPCache/PartitionSecret`` (a fleet's replicas share one), it is instead HMAC-SHA-256
@@ -31,11 +32,17 @@ struct CredentialIdentity: Sendable {
     /// The identity of the credential `request` carries, as 32 hexadecimal digits, or `nil` when it carries
     /// none.
     func identity(of request: URLRequest) -> String? {
-        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return nil }
-        let attached = AttachedCredential.current
         var credentials: [(name: String, value: String)] = []
-        for (name, value) in fields where Self.isCredential(name, attached: attached) {
-            credentials.append((name.lowercased(), value))
+        // The URL's user info is a credential too (a transport sends it as `Authorization: Basic`), and the
+        // cache's keys leave it out: it is hashed here under a name no header can have.
+        if let url = request.url, url.user != nil || url.password != nil {
+            credentials.append((" user info", (url.user ?? "") + ":" + (url.password ?? "")))
+        }
+        if let fields = request.allHTTPHeaderFields, !fields.isEmpty {
+            let attached = AttachedCredential.current
+            for (name, value) in fields where Self.isCredential(name, attached: attached) {
+                credentials.append((name.lowercased(), value))
+            }
         }
         guard !credentials.isEmpty else { return nil }
         credentials.sort { $0.name < $1.name }

@@ -206,11 +206,26 @@ enum HTTPCachePolicy {
         return resources
     }
 
-    /// The resource a URL names, as a key: the absolute URL without its fragment.
+    /// The resource a URL names, as a key: the absolute URL without its fragment and without its user info
+    /// (`user:password@`, a credential: it partitions the cache through ``CredentialIdentity`` instead, and is
+    /// never kept in a key, where every store would hold it in clear).
     static func resource(_ url: URL) -> String {
-        let absolute = url.absoluteString
-        guard let hash = absolute.firstIndex(of: "#") else { return absolute }
-        return String(absolute[..<hash])
+        var absolute = Substring(url.absoluteString)
+        if let hash = absolute.firstIndex(of: "#") { absolute = absolute[..<hash] }
+        guard let authority = authorityStart(of: absolute) else { return String(absolute) }
+        let end = absolute[authority...].firstIndex { $0 == "/" || $0 == "?" } ?? absolute.endIndex
+        // The user info ends at the authority's last "@" (RFC 3986 §3.2.1: the host holds none).
+        guard let at = absolute[authority..<end].lastIndex(of: "@") else { return String(absolute) }
+        return String(absolute[..<authority] + absolute[absolute.index(after: at)...])
+    }
+
+    /// Where the authority of `url` starts, after `scheme://`; `nil` when it has none.
+    private static func authorityStart(of url: Substring) -> Substring.Index? {
+        guard let colon = url.firstIndex(of: ":"), colon > url.startIndex,
+            url[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }),
+            url[colon...].hasPrefix("://")
+        else { return nil }
+        return url.index(colon, offsetBy: 3)
     }
 
     // MARK: Helpers

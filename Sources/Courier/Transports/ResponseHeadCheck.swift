@@ -48,6 +48,16 @@ enum ResponseHeadCheck {
         )
     }
 
+    /// The error for a field whose name has `control` in it (a network client that let it through).
+    static func invalidName(control: UInt8, request: URLRequest?) -> CourierError {
+        CourierError(
+            .nonHTTPResponse,
+            message: "the name of a response header contains a control character "
+                + "(\(Redaction.escapedControl(Unicode.Scalar(control)))), which HTTP does not allow (RFC 9110 §5.1)",
+            request: request
+        )
+    }
+
     /// The first control character in `value` that a field value may not have: any byte below 0x20 but a
     /// horizontal tab, and DEL; `nil` when there is none.
     static func forbiddenControl(in value: String) -> UInt8? {

@@ -136,4 +136,78 @@ struct CachingCredentialTests {
         #expect(third.1.value(forHTTPHeaderField: "Set-Cookie") == nil)
         #expect(conditional.withLock { $0 } == [false, true, false])
     }
+
+    /// A store that records the keys the cache files responses under.
+    private final class KeyRecordingStore: HTTPCacheStore {
+        let base = InMemoryHTTPCacheStore()
+        let keys = LockedState<[HTTPCacheKey]>([])
+        let removed = LockedState<[String]>([])
+
+        func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] {
+            keys.withLock { $0.append(key) }
+            return try await base.responses(for: key)
+        }
+
+        func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws {
+            keys.withLock { $0.append(key) }
+            try await base.store(response, for: key)
+        }
+
+        func removeResponses(forResource resource: String) async throws {
+            removed.withLock { $0.append(resource) }
+            try await base.removeResponses(forResource: resource)
+        }
+    }
+
+    @Test("a URL's user info (a credential) never reaches the store: keys and invalidations name the URL without it")
+    func userInfoNotInKeys() async throws {
+        let store = KeyRecordingStore()
+        let transport = MockTransport { _ in .status(200, body: "ok", headers: ["Cache-Control": "public, max-age=60"])
+        }
+        let client = Client(transport: transport, middleware: [.caching(HTTPCache(store: store, clock: ManualClock()))])
+        let url = try #require(URL(string: "https://ada:pw-SECRET-1@api.example.test/report?page=2"))
+        _ = try await client.send(URLRequest(url: url))
+        var post = URLRequest(url: url)
+        post.httpMethod = "POST"
+        _ = try await client.send(post)
+        let resources = store.keys.withLock { $0.map(\.resource) } + store.removed.withLock { $0 }
+        #expect(!resources.isEmpty)
+        for resource in resources {
+            #expect(resource == "https://api.example.test/report?page=2")
+        }
+        #expect(store.keys.withLock { $0.allSatisfy { $0.partition != "GET" } }, "stored as if anonymous")
+    }
+
+    @Test("requests whose URLs carry other user info, or none, never share a response")
+    func userInfoPartitions() async throws {
+        let transport = MockTransport { request in
+            .status(
+                200,
+                body: "for \(request.urlRequest.url?.user ?? "anonymous")",
+                headers: ["Cache-Control": "public, max-age=60"]
+            )
+        }
+        let client = Client(transport: transport, middleware: [.caching(HTTPCache(clock: ManualClock()))])
+        var answers: [String] = []
+        for address in [
+            "https://ada:one@api.example.test/report", "https://bob:two@api.example.test/report",
+            "https://ada:three@api.example.test/report", "https://api.example.test/report",
+            "https://ada:one@api.example.test/report",
+        ] {
+            answers.append(text(try await client.send(URLRequest(url: try #require(URL(string: address))))))
+        }
+        #expect(answers == ["for ada", "for bob", "for ada", "for anonymous", "for ada"])
+        // The last is the first again: the same credential, served from the cache.
+        #expect(transport.callCount == 4)
+    }
+
+    @Test("a response to a URL with user info is stored only when it may be shared, as for an Authorization header")
+    func userInfoIsCredentialed() async throws {
+        let transport = MockTransport { _ in .status(200, body: "ok", headers: ["Cache-Control": "max-age=60"]) }
+        let client = Client(transport: transport, middleware: [.caching(HTTPCache(clock: ManualClock()))])
+        let url = try #require(URL(string: "https://ada:pw@api.example.test/report"))
+        _ = try await client.send(URLRequest(url: url))
+        _ = try await client.send(URLRequest(url: url))
+        #expect(transport.callCount == 2)
+    }
 }

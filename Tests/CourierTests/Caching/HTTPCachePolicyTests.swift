@@ -239,4 +239,19 @@ struct HTTPCachePolicyTests {
         )
         #expect(HTTPCachePolicy.resource(URL(string: "https://a.test/x?q=1#frag")!) == "https://a.test/x?q=1")
     }
+
+    @Test(
+        "a resource leaves out the URL's user info, and only that",
+        arguments: [
+            ("https://ada:pw@a.test/x?q=1#frag", "https://a.test/x?q=1"),
+            ("https://ada@a.test:8443/x", "https://a.test:8443/x"),
+            ("https://@a.test/", "https://a.test/"),
+            ("https://a.test/x@y?next=https://u:p@b.test/", "https://a.test/x@y?next=https://u:p@b.test/"),
+            ("https://a.test?u=v@w", "https://a.test?u=v@w"),
+            ("https://a.test", "https://a.test"),
+        ]
+    )
+    func resourceWithoutUserInfo(url: String, resource: String) throws {
+        #expect(HTTPCachePolicy.resource(try #require(URL(string: url))) == resource)
+    }
 }

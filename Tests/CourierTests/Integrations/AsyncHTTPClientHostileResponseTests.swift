@@ -100,6 +100,22 @@ struct AsyncHTTPClientHostileResponseTests {
         #expect(converted["x05000"] == "v")
     }
 
+    @Test(
+        "a name or value with CR, LF or NUL never reaches HTTPURLResponse, even when the client let it through",
+        arguments: [("X-Token", "a\rSet-Cookie: evil=1"), ("X-Token", "a\u{0}b"), ("X-A\nB", "1")]
+    )
+    func controlCharactersRefused(name: String, value: String) throws {
+        // NIOHTTP1.HTTPHeaders takes any string: what AsyncHTTPClient's parser would refuse is built directly.
+        let error = try #require(throws: CourierError.self) {
+            try AsyncHTTPClientTransport.headerFields(
+                NIOHTTP1.HTTPHeaders([("Vary", "Accept"), (name, value)]),
+                for: nil
+            )
+        }
+        #expect(error.code == .nonHTTPResponse)
+        #expect(error.message.contains("control character"))
+    }
+
     @Test("more than 1,000 fields are refused with nonHTTPResponse before they are converted")
     func fieldLimit() throws {
         let atLimit = NIOHTTP1.HTTPHeaders((0..<1_000).map { ("x\($0)", "v") })

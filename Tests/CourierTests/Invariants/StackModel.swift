@@ -219,16 +219,28 @@ struct Reception: CustomStringConvertible, Sendable {
     let answer: String
     /// Whether the server may have acted on the request (anything but a redirect or a rejection).
     let mayHaveProcessed: Bool
-    /// For a request to the API: the quota window it fell in, and the `RateLimit-Remaining` it was answered
-    /// with (when the answer is a response).
+    /// When the request arrived, on the case's clock.
+    let arrival: Duration
+    /// For a request to the API: the quota window it fell in, and the `RateLimit-Remaining` its answer carries.
     var quotaWindow: Int? = nil
-    var remainingAnnounced: Int? = nil
+    var remainingSaid: Int? = nil
+    /// Whether the answer is made at once (not a hang, a drop, or a delayed answer a timeout may cancel first).
+    var answeredAtOnce = true
+    /// Whether the answer's head reached the client: the transport returned it.
+    var delivered = false
+
+    /// The `RateLimit-Remaining` the client was told: that of an answer made at once whose head the transport
+    /// returned. Made at once is not enough: a transport that reads a body whole throws for a body cut after
+    /// the head, and the head is lost with it (seed 783961 of base 777777: the model counted the `0` of such a
+    /// head as said, and the limiter, which never saw it, was blamed for the next request of the window). A
+    /// delayed answer is left out even when delivered: at the instant a timeout ends, either may win.
+    var remainingAnnounced: Int? { answeredAtOnce && delivered ? remainingSaid : nil }
 
     var origin: String {
         "\(url.scheme ?? "")://\(url.host ?? ""):\(url.port ?? (url.scheme == "https" ? 443 : 80))"
     }
 
-    var description: String { "\(method) \(url.absoluteString) → \(answer)" }
+    var description: String { "\(method) \(url.absoluteString) at \(arrival) → \(answer)" }
 }
 
 /// The server of one case: three origins, answers drawn from the case's seed in the order requests arrive.
@@ -266,8 +278,21 @@ final class StackModelServer: Sendable {
         self.tenantMarkers = tenantMarkers
     }
 
-    var transport: MockTransport {
-        MockTransport(.handler { [self] request in self.answer(request.urlRequest) })
+    /// The server's transport: it records which answers' heads reached the client.
+    var transport: any Transport {
+        DeliveryRecordingTransport(
+            base: MockTransport(.handler { [self] request in self.answer(request.urlRequest) }),
+            server: self
+        )
+    }
+
+    /// The header field that names the reception an answer belongs to.
+    static let receptionField = "X-Model-Reception"
+
+    /// `response`, the head of an answer of this server's, reached the client.
+    func delivered(_ response: HTTPURLResponse) {
+        guard let index = response.value(forHTTPHeaderField: Self.receptionField).flatMap(Int.init) else { return }
+        receptions.withLock { $0[index].delivered = true }
     }
 
     private func answer(_ request: URLRequest) -> MockResponse {
@@ -303,9 +328,9 @@ final class StackModelServer: Sendable {
         let reply: MockResponse
         let answer: String
         var processed = true
-        // Whether the answer reaches the client as soon as it is made (not a hang, a drop, or a delayed answer a
-        // timeout may cancel first), telling a rate limiter what is left of the quota.
-        var deliveredAtOnce = true
+        // Whether the answer is made at once (not a hang, a drop, or a delayed answer a timeout may cancel first),
+        // telling a rate limiter what is left of the quota if its head reaches the client.
+        var answeredAtOnce = true
         if index >= Self.maximumReceptions {
             (reply, answer) = wantsEvents ? (.noContent, "204 (cap)") : (.text("done"), "200 (cap)")
         } else if isAPI, let token, revoked.withLock({ $0.contains(token) }) {
@@ -344,13 +369,13 @@ final class StackModelServer: Sendable {
                 let delay = Duration.milliseconds(Int64(250 * (1 + random.next() % 12)))
                 let (now, what) = wantsEvents ? events() : (stored("slow"), "200")
                 (reply, answer) = (now.delayed(by: delay, on: clock), "\(what) after \(delay)")
-                deliveredAtOnce = false
+                answeredAtOnce = false
             case ..<0.91 where hasTimeout:
                 (reply, answer) = (.hang, "hang")
-                deliveredAtOnce = false
+                answeredAtOnce = false
             default:
                 (reply, answer) = (.urlError(.networkConnectionLost), "dropped")
-                deliveredAtOnce = false
+                answeredAtOnce = false
             }
         }
         var reception = Reception(
@@ -359,7 +384,9 @@ final class StackModelServer: Sendable {
             headers: headers,
             body: body,
             answer: answer,
-            mayHaveProcessed: processed
+            mayHaveProcessed: processed,
+            arrival: clock.now.offset,
+            answeredAtOnce: answeredAtOnce
         )
         var announced = reply
         if isAPI {
@@ -379,7 +406,7 @@ final class StackModelServer: Sendable {
             reception.quotaWindow = number
             announced = reply.header("RateLimit-Limit", "\(quota)").header("RateLimit-Remaining", "\(remaining)")
                 .header("RateLimit-Reset", "\(reset)")
-            if deliveredAtOnce { reception.remainingAnnounced = remaining }
+            reception.remainingSaid = remaining
             // A 429 asks to come back no sooner than the window's end: Retry-After takes precedence over
             // RateLimit-Reset (the draft standard), and a server that said less would invite the very requests the
             // quota forbids. Not only with no quota left: a 429 that said 1 remaining and Retry-After 2 before a
@@ -389,7 +416,29 @@ final class StackModelServer: Sendable {
                 announced = announced.header("Retry-After", "\(reset)")
             }
         }
-        receptions.withLock { $0.append(reception) }
-        return announced
+        let position = receptions.withLock { receptions -> Int in
+            receptions.append(reception)
+            return receptions.count - 1
+        }
+        return announced.header(Self.receptionField, "\(position)")
+    }
+}
+
+/// The model server's transport: marks an answer as delivered when its head reaches the client, the
+/// transport having returned it (a body that streams may still fail after).
+private struct DeliveryRecordingTransport: Transport {
+    let base: MockTransport
+    let server: StackModelServer
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        let (data, response) = try await base.send(request)
+        server.delivered(response)
+        return (data, response)
+    }
+
+    func stream(_ request: URLRequest) async throws -> (StreamedBody, HTTPURLResponse) {
+        let (body, response) = try await base.stream(request)
+        server.delivered(response)
+        return (body, response)
     }
 }

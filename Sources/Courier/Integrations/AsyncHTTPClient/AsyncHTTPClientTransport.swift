@@ -610,39 +610,26 @@ public final class AsyncHTTPClientTransport: Transport {
         )!
     }
 
-    /// The fields as `HTTPURLResponse` takes them: one entry per field name, compared case-insensitively (RFC
+    /// The fields as `HTTPURLResponse` takes them, checked and joined by ``HeaderFieldJoining/responseFields(_:count:for:maximumFieldCount:)``
+    /// (which the fuzz target `header-fields` runs): one entry per field name, compared case-insensitively (RFC
     /// 9110), its values joined with ", " in the order they came (`Set-Cookie` too, as `URLSession` does), under
-    /// the name's first spelling.
-    ///
-    /// One pass, one hash lookup per field whatever the names are (a name is hashed and compared without regard
-    /// to the case of its letters), so the work is linear in the size of the head.
+    /// the name's first spelling; linear in the size of the head.
     ///
     /// - Throws: ``CourierError/Code/nonHTTPResponse`` for more than `maximumFieldCount` fields
-    ///   (``ResponseHeadCheck/maximumFieldCount``, 1,000; tests raise it). AsyncHTTPClient's parser has already
-    ///   refused a value with a control character.
+    ///   (``ResponseHeadCheck/maximumFieldCount``, 1,000; tests raise it), or for what AsyncHTTPClient's parser
+    ///   already refuses: a name or value with a control character, both `Transfer-Encoding` and
+    ///   `Content-Length`.
     static func headerFields(
         _ headers: NIOHTTP1.HTTPHeaders,
         for request: URLRequest?,
         maximumFieldCount: Int = ResponseHeadCheck.maximumFieldCount
     ) throws -> [String: String] {
-        guard headers.count <= maximumFieldCount else {
-            throw ResponseHeadCheck.tooManyFields(headers.count, request: request)
-        }
-        // Keyed by the first spelling of each name, compared without case.
-        var joined = [CaseInsensitiveFieldName: String](minimumCapacity: headers.count)
-        for (name, value) in headers {
-            let key = CaseInsensitiveFieldName(name)
-            if let index = joined.index(forKey: key) {
-                joined.values[index] += ", " + value
-            } else {
-                joined[key] = value
-            }
-        }
-        var fields = [String: String](minimumCapacity: joined.count)
-        for (name, value) in joined {
-            fields[name.spelling] = value
-        }
-        return fields
+        try HeaderFieldJoining.responseFields(
+            headers,
+            count: headers.count,
+            for: request,
+            maximumFieldCount: maximumFieldCount
+        )
     }
 
     /// `HTTP/1.1` and the like, without string interpolation for the usual versions.

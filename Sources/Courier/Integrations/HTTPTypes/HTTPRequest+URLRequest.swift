@@ -89,18 +89,11 @@ extension URLRequest {
         self.init(url: url)
         httpMethod = method.rawValue
         guard !fields.isEmpty else { return }
-        var joined = [String: String](minimumCapacity: fields.count)
-        // The name each field is kept under, by its lowercased name: the first spelling met.
-        var names = [String: String](minimumCapacity: fields.count)
-        for field in fields {
-            if let name = names[field.name.canonicalName] {
-                joined[name, default: ""] += (field.name == .cookie ? "; " : ", ") + field.value
-            } else {
-                names[field.name.canonicalName] = field.name.rawName
-                joined[field.name.rawName] = field.value
-            }
-        }
-        allHTTPHeaderFields = joined
+        allHTTPHeaderFields = HeaderFieldJoining.joined(
+            fields.lazy.map { (name: $0.name.rawName, value: $0.value) },
+            count: fields.count,
+            style: .request
+        )
     }
 }
 #endif

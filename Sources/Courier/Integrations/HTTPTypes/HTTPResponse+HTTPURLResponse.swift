@@ -52,18 +52,12 @@ extension HTTPURLResponse {
     ///   - response: The response.
     ///   - url: The URL of the request it answers.
     public convenience init(_ response: HTTPResponse, url: URL) {
-        var headers: [String: String] = [:]
-        // The name each field is kept under, by its lowercased name: the first spelling met.
-        var names: [String: String] = [:]
-        headers.reserveCapacity(response.headerFields.count)
-        for field in response.headerFields {
-            if let name = names[field.name.canonicalName] {
-                headers[name, default: ""] += ", " + field.value
-            } else {
-                names[field.name.canonicalName] = field.name.rawName
-                headers[field.name.rawName] = field.value
-            }
-        }
+        let fields = response.headerFields
+        let headers = HeaderFieldJoining.joined(
+            fields.lazy.map { (name: $0.name.rawName, value: $0.value) },
+            count: fields.count,
+            style: .response
+        )
         // HTTPURLResponse's initializer fails only for a malformed HTTP version, which is given here.
         self.init(url: url, statusCode: response.status.code, httpVersion: "HTTP/1.1", headerFields: headers)!
     }
