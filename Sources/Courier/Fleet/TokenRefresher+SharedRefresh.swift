@@ -69,7 +69,7 @@ extension TokenRefresher {
                     try await sleep(left)
                 }
             case .acquired(let current):
-                return try await refreshUnderLease(token, current: current, sharing: sharing)
+                return try await refreshUnderLease(token, sharedVersion: version, current: current, sharing: sharing)
             }
         }
     }
@@ -78,13 +78,21 @@ extension TokenRefresher {
     /// and stores the result as the next version.
     private nonisolated func refreshUnderLease(
         _ token: Token,
+        sharedVersion: Int,
         current: SharedToken?,
         sharing: Sharing
     ) async throws -> (Token, sharedVersion: Int) {
         let store = sharing.store
         let holder = sharedHolder
-        // Refreshed from what the store holds under the lease: its refresh token is the newest.
-        let replaced = current.map { Self.token(from: $0, sharing: sharing) } ?? token
+        // Refreshed from what the store holds under the lease: its refresh token is the newest. A store holding
+        // an older version than this replica's (restored from a backup, failed over) offers a used one: this
+        // replica's own token is refreshed instead, and the result stored as the store's next version.
+        let replaced: Token
+        if let current, current.version >= sharedVersion {
+            replaced = Self.token(from: current, sharing: sharing)
+        } else {
+            replaced = token
+        }
         let refreshed: Token
         do {
             refreshed = try await operation(replaced)

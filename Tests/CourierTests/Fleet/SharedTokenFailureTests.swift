@@ -167,4 +167,43 @@ struct SharedTokenFailureTests {
         #expect(!text.contains("65"))  // the key's bytes
         #expect(text.contains("3"))  // the version is not secret
     }
+
+    @Test("A store restored to an older token than the replica's: the replica refreshes its own token (finding 6)")
+    func restoredStoreIsNotTrusted() async throws {
+        _ = try server.refresh(with: "refresh-1")  // the fleet refreshed to generation 2
+        let restorable = RestorableTokenStore(store(SharedToken("access-2", refreshToken: "refresh-2", version: 2)))
+        let replica = refresher("replica", store: restorable)
+        #expect(try await replica.refresh().value == "access-2")  // adopted from the store
+
+        // The database is restored from a backup taken before that refresh.
+        let backup = store(Self.first)
+        restorable.restore(backup)
+        #expect(try await replica.refresh().value == "access-3")
+
+        #expect(server.reuses == 0)
+        #expect(await backup.token()?.value == "access-3")
+    }
+}
+
+/// A store whose contents can be replaced by an older copy, as a database restored from a backup.
+final class RestorableTokenStore: SharedTokenStore {
+    private let current: LockedState<any SharedTokenStore>
+
+    init(_ store: any SharedTokenStore) { current = LockedState(store) }
+
+    func restore(_ store: any SharedTokenStore) { current.withLock { $0 = store } }
+
+    private var store: any SharedTokenStore { current.withLock { $0 } }
+
+    func token() async throws -> SharedToken? { try await store.token() }
+    func beginRefresh(after version: Int, holder: String, lease: Duration) async throws -> SharedRefreshLease {
+        try await store.beginRefresh(after: version, holder: holder, lease: lease)
+    }
+    func finishRefresh(_ token: SharedToken?, holder: String) async throws -> SharedToken? {
+        try await store.finishRefresh(token, holder: holder)
+    }
+    func replaceToken(_ token: SharedToken) async throws -> SharedToken { try await store.replaceToken(token) }
+    func waitForChange(after version: Int, timeout: Duration) async throws {
+        try await store.waitForChange(after: version, timeout: timeout)
+    }
 }
