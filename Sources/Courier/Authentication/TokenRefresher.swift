@@ -284,7 +284,8 @@ public actor TokenRefresher {
     /// result is dropped, and so is its failure. A token with no time left (`expiresIn` zero or negative) is used
     /// until the server rejects it (see ``leeway``). With ``sharing``, the token is then stored in the shared
     /// store as its next version, for the other replicas; when the store fails, the token is used here all the
-    /// same and the failure is reported as ``Sharing/Event/storeFailed(operation:error:)``.
+    /// same and the failure is reported as ``Sharing/Event/storeFailed(operation:error:)``; a caller cancelled
+    /// while the store is asked stops waiting at once (the token is used here all the same).
     public func setToken(_ token: Token) async {
         Self.registerSecrets(of: token)
         let now = elapsed()

@@ -244,17 +244,17 @@ extension TokenRefresher {
     ) async throws -> Value {
         let limit = limit ?? sharing.storeTimeout
         let sleep = self.sleep
-        let race = LockedState<CheckedContinuation<Value, any Error>?>(nil)
+        // The caller's continuation, and whether the caller was cancelled before it was stored.
+        let race = LockedState<(continuation: CheckedContinuation<Value, any Error>?, cancelled: Bool)>((nil, false))
         let finish = { @Sendable (result: Result<Value, any Error>) in
-            race.withLock { continuation in
-                defer { continuation = nil }
-                return continuation
+            race.withLock { race in
+                defer { race.continuation = nil }
+                return race.continuation
             }?.resume(with: result)
         }
         // The timer is cancelled once the operation ends, so it leaves no sleeper behind.
         let timer = LockedState<Task<Void, Never>?>(nil)
-        return try await withCheckedThrowingContinuation { continuation in
-            race.withLock { $0 = continuation }
+        func start() {
             let work = SharedWork.start {
                 let result: Result<Value, any Error>
                 do {
@@ -277,9 +277,27 @@ extension TokenRefresher {
             }
             let finished = timer.withLock { timer in
                 timer = sleeper
-                return race.withLock { $0 == nil }
+                return race.withLock { $0.continuation == nil }
             }
             if finished { sleeper.cancel() }
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancelled = race.withLock { race in
+                    if race.cancelled { return true }
+                    race.continuation = continuation
+                    return false
+                }
+                if cancelled { return continuation.resume(throwing: CancellationError()) }
+                start()
+            }
+        } onCancel: {
+            // A cancelled caller (setToken's) stops waiting at once; the operation runs on until its limit.
+            race.withLock { race in
+                race.cancelled = true
+                defer { race.continuation = nil }
+                return race.continuation
+            }?.resume(throwing: CancellationError())
         }
     }
 

@@ -183,6 +183,21 @@ struct SharedTokenFailureTests {
         #expect(server.reuses == 0)
         #expect(await backup.token()?.value == "access-3")
     }
+
+    @Test("setToken stops waiting for a store that does not answer when its caller is cancelled (finding 11)")
+    func setTokenHonoursCancellation() async throws {
+        let hanging = HangingTokenStore()
+        let replica = refresher("replica", store: hanging)
+        let setting = Task { await replica.setToken(.init("signed-in", refreshToken: "signed-in-refresh")) }
+        try await waitUntil { hanging.calls == 1 }
+
+        setting.cancel()
+        await setting.value  // returns without the store answering and without time moving
+
+        #expect(replica.token.value == "signed-in")
+        #expect(events.all == ["storeFailed replaceToken"])
+        hanging.recover()
+    }
 }
 
 /// A store whose contents can be replaced by an older copy, as a database restored from a backup.
