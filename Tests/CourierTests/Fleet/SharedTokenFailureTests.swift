@@ -58,7 +58,7 @@ struct SharedTokenFailureTests {
         #expect(await store.token()?.version == 2)
         release.open()
 
-        #expect(try await refreshing.value.value == "signed-in")
+        #expect(try await refreshing.join().value == "signed-in")
         #expect(late.token.value == "signed-in")
         #expect(await store.token()?.value == "signed-in")
         #expect(events.all == ["adopted v2"])
@@ -86,7 +86,7 @@ struct SharedTokenFailureTests {
         )
         clock.advance(by: .seconds(30))
 
-        #expect(try await refreshing.value.value == "access-2")
+        #expect(try await refreshing.join().value == "access-2")
         #expect(server.reuses == 0)
         #expect(server.refreshes == 1)
         #expect(events.all == ["waiting", "storeFailed waitForChange", "adopted v2"])
@@ -110,8 +110,8 @@ struct SharedTokenFailureTests {
         try await waitUntil { store.waiterCount == 1 || server.refreshes > 0 }
         release.open()
 
-        #expect(try await firstRefresh.value.value == "access-2")
-        #expect(try await secondRefresh.value.value == "access-2")
+        #expect(try await firstRefresh.join().value == "access-2")
+        #expect(try await secondRefresh.join().value == "access-2")
         #expect(server.refreshes == 1)
         #expect(server.reuses == 0)
         #expect(store.leasesTaken == 1)
@@ -192,7 +192,7 @@ struct SharedTokenFailureTests {
         try await waitUntil { hanging.calls == 1 }
 
         setting.cancel()
-        await setting.value  // returns without the store answering and without time moving
+        await setting.join()  // returns without the store answering and without time moving
 
         #expect(replica.token.value == "signed-in")
         #expect(events.all == ["storeFailed replaceToken"])

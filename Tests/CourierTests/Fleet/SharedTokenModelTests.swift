@@ -83,7 +83,7 @@ struct SharedTokenModelTests {
                 try Task.checkCancellation()
             }
             do {
-                outcomes.append(try await refresh.value.value)
+                outcomes.append(try await refresh.join().value)
             } catch let error as CourierError {
                 outcomes.append("\(error.code)")
             }
