@@ -148,6 +148,12 @@ public actor TokenRefresher {
     public nonisolated let sharing: Sharing?
 
     private nonisolated let storage: LockedState<Storage>
+    /// Who this refresher is in the shared store's lease: ``Sharing/holder`` with a suffix of its own, so that
+    /// two refreshers made with one ``Sharing`` value are two holders, not one that holds the lease twice.
+    nonisolated let sharedHolder: String
+    /// The token this refresher obtained that the shared store has not taken yet, and whether a task is
+    /// publishing it.
+    nonisolated let publication = LockedState(Publication())
     nonisolated let elapsed: @Sendable () -> Duration
     /// Sleeps for a duration on the refresher's clock: the store's time limit.
     nonisolated let sleep: @Sendable (Duration) async throws -> Void
@@ -180,6 +186,7 @@ public actor TokenRefresher {
         self.leeway = leeway
         self.limit = limit
         self.sharing = sharing
+        self.sharedHolder = "\(sharing?.holder ?? "local")/\(UInt64.random(in: .min ... .max))"
         self.operation = refresh
         Self.registerSecrets(of: token)
         self.storage = LockedState(
@@ -277,7 +284,8 @@ public actor TokenRefresher {
     /// result is dropped, and so is its failure. A token with no time left (`expiresIn` zero or negative) is used
     /// until the server rejects it (see ``leeway``). With ``sharing``, the token is then stored in the shared
     /// store as its next version, for the other replicas; when the store fails, the token is used here all the
-    /// same and the failure is reported as ``Sharing/Event/storeFailed(operation:error:)``.
+    /// same and the failure is reported as ``Sharing/Event/storeFailed(operation:error:)``; a caller cancelled
+    /// while the store is asked stops waiting at once (the token is used here all the same).
     public func setToken(_ token: Token) async {
         Self.registerSecrets(of: token)
         let now = elapsed()
@@ -292,6 +300,17 @@ public actor TokenRefresher {
             }
         } catch {
             sharing.onEvent?(.storeFailed(operation: "replaceToken", error: error))
+        }
+    }
+
+    /// Records that the current token is `version` in the shared store, if it is still `value` and came from
+    /// nowhere else meanwhile.
+    nonisolated func adoptSharedVersion(_ version: Int, ifValue value: String) {
+        storage.withLock { storage in
+            guard storage.machine.credential.value == value, storage.machine.credential.sharedVersion == 0 else {
+                return
+            }
+            storage.machine.adoptSharedVersion(version)
         }
     }
 

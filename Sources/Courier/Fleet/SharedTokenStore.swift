@@ -57,7 +57,7 @@ public enum SharedRefreshLease: Sendable, Hashable {
 /// 3. Every other replica waits with ``waitForChange(after:timeout:)`` (woken by the store, not by polling,
 ///    where the store can), then asks again.
 ///
-/// A store's methods may throw: the refresher then falls back to refreshing locally and reports it (see
+/// A store's methods may throw: the refresher then goes on without it and reports it (see
 /// ``TokenRefresher/Sharing``). ``InMemorySharedTokenStore`` is one for replicas in one process (and for
 /// tests); the `Postgres` trait adds `PostgresSharedTokenStore`. Conform a Redis or Valkey one with the same
 /// rules: each of the four steps atomic, leases measured on one clock (the store's, not the replicas').

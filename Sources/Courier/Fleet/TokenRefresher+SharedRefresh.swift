@@ -16,8 +16,28 @@ extension TokenRefresher {
         sharing: Sharing
     ) async throws -> (Token, sharedVersion: Int) {
         let store = sharing.store
-        let holder = sharing.holder
+        let holder = sharedHolder
         var version = sharedVersion
+        // A token this replica obtained without the store goes there first: until it does, the store still
+        // offers the refresh token it consumed to every other replica.
+        if let pending = publication.withLock({ $0.pending }) {
+            do {
+                if let stored = try await publish(pending, sharing: sharing), stored.value == token.value {
+                    version = stored.version
+                }
+            } catch {
+                sharing.onEvent?(.storeFailed(operation: "finishRefresh", error: error))
+                if pending.token.value == token.value {
+                    // Still away: refreshed with this replica's own refresh token, which no other replica has seen.
+                    return try await refreshLocally(
+                        token,
+                        as: pending.token.version,
+                        replacing: pending.replaced,
+                        sharing: sharing
+                    )
+                }
+            }
+        }
         while true {
             let lease: SharedRefreshLease
             do {
@@ -26,7 +46,7 @@ extension TokenRefresher {
                 }
             } catch {
                 sharing.onEvent?(.storeFailed(operation: "beginRefresh", error: error))
-                return (try await operation(token), 0)
+                return try await refreshLocally(token, as: version + 1, replacing: token.value, sharing: sharing)
             }
             switch lease {
             case .newer(let shared) where shared.value == token.value:
@@ -43,42 +63,172 @@ extension TokenRefresher {
                         try await store.waitForChange(after: version, timeout: left)
                     }
                 } catch {
+                    // Never refreshed here: the holder is refreshing with the very refresh token this replica
+                    // would present. Its lease is waited out on this refresher's clock, then the store asked again.
                     sharing.onEvent?(.storeFailed(operation: "waitForChange", error: error))
-                    return (try await operation(token), 0)
+                    try await sleep(left)
                 }
             case .acquired(let current):
-                // Refreshed from what the store holds under the lease: its refresh token is the newest.
-                let replaced = current.map { Self.token(from: $0, sharing: sharing) } ?? token
-                let refreshed: Token
-                do {
-                    refreshed = try await operation(replaced)
-                } catch {
-                    // Released at once, so another replica may try without waiting for the lease to expire.
-                    _ = try? await timed(sharing, "finishRefresh") {
-                        try await store.finishRefresh(nil, holder: holder)
-                    }
-                    throw error
-                }
-                let next = Self.sharedToken(from: refreshed, version: (current?.version ?? 0) + 1, sharing: sharing)
-                let stored: SharedToken?
-                do {
-                    stored = try await timed(sharing, "finishRefresh") {
-                        try await store.finishRefresh(next, holder: holder)
-                    }
-                } catch {
-                    // The new token is not lost: this process uses it.
-                    sharing.onEvent?(.storeFailed(operation: "finishRefresh", error: error))
-                    return (refreshed, 0)
-                }
-                guard let stored, stored.version != next.version else {
-                    sharing.onEvent?(.refreshed(version: next.version))
-                    return (refreshed, next.version)
-                }
-                // Another replica stored a newer token meanwhile (this one's lease had expired): the fleet's wins.
-                sharing.onEvent?(.adopted(version: stored.version))
-                return (Self.token(from: stored, sharing: sharing), stored.version)
+                return try await refreshUnderLease(token, sharedVersion: version, current: current, sharing: sharing)
             }
         }
+    }
+
+    /// Refreshes as the holder of the store's lease, from `current` (the store's token read under the lease),
+    /// and stores the result as the next version.
+    private nonisolated func refreshUnderLease(
+        _ token: Token,
+        sharedVersion: Int,
+        current: SharedToken?,
+        sharing: Sharing
+    ) async throws -> (Token, sharedVersion: Int) {
+        let store = sharing.store
+        let holder = sharedHolder
+        // Refreshed from what the store holds under the lease: its refresh token is the newest. A store holding
+        // an older version than this replica's (restored from a backup, failed over) offers a used one: this
+        // replica's own token is refreshed instead, and the result stored as the store's next version.
+        let replaced: Token
+        if let current, current.version >= sharedVersion {
+            replaced = Self.token(from: current, sharing: sharing)
+        } else {
+            replaced = token
+        }
+        let refreshed: Token
+        do {
+            refreshed = try await operation(replaced)
+        } catch {
+            // Released at once, so another replica may try without waiting for the lease to expire.
+            _ = try? await timed(sharing, "finishRefresh") {
+                try await store.finishRefresh(nil, holder: holder)
+            }
+            throw error
+        }
+        Self.registerSecrets(of: refreshed)
+        let next = Self.sharedToken(from: refreshed, version: (current?.version ?? 0) + 1, sharing: sharing)
+        let stored: SharedToken?
+        do {
+            stored = try await timed(sharing, "finishRefresh") {
+                try await store.finishRefresh(next, holder: holder)
+            }
+        } catch {
+            // The new token is not lost: this process uses it, and publishes it while the lease still keeps
+            // every other replica from refreshing with the refresh token it consumed.
+            sharing.onEvent?(.storeFailed(operation: "finishRefresh", error: error))
+            keepUnpublished(Unpublished(token: next, replaced: current?.value ?? token.value), sharing: sharing)
+            return (refreshed, 0)
+        }
+        if let stored, !stored.isSameCredential(as: next) {
+            // Another writer stored a token meanwhile (this one's lease had expired, or a token was set): the
+            // fleet's wins.
+            sharing.onEvent?(.adopted(version: stored.version))
+            return (Self.token(from: stored, sharing: sharing), stored.version)
+        }
+        sharing.onEvent?(.refreshed(version: next.version))
+        return (refreshed, stored == nil ? 0 : next.version)
+    }
+
+    /// Refreshes without the store and keeps the result to publish as the store's version `version`.
+    private nonisolated func refreshLocally(
+        _ token: Token,
+        as version: Int,
+        replacing replaced: String,
+        sharing: Sharing
+    ) async throws -> (Token, sharedVersion: Int) {
+        let refreshed = try await operation(token)
+        Self.registerSecrets(of: refreshed)
+        let next = Self.sharedToken(from: refreshed, version: version, sharing: sharing)
+        keepUnpublished(Unpublished(token: next, replaced: replaced), sharing: sharing)
+        return (refreshed, 0)
+    }
+
+    // MARK: Publishing
+
+    /// A token this replica obtained that the store has not taken.
+    struct Unpublished: Sendable {
+        /// The token, with the version it is to be stored as: one more than the version whose refresh token it
+        /// consumed.
+        var token: SharedToken
+        /// The value of the token it replaced: a store holding that token under another version takes this one
+        /// as its next all the same.
+        var replaced: String
+    }
+
+    /// What the refresher has to publish, and whether a task is publishing it.
+    struct Publication: Sendable {
+        var pending: Unpublished?
+        var isPublishing = false
+    }
+
+    /// Keeps `unpublished` and starts a task that publishes it (unless one runs), at once and again every tenth
+    /// of the lease while the lease lasts; what it cannot publish waits for the next refresh, which publishes
+    /// it first.
+    private nonisolated func keepUnpublished(_ unpublished: Unpublished, sharing: Sharing) {
+        let start = publication.withLock { publication in
+            publication.pending = unpublished
+            defer { publication.isPublishing = true }
+            return !publication.isPublishing
+        }
+        guard start else { return }
+        let until = elapsed() + sharing.lease
+        SharedWork.start {
+            await SharedWork.withoutCallContext {
+                while true {
+                    let pending = self.publication.withLock { publication in
+                        if publication.pending == nil { publication.isPublishing = false }
+                        return publication.pending
+                    }
+                    guard let pending else { return }
+                    do {
+                        _ = try await self.publish(pending, sharing: sharing)
+                        continue
+                    } catch {
+                        // Reported by the refresh that kept it; the next refresh reports again.
+                    }
+                    let stop = self.elapsed() >= until
+                    if !stop { try? await self.sleep(sharing.lease / 10) }
+                    if stop || self.elapsed() >= until {
+                        self.publication.withLock { $0.isPublishing = false }
+                        return
+                    }
+                }
+            }
+        }
+    }
+
+    /// Stores `pending` as the store's next version (compare-and-set) unless another token was stored meanwhile,
+    /// under a holder name that holds no lease (it never releases a lease this refresher holds).
+    ///
+    /// - Returns: What the store holds afterwards: `pending`'s token when it took it.
+    /// - Throws: What the store threw, or its timeout; `pending` is kept then.
+    @discardableResult
+    nonisolated func publish(_ pending: Unpublished, sharing: Sharing) async throws -> SharedToken? {
+        let store = sharing.store
+        let holder = sharedHolder + "/publish"
+        var attempt = pending.token
+        var stored: SharedToken?
+        for _ in 0..<2 {
+            stored = try await timed(sharing, "finishRefresh") { [attempt] in
+                try await store.finishRefresh(attempt, holder: holder)
+            }
+            // The store lost its token, or holds the replaced one under another version: this one is still next.
+            if stored == nil {
+                attempt.version = 1
+            } else if let current = stored, current.value == pending.replaced {
+                attempt.version = current.version + 1
+            } else {
+                break
+            }
+        }
+        let cleared = publication.withLock { publication in
+            guard publication.pending?.token.isSameCredential(as: pending.token) == true else { return false }
+            publication.pending = nil
+            return true
+        }
+        if let stored, stored.isSameCredential(as: pending.token) {
+            adoptSharedVersion(stored.version, ifValue: stored.value)
+            if cleared { sharing.onEvent?(.published(version: stored.version)) }
+        }
+        return stored
     }
 
     /// Runs `operation` against the store, giving up after `limit` (``Sharing/storeTimeout`` by default) on the
@@ -94,17 +244,17 @@ extension TokenRefresher {
     ) async throws -> Value {
         let limit = limit ?? sharing.storeTimeout
         let sleep = self.sleep
-        let race = LockedState<CheckedContinuation<Value, any Error>?>(nil)
+        // The caller's continuation, and whether the caller was cancelled before it was stored.
+        let race = LockedState<(continuation: CheckedContinuation<Value, any Error>?, cancelled: Bool)>((nil, false))
         let finish = { @Sendable (result: Result<Value, any Error>) in
-            race.withLock { continuation in
-                defer { continuation = nil }
-                return continuation
+            race.withLock { race in
+                defer { race.continuation = nil }
+                return race.continuation
             }?.resume(with: result)
         }
         // The timer is cancelled once the operation ends, so it leaves no sleeper behind.
         let timer = LockedState<Task<Void, Never>?>(nil)
-        return try await withCheckedThrowingContinuation { continuation in
-            race.withLock { $0 = continuation }
+        func start() {
             let work = SharedWork.start {
                 let result: Result<Value, any Error>
                 do {
@@ -127,9 +277,27 @@ extension TokenRefresher {
             }
             let finished = timer.withLock { timer in
                 timer = sleeper
-                return race.withLock { $0 == nil }
+                return race.withLock { $0.continuation == nil }
             }
             if finished { sleeper.cancel() }
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancelled = race.withLock { race in
+                    if race.cancelled { return true }
+                    race.continuation = continuation
+                    return false
+                }
+                if cancelled { return continuation.resume(throwing: CancellationError()) }
+                start()
+            }
+        } onCancel: {
+            // A cancelled caller (setToken's) stops waiting at once; the operation runs on until its limit.
+            race.withLock { race in
+                race.cancelled = true
+                defer { race.continuation = nil }
+                return race.continuation
+            }?.resume(throwing: CancellationError())
         }
     }
 
@@ -154,5 +322,12 @@ extension TokenRefresher {
 
     static func seconds(_ duration: Duration) -> TimeInterval {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}
+
+extension SharedToken {
+    /// Whether `other` is the same credential, whatever the versions.
+    func isSameCredential(as other: SharedToken) -> Bool {
+        value == other.value && refreshToken == other.refreshToken
     }
 }

@@ -16,12 +16,14 @@ extension TokenRefresher {
     /// store. Only the refresh task (one per process at a time) talks to the store.
     ///
     /// **When the store fails** (it throws, or does not answer within ``storeTimeout``), the refresher reports
-    /// ``Event/storeFailed(operation:error:)`` and refreshes locally, as it would without a store: the process
-    /// keeps working, at the risk the store was there to avoid (with refresh-token rotation and reuse
-    /// detection, two replicas refreshing at once may revoke the token family). A token refreshed while the
-    /// store was away is used; the next refresh asks the store again, so the fleet recovers on its own once
-    /// the store answers. A waiting caller is never held past its own deadline: it stops waiting when its
-    /// task is cancelled, as without a store.
+    /// ``Event/storeFailed(operation:error:)``. When it could not ask the store (`beginRefresh`), it refreshes
+    /// locally, as it would without a store: the process keeps working, at the risk the store was there to
+    /// avoid (with refresh-token rotation and reuse detection, two replicas refreshing at once may revoke the
+    /// token family; the Fleet article lists exactly when). When waiting for another replica's refresh fails,
+    /// it never refreshes: it waits out that replica's lease, then asks again. A token obtained but not stored
+    /// is used, and published to the store (compare-and-set) as soon as it answers (``Event/published(version:)``),
+    /// before anything else at the next refresh. A waiting caller is never held past its own deadline: it stops
+    /// waiting when its task is cancelled, as without a store.
     public struct Sharing: Sendable {
         /// What happened between a refresher and its store, for logs and metrics.
         public enum Event: Sendable, CustomStringConvertible {
@@ -31,8 +33,10 @@ extension TokenRefresher {
             case refreshed(version: Int)
             /// Another replica holds the lease; this one waits for its token.
             case waiting(holderLeaseLeft: Duration)
-            /// A call to the store failed or timed out; the refresher goes on locally.
+            /// A call to the store failed or timed out; the refresher goes on without it (see ``Sharing``).
             case storeFailed(operation: String, error: any Error)
+            /// A token this replica obtained while the store failed was stored there as `version`.
+            case published(version: Int)
 
             /// One line for a log.
             public var description: String {
@@ -40,17 +44,29 @@ extension TokenRefresher {
                 case .adopted(let version): "token v\(version) adopted from the shared store"
                 case .refreshed(let version): "token refreshed for the fleet as v\(version)"
                 case .waiting(let left): "another replica refreshes the token (its lease ends in \(left)); waiting"
+                case .published(let version): "token obtained without the shared store stored there as v\(version)"
                 case .storeFailed(let operation, let error):
                     "the shared token store failed (\(operation): \(Redaction.redactedText(String(describing: error)))); "
-                        + "refreshing locally"
+                        + Sharing.consequence(of: operation)
                 }
+            }
+        }
+
+        /// What the refresher does when `operation` failed.
+        private static func consequence(of operation: String) -> String {
+            switch operation {
+            case "beginRefresh": "refreshing locally"
+            case "waitForChange": "waiting out the holder's lease"
+            case "finishRefresh": "the token is used here and stored when the store answers"
+            default: "the token is used here"
             }
         }
 
         /// The store the replicas share.
         public var store: any SharedTokenStore
-        /// Who this refresher is in the store's lease: unique per refresher and process. By default the host
-        /// name, the process id and a random suffix.
+        /// Who this refresher is in the store's lease. By default the host name, the process id and a random
+        /// suffix; every ``TokenRefresher`` appends a suffix of its own, so one `Sharing` value may serve several
+        /// refreshers.
         public var holder: String
         /// How long a lease lasts when its holder neither finishes nor fails, for example because its process
         /// was killed: then another replica refreshes. Longer than a refresh takes (a refresh that outlives its

@@ -103,6 +103,7 @@ final class SharingEvents: Sendable {
             case .refreshed(let version): "refreshed v\(version)"
             case .waiting: "waiting"
             case .storeFailed(let operation, _): "storeFailed \(operation)"
+            case .published(let version): "published v\(version)"
             }
         events.withLock { $0.append(name) }
     }
