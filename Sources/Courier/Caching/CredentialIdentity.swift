@@ -35,7 +35,10 @@ struct CredentialIdentity: Sendable {
         var credentials: [(name: String, value: String)] = []
         // The URL's user info is a credential too (a transport sends it as `Authorization: Basic`), and the
         // cache's keys leave it out: it is hashed here under a name no header can have.
-        if let url = request.url, url.user != nil || url.password != nil {
+        // Foundation's `user` and `password` parse the URL again: asked only when its text has user info.
+        if let url = request.url, HTTPCachePolicy.userInfo(in: url.absoluteString) != nil,
+            url.user != nil || url.password != nil
+        {
             credentials.append((" user info", (url.user ?? "") + ":" + (url.password ?? "")))
         }
         if let fields = request.allHTTPHeaderFields, !fields.isEmpty {

@@ -210,22 +210,42 @@ enum HTTPCachePolicy {
     /// (`user:password@`, a credential: it partitions the cache through ``CredentialIdentity`` instead, and is
     /// never kept in a key, where every store would hold it in clear).
     static func resource(_ url: URL) -> String {
-        var absolute = Substring(url.absoluteString)
-        if let hash = absolute.firstIndex(of: "#") { absolute = absolute[..<hash] }
-        guard let authority = authorityStart(of: absolute) else { return String(absolute) }
-        let end = absolute[authority...].firstIndex { $0 == "/" || $0 == "?" } ?? absolute.endIndex
-        // The user info ends at the authority's last "@" (RFC 3986 §3.2.1: the host holds none).
-        guard let at = absolute[authority..<end].lastIndex(of: "@") else { return String(absolute) }
-        return String(absolute[..<authority] + absolute[absolute.index(after: at)...])
+        let absolute = url.absoluteString
+        let end = absolute.utf8.firstIndex(of: UInt8(ascii: "#")) ?? absolute.endIndex
+        guard let (authority, at) = userInfo(in: absolute, before: end) else { return String(absolute[..<end]) }
+        return String(absolute[..<authority] + absolute[absolute.utf8.index(after: at)..<end])
     }
 
-    /// Where the authority of `url` starts, after `scheme://`; `nil` when it has none.
-    private static func authorityStart(of url: Substring) -> Substring.Index? {
-        guard let colon = url.firstIndex(of: ":"), colon > url.startIndex,
-            url[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) }),
-            url[colon...].hasPrefix("://")
+    /// Where the authority of `absolute` (a URL's text) starts, after `scheme://`, and the `@` that ends its user
+    /// info (RFC 3986 §3.2.1: the host holds none, so the last one), looking no further than `end`; `nil` when it
+    /// has no user info. It reads bytes, not characters: it runs on every lookup of the cache.
+    static func userInfo(
+        in absolute: String,
+        before end: String.Index? = nil
+    ) -> (authority: String.Index, at: String.Index)? {
+        let bytes = absolute.utf8
+        let end = end ?? bytes.endIndex
+        guard let colon = bytes[..<end].firstIndex(of: UInt8(ascii: ":")), colon > bytes.startIndex,
+            bytes[..<colon].allSatisfy(isSchemeByte),
+            bytes[colon...].starts(with: "://".utf8)
         else { return nil }
-        return url.index(colon, offsetBy: 3)
+        let authority = bytes.index(colon, offsetBy: 3)
+        guard authority <= end else { return nil }
+        let authorityEnd =
+            bytes[authority..<end].firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? end
+        guard let at = bytes[authority..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) else { return nil }
+        return (authority, at)
+    }
+
+    /// A byte a URL scheme may hold: ASCII letters, digits, `+`, `-` and `.` (RFC 3986 §3.1).
+    private static func isSchemeByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+            return true
+        default:
+            return false
+        }
     }
 
     // MARK: Helpers
