@@ -74,8 +74,7 @@ public final class HTTPCache: Sendable {
         self.credentials = CredentialIdentity(secret: partitionSecret)
         let start = clock.now
         self.now = {
-            let elapsed = start.duration(to: clock.now).components
-            return startDate.addingTimeInterval(Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18)
+            startDate.addingTimeInterval(start.duration(to: clock.now).timeInterval)
         }
         self.onEvent = onEvent
     }

@@ -315,14 +315,11 @@ extension TokenRefresher {
         SharedToken(
             token.value,
             refreshToken: token.refreshToken,
-            expiresAt: token.expiresIn.map { sharing.currentDate().addingTimeInterval(seconds($0)) },
+            expiresAt: token.expiresIn.map { sharing.currentDate().addingTimeInterval($0.timeInterval) },
             version: version
         )
     }
 
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }
 
 extension SharedToken {

@@ -98,16 +98,12 @@ extension RateLimitStore {
         RateLimitReservation(
             partition: partition,
             granted: max(count, 0),
-            windowEndsAt: Date().addingTimeInterval(Self.seconds(window))
+            windowEndsAt: Date().addingTimeInterval(window.timeInterval)
         )
     }
 
     /// Does nothing: nothing was shared.
     public func release(_ count: Int, of reservation: RateLimitReservation) async throws {}
-
-    static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
 }
 
 /// A ``RateLimitStore`` in the process's memory: the default.
@@ -147,7 +143,7 @@ public final class InMemoryRateLimitStore: RateLimitStore {
         return windows.withLock { windows in
             var current = windows[partition] ?? (endsAt: now, taken: 0)
             if current.endsAt <= now {
-                current = (endsAt: now.addingTimeInterval(Self.seconds(window)), taken: 0)
+                current = (endsAt: now.addingTimeInterval(window.timeInterval), taken: 0)
             }
             let granted = min(max(count, 0), max(limit - current.taken, 0))
             current.taken += granted

@@ -234,7 +234,7 @@ public final class RateLimiter: Sendable {
             let stored = RateLimitQuota(
                 limit: updated.limit,
                 remaining: updated.remaining,
-                resetsAt: updated.resetAt.map { policy.currentDate().addingTimeInterval(Self.seconds($0 - now)) },
+                resetsAt: updated.resetAt.map { policy.currentDate().addingTimeInterval(($0 - now).timeInterval) },
                 window: updated.window
             )
             try? await store.record(stored, for: lease.partition)
@@ -289,10 +289,6 @@ public final class RateLimiter: Sendable {
             resetAt: now + NetworkNumber.duration(seconds: resetIn),
             window: stored.window.map { min(max($0, .zero), .seconds(NetworkNumber.maximumSeconds)) }
         )
-    }
-
-    private static func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 
     private static func reason(_ rejection: Machine.Rejection) -> RateLimitEvent.Reason {
