@@ -13,10 +13,12 @@ import Testing
 /// documented risk of the local fallback. Whatever else fails (`finishRefresh`, `waitForChange`, before or after
 /// committing), no refresh token is presented twice. Every refresh ends, with a token or a ``CourierError``.
 ///
-/// Its time limit is a hang guard sized for the thread sanitizer: the eight cases take 26 s together in a plain
-/// run, and under the sanitizer two of them ran past one minute on a quiet machine (CI, 2026-11-27), each step of a
-/// case yielding up to 500 times before it moves the clock.
-@Suite("A seeded model of a fleet whose store fails", .timeLimit(.minutes(5)))
+/// One ``ManualClock/run(whenSleeping:_:)`` drives all 24 refreshes, so time moves only when every replica's work
+/// (the refreshes and the publishing they leave running in the background) waits for the clock. Stepping each
+/// refresh on its own let time run past a background publication that had not had its turn yet, and spinning on
+/// `Task.yield()` instead took over a minute per case in a full sanitized run; driven as one run, the eight cases
+/// take 0.03 s.
+@Suite("A seeded model of a fleet whose store fails", .timeLimit(.minutes(1)))
 struct SharedTokenModelTests {
     /// SplitMix64: the same numbers for the same seed.
     struct Seeded: RandomNumberGenerator {
@@ -71,26 +73,20 @@ struct SharedTokenModelTests {
                 try server.refresh(with: replaced.refreshToken)
             }
         }
-        var order = Seeded(state: seed)
-        var outcomes: [String] = []
-        for _ in 0..<24 {
-            let replica = replicas[Int(order.next() % UInt64(replicas.count))]
-            let done = LockedState(false)
-            let refresh = Task {
-                defer { done.withLock { $0 = true } }
-                return try await replica.refresh()
+        // Time moves only when every replica's work (the refreshes and the publishing in the background) has
+        // nothing left to do but wait for the clock: a lease, a store's time limit, a retry.
+        let outcomes = try await clock.run {
+            var order = Seeded(state: seed)
+            var outcomes: [String] = []
+            for _ in 0..<24 {
+                let replica = replicas[Int(order.next() % UInt64(replicas.count))]
+                do {
+                    outcomes.append(try await replica.refresh().value)
+                } catch let error as CourierError {
+                    outcomes.append("\(error.code)")
+                }
             }
-            // Time moves only when the refresh is stuck on the clock (waiting for a lease, a store's time limit).
-            while !done.withLock({ $0 }) {
-                for _ in 0..<500 where !done.withLock({ $0 }) { await Task.yield() }
-                if !done.withLock({ $0 }) { _ = clock.advanceToNextDeadline() }
-                try Task.checkCancellation()
-            }
-            do {
-                outcomes.append(try await refresh.join().value)
-            } catch let error as CourierError {
-                outcomes.append("\(error.code)")
-            }
+            return outcomes
         }
 
         let fallbacks = events.all.count { $0 == "storeFailed beginRefresh" }
