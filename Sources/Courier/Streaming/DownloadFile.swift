@@ -22,13 +22,16 @@ import Bionic
 ///   the process's user with no other link to it, opened without following a link, readable and writable by that
 ///   user alone (`0600`), and locked (`flock`) for the download's duration, so that two downloads never write one
 ///   partial file. Anything else there (a link, a directory, a FIFO, another user's file) is refused, not removed.
-/// - It reaches the destination by `rename(2)`, which replaces a regular file in one step (a reader sees the old
-///   file or the new one, never neither) and never removes a directory. Nothing is removed first.
+/// - It reaches the destination by ``FilePlacement``: a rename that takes a free name only while it is free and
+///   replaces only a regular file, in one step (a reader sees the old file or the new one, never neither), also
+///   when a link or a directory appears at the name after the last check. Nothing is removed first.
 /// - A destination that is a directory, a symbolic link, a FIFO or a device is refused before the request is
-///   sent and again before the rename. A link is neither followed (the file would land wherever it points) nor
-///   replaced (the link is someone's, perhaps a mount's): the caller names its target, or removes it.
+///   sent, again before the rename, and by the rename itself. A link is neither followed (the file would land
+///   wherever it points) nor replaced (the link is someone's, perhaps a mount's): the caller names its target, or
+///   removes it.
 final class DownloadFile {
-    private let path: String
+    /// Where the file is: its temporary name, or a resumable download's partial file.
+    private var path: String
     private let handle: FileHandle
     private var isDone = false
     /// Where a resumable download keeps its record; `nil` for a download that is not resumable.
@@ -236,26 +239,53 @@ final class DownloadFile {
         try handle.truncate(atOffset: UInt64(max(0, length)))
     }
 
-    /// Flushes the file to disk and renames it over `destination`, after checking again that the destination is
-    /// not something else now (a directory made meanwhile, say); a resumable download's record goes with it.
+    /// Called after the last check of the destination and before the file takes its name: the tests' way into
+    /// that window, to change what is at the destination as another process could.
+    @TaskLocal static var beforePlacing: (@Sendable (URL) -> Void)?
+
+    /// Flushes the file to disk and puts it at `destination` (``FilePlacement``), after checking again that the
+    /// destination is not something else now (a directory made meanwhile, say); a resumable download's record goes
+    /// with it.
     func moveIntoPlace(at destination: URL) throws {
         try handle.synchronize()
         try Self.checkDestination(destination)
-        guard rename(path, destination.path) == 0 else {
-            let error = SystemError(code: errno)
-            throw CocoaError(
-                .fileWriteUnknown,
-                userInfo: [
-                    NSFilePathErrorKey: destination.path,
-                    NSLocalizedFailureReasonErrorKey: "the download could not be moved into place: \(error)",
-                    NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: error.code) ?? .EIO),
-                ]
+        Self.beforePlacing?(destination)
+        if recordPath != nil {
+            // A resumable download's partial file leaves its name first, for a name only this download knows: the
+            // file the placement displaces lands at the name it leaves, where another download to the destination
+            // could otherwise take it up as a partial file of the version the record names.
+            let directory = destination.deletingLastPathComponent()
+            let moved = directory.appendingPathComponent(Self.temporaryName(for: destination.lastPathComponent)).path
+            guard rename(path, moved) == 0 else { throw Self.placementFailure(destination, SystemError(code: errno)) }
+            path = moved
+            keepsPartial = false
+        }
+        switch FilePlacement.place(path, at: destination.path) {
+        case .success:
+            break
+        case .failure(.occupied(let kind)):
+            throw Self.refusal(
+                "the download's destination \(destination.path) became \(kind.description) while the body arrived; "
+                    + "it is left as it is, and the download is discarded"
             )
+        case .failure(.system(let error)):
+            throw Self.placementFailure(destination, error)
         }
         isDone = true
         if let recordPath { _ = unlink(recordPath) }
         // Closing releases a resumable download's lock, after the rename.
         try? handle.close()
+    }
+
+    private static func placementFailure(_ destination: URL, _ error: SystemError) -> CocoaError {
+        CocoaError(
+            .fileWriteUnknown,
+            userInfo: [
+                NSFilePathErrorKey: destination.path,
+                NSLocalizedFailureReasonErrorKey: "the download could not be moved into place: \(error)",
+                NSUnderlyingErrorKey: POSIXError(POSIXErrorCode(rawValue: error.code) ?? .EIO),
+            ]
+        )
     }
 
     /// Closes the file and removes it, unless it was moved into place or is a resumable download's partial file

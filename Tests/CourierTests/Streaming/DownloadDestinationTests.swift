@@ -234,4 +234,73 @@ struct DownloadDestinationTests {
         #expect(try Data(contentsOf: directory.file("real").appendingPathComponent("f")) == payload)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.file("real").path) == ["f"])
     }
+
+    /// What another process could put at the destination after the download's last check and before its rename.
+    enum Intruder: String, CaseIterable, CustomStringConvertible {
+        case symbolicLink, directory, fifo
+        var description: String { rawValue }
+    }
+
+    /// Replaces `destination` (a regular file) with `intruder`; returns the check that it is still there, unchanged.
+    private func intrude(_ intruder: Intruder, at destination: URL, victim: URL) throws -> () throws -> Bool {
+        try FileManager.default.removeItem(at: destination)
+        switch intruder {
+        case .symbolicLink:
+            try FileManager.default.createSymbolicLink(at: destination, withDestinationURL: victim)
+            return {
+                try FileManager.default.destinationOfSymbolicLink(atPath: destination.path) == victim.path
+                    && (try Data(contentsOf: victim)) == previous
+            }
+        case .directory:
+            try FileManager.default.createDirectory(at: destination, withIntermediateDirectories: false)
+            try previous.write(to: destination.appendingPathComponent("keep.txt"))
+            return { try Data(contentsOf: destination.appendingPathComponent("keep.txt")) == previous }
+        case .fifo:
+            #expect(mkfifo(destination.path, 0o600) == 0)
+            return { (try? FileStatus.of(destination.path, followingLinks: false).get())?.kind == .fifo }
+        }
+    }
+
+    @Test(
+        "a link, directory or FIFO swapped in after the last check is neither replaced nor followed: the download fails",
+        arguments: Intruder.allCases,
+        [false, true]
+    )
+    func intruderAtTheRename(intruder: Intruder, resumable: Bool) async throws {
+        let directory = try DownloadDirectory()
+        defer { directory.remove() }
+        let destination = directory.file()
+        let victim = directory.file("victim.txt")
+        try previous.write(to: destination)
+        try previous.write(to: victim)
+        let unchanged = LockedState<(() throws -> Bool)?>(nil)
+        let swap: @Sendable (URL) -> Void = { [self] destination in
+            unchanged.withLock { $0 = try? intrude(intruder, at: destination, victim: victim) }
+        }
+        let error = try await #require(throws: CourierError.self) {
+            try await DownloadFile.$beforePlacing.withValue(swap) {
+                _ = try await client(whole).download(.get("/file"), to: destination, resumable: resumable)
+            }
+        }
+        #expect(error.code == .invalidRequest)
+        #expect(error.message.contains("while the body arrived"))
+        let check = try #require(unchanged.withLock { $0 })
+        #expect(try check())
+        #expect(try Data(contentsOf: victim) == previous)
+        // Nothing of the download's is left: no temporary file, no partial file, no record.
+        #expect(try directory.names() == ["file.bin", "victim.txt"])
+    }
+
+    @Test("a regular file swapped in after the last check is replaced, as any regular file at the destination is")
+    func regularFileAtTheRename() async throws {
+        let directory = try DownloadDirectory()
+        defer { directory.remove() }
+        let destination = directory.file()
+        let write: @Sendable (URL) -> Void = { [previous] destination in try? previous.write(to: destination) }
+        try await DownloadFile.$beforePlacing.withValue(write) {
+            _ = try await client(whole).download(.get("/file"), to: destination)
+        }
+        #expect(try Data(contentsOf: destination) == payload)
+        #expect(try directory.names() == ["file.bin"])
+    }
 }
