@@ -45,28 +45,30 @@ extension Client {
     ///   caller's (a part where the whole was asked for). A `destination` that is a directory, a symbolic link
     ///   (neither followed nor replaced: name its target), a FIFO or a device, or whose directory cannot take a
     ///   new file, throws ``CourierError/Code/invalidRequest`` before anything is sent.
-    /// - **Resuming**: when the body of a `200` stops early (the connection is lost or cut, no chunk arrives
-    ///   within the idle timeout, the transport gives up on it), and the response carried a strong `ETag`, or a
-    ///   `Last-Modified` at least a second before its `Date`, the request is sent again with `Range: bytes=N-`
-    ///   and `If-Range`, up to `resumeAttempts` times. A `206` is appended only when it is the rest of the same
-    ///   version: the same strong validator, a `Content-Range` that starts at byte `N`, and the same complete
-    ///   length. Any other `206` (a proxy that ignores `If-Range` sends the new version's), or a `416`, starts
-    ///   the file over with one more request, without a range; a `200` starts it over with its own body; a `204`
-    ///   or any other status throws. Without a strong validator, or for a body the transport decoded
-    ///   (`Content-Encoding`), the error is thrown: bytes of two versions are never combined.
-    /// - **Across calls and restarts** (`resumable: true`): the body is written to `.NAME.courier-partial` beside
-    ///   `destination` (`NAME`), and the version's validator, complete length and a digest of the request's method
-    ///   and URL (not the URL, which may carry a key) to `.NAME.courier-partial.json`, both readable and writable
-    ///   by the process's user alone (`0600`). When the download fails, is cancelled or the process dies, both
-    ///   stay (a version without a strong validator cannot be resumed, so its partial file is removed), and the
-    ///   next resumable call to the same destination with the same method and URL asks for the rest with
-    ///   `Range: bytes=N-` and `If-Range`, `N` being the partial file's length, and appends the answer under the
-    ///   rules above; a `200` (the resource changed) or a `206` that is not the rest starts again from 0. A record
-    ///   that is unreadable, malformed or for another request is ignored: the download starts from 0. A link, a
-    ///   directory, a FIFO or another user's file at either name is refused (``CourierError/Code/invalidRequest``)
-    ///   and left alone, and so is a second download to the same destination while one is under way (the partial
-    ///   file is locked). A partial file survives the process, not necessarily the machine: it is not flushed to
-    ///   disk as it is written.
+    /// - **Resuming**: when the body of a `200` to a `GET` stops early (the connection is lost or cut, no chunk
+    ///   arrives within the idle timeout, the transport gives up on it), and the response carried a strong `ETag`,
+    ///   or a `Last-Modified` at least a second before its `Date`, the request is sent again with
+    ///   `Range: bytes=N-` and `If-Range`, up to `resumeAttempts` times. A `206` is appended only when it is the
+    ///   rest of the same version: the same strong validator, a `Content-Range` that starts at byte `N`, and the
+    ///   same complete length. Any other `206` (a proxy that ignores `If-Range` sends the new version's), or a
+    ///   `416`, starts the file over with one more request, without a range; a `200` starts it over with its own
+    ///   body; a `204` or any other status throws. Without a strong validator, or for a body the transport decoded
+    ///   (`Content-Encoding`), the error is thrown: bytes of two versions are never combined. Another method than
+    ///   `GET` is never resumed, and its error is thrown: a range request is defined for `GET` alone
+    ///   (RFC 9110 §14.2), and sending a `POST` again (text to speech, an export) could act on it twice.
+    /// - **Across calls and restarts** (`resumable: true`, for a `GET`; another method throws
+    ///   ``CourierError/Code/invalidRequest`` before anything is sent): the body is written to `.NAME.courier-partial`
+    ///   beside `destination` (`NAME`), and the version's validator, complete length and a digest of the request's
+    ///   method and URL (not the URL, which may carry a key) to `.NAME.courier-partial.json`, both readable and
+    ///   writable by the process's user alone (`0600`). When the download fails, is cancelled or the process dies, both
+    ///   stay (a version without a strong validator cannot be resumed, so its partial file is removed), and the next
+    ///   resumable call to the same destination with the same method and URL asks for the rest with `Range: bytes=N-`
+    ///   and `If-Range`, `N` being the partial file's length, and appends the answer under the rules above; a `200`
+    ///   (the resource changed) or a `206` that is not the rest starts again from 0. A record that is unreadable,
+    ///   malformed or for another request is ignored: the download starts from 0. A link, a directory, a FIFO or
+    ///   another user's file at either name is refused (``CourierError/Code/invalidRequest``) and left alone, and so is
+    ///   a second download to the same destination while one is under way (the partial file is locked). A partial file
+    ///   survives the process, not necessarily the machine: it is not flushed to disk as it is written.
     /// - **Length**: when the server announced a `Content-Length` (or a `Content-Range`'s complete length), a
     ///   body that ends short of it is an error (or resumed), never a truncated file, and one that runs past it
     ///   is an error.
@@ -114,6 +116,13 @@ extension Client {
         try DownloadFile.checkDestination(destination)
         var identity: String?
         if resumable {
+            guard request.method == .get else {
+                throw CourierError(
+                    .invalidRequest,
+                    message: "a resumable download must be a GET: a range request is defined for GET alone, and "
+                        + "resuming a \(request.method.rawValue) would send it again"
+                )
+            }
             let snapshot = self.snapshot
             let urlRequest = try request.urlRequest(
                 baseURL: snapshot.configuration.baseURL,
@@ -195,7 +204,9 @@ private struct DownloadTransfer<C: Clock<Duration>> {
                 throw failure.error
             } catch let overrun as DownloadState.Overrun {
                 throw overrun.error
-            } catch let error where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled {
+            } catch let error
+                where resumesLeft > 0 && request.method == .get && !(error is CancellationError) && !Task.isCancelled
+            {
                 // The body stopped early, whatever the reason: a lost connection (Courier's transports report it
                 // as a transport error, a third party's transport in its client's words, transient or not), an
                 // idle timeout, a transport that gave up on a reader that fell behind. The range request resumes

@@ -9,16 +9,18 @@ import FoundationNetworking
 #endif
 
 /// The promises Courier makes whatever the server does and whatever order the middleware are in, checked
-/// over thousands of seeded cases, made with `send`, `stream` or `events`: random stacks of the built-in
+/// over thousands of seeded cases, made with `send`, `stream`, `events` or `download`: random stacks of the built-in
 /// middleware against a server on three origins that redirects across origins and schemes, rejects tokens,
 /// answers 401/403/429/500/503 with and without Retry-After, stalls, hangs and drops connections (an event
-/// stream's connection gets an event, then an end or a drop).
+/// stream's connection gets an event, then an end or a drop; a download gets one of two versions of a file, whole
+/// or cut, and its range requests the rest of a version, another version's part or the whole).
 ///
 /// The client's base URL is the API's origin; some calls name another origin (a CDN, another port or scheme).
 /// After every case: no credential reached another origin than the base URL's, whatever the call named; nothing
 /// non-idempotent was sent again after the server may have acted on it (unless it carried an idempotency key),
 /// and an event stream (`client.events`) of a `POST` or `PATCH` without a key of the caller's made one call; no
-/// body went out empty or cut;
+/// body went out empty or cut; a download's destination is as it was or holds one version whole, with nothing
+/// else left beside it (but a resumable download's partial file, a version's beginning);
 /// refreshes stayed within the rejections that caused them and the limit; the counter is back to 0; the
 /// call ended, and by its deadline when it had one; and no error description or log line contains a
 /// secret. A failure prints the case's seed: `COURIER_INVARIANT_SEED=<seed> swift test --filter
@@ -208,13 +210,25 @@ struct StackInvariantTests {
             ? ManualDeadlineTransport(base: server.transport, clock: clock) : server.transport
         let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: middleware)
         let request = Self.request(model, secrets: secrets)
-        let outcome = await Self.perform(model, client: client, request: request, clock: clock)
+        // A download writes in a directory of its own, inside a container that must hold nothing else afterwards;
+        // on some seeds a previous file is at the destination.
+        let container = FileManager.default.temporaryDirectory
+            .appendingPathComponent("courier-stack-model-\(UUID().uuidString)")
+        let directory = container.appendingPathComponent("d")
+        let destination = directory.appendingPathComponent("file.bin")
+        let previous = model.seed % 2 == 0 ? Data("previous \(model.seed)".utf8) : nil
+        if model.call.isDownload {
+            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try? previous?.write(to: destination)
+        }
+        defer { if model.call.isDownload { try? FileManager.default.removeItem(at: container) } }
+        let outcome = await Self.perform(model, client: client, request: request, clock: clock, to: destination)
         let ended = outcome != nil
         let finishedAt = clock.now.offset
         // A second tenant, sharing the cache and the quota, asks for the same resource when a cache could answer.
         var second: (tenant: Tenant, outcome: Result<(status: Int, body: String), any Error>?)?
         if model.layers.contains(where: { if case .caching = $0 { true } else { false } }), model.method == "GET",
-            model.call != .events, ended
+            model.call == .send || model.call == .stream, ended
         {
             let other = tenant(
                 model,
@@ -227,7 +241,10 @@ struct StackInvariantTests {
             )
             let otherClient = Client(baseURL: exampleBaseURL, transport: transport, middleware: other.middleware)
             let otherRequest = Self.request(model, secrets: otherSecrets)
-            second = (other, await Self.perform(model, client: otherClient, request: otherRequest, clock: clock))
+            second = (
+                other,
+                await Self.perform(model, client: otherClient, request: otherRequest, clock: clock, to: destination)
+            )
         }
 
         var problems: [String] = []
@@ -238,8 +255,8 @@ struct StackInvariantTests {
         let receptions = server.receptions.value
         // The call ended, and within its deadline.
         if !ended { violation("the call did not end (30 s of real time with nothing left to move it)") }
-        // (An event stream is a call per connection, each with its own deadline.)
-        if let deadline = model.wholeCallDeadline, model.call != .events, finishedAt > deadline {
+        // (An event stream or a download is a call per connection, each with its own deadline.)
+        if let deadline = model.wholeCallDeadline, model.call == .send || model.call == .stream, finishedAt > deadline {
             violation("the call ended at \(finishedAt), past its \(deadline) deadline")
         }
         // No credential at another origin.
@@ -280,6 +297,21 @@ struct StackInvariantTests {
             let count = calls.value
             if count > 1 { violation("the event stream sent its \(model.method) in \(count) calls") }
         }
+        // A download: the destination is as it was or holds one version, whole; nothing else is left beside it but
+        // a resumable download's partial file (a part of one version) and its record; a resumable download of
+        // another method than GET is refused before anything is sent.
+        if case .download(let resumable) = model.call, ended {
+            for problem in Self.downloadProblems(
+                model,
+                resumable: resumable,
+                outcome: outcome,
+                container: container,
+                previous: previous,
+                sent: receptions.count
+            ) {
+                violation(problem)
+            }
+        }
         // No body went out empty or cut.
         for reception in receptions where reception.method == model.method && model.body != .none {
             if reception.body != StackCase.bodyBytes {
@@ -299,7 +331,11 @@ struct StackInvariantTests {
         // The counter is back to 0.
         if model.layers.contains(where: { if case .counting = $0 { true } else { false } }) {
             let snapshot = counter.snapshot
-            if snapshot.inFlight != 0 || snapshot.started != snapshot.finished || snapshot.started == 0 {
+            // (A resumable download of another method than GET is refused before it reaches the chain.)
+            let refusedUpFront = model.call == .download(resumable: true) && model.method != "GET"
+            if snapshot.inFlight != 0 || snapshot.started != snapshot.finished
+                || (snapshot.started == 0) != refusedUpFront
+            {
                 violation("counter: \(snapshot)")
             }
         }
@@ -367,6 +403,56 @@ struct StackInvariantTests {
         return problems
     }
 
+    /// What is wrong with a download's file and directory after its call ended with `outcome`.
+    private static func downloadProblems(
+        _ model: StackCase,
+        resumable: Bool,
+        outcome: Result<(status: Int, body: String), any Error>?,
+        container: URL,
+        previous: Data?,
+        sent: Int
+    ) -> [String] {
+        var problems: [String] = []
+        let directory = container.appendingPathComponent("d")
+        let destination = directory.appendingPathComponent("file.bin")
+        let written = FileManager.default.contents(atPath: destination.path)
+        let succeeded: Bool
+        switch outcome {
+        case .success:
+            succeeded = true
+            if let written, !StackModelServer.fileVersions.contains(written) {
+                problems.append("the downloaded file is no version's bytes: \(written.count) bytes")
+            } else if written == nil {
+                problems.append("the download succeeded but there is no file")
+            }
+        case .failure(let error):
+            succeeded = false
+            if written != previous {
+                problems.append(
+                    "the download failed (\(error)) but the destination changed: \(written?.count ?? -1) bytes"
+                )
+            }
+            if resumable && model.method != "GET" && sent > 0 {
+                problems.append("a resumable \(model.method) download was sent (\(sent) requests) instead of refused")
+            }
+        case nil:
+            return []
+        }
+        let partial = ".file.bin.courier-partial"
+        let names = Set((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? ["?"])
+        var allowed: Set<String> = written == nil ? [] : ["file.bin"]
+        if resumable && !succeeded { allowed.formUnion([partial, partial + ".json"]) }
+        if !names.isSubset(of: allowed) { problems.append("the download's directory holds \(names.sorted())") }
+        if let part = FileManager.default.contents(atPath: directory.appendingPathComponent(partial).path),
+            !StackModelServer.fileVersions.contains(where: { $0.starts(with: part) })
+        {
+            problems.append("the partial file is no version's beginning: \(part.count) bytes")
+        }
+        let beside = (try? FileManager.default.contentsOfDirectory(atPath: container.path)) ?? ["?"]
+        if beside != ["d"] { problems.append("beside the download's directory: \(beside)") }
+        return problems
+    }
+
     /// The case's request, with `secrets` in its URL on some seeds.
     private static func request(_ model: StackCase, secrets: Secrets) -> URLRequest {
         var components = URLComponents(url: model.target, resolvingAgainstBaseURL: false)!
@@ -396,7 +482,8 @@ struct StackInvariantTests {
         _ model: StackCase,
         client: Client,
         request: URLRequest,
-        clock: ManualClock
+        clock: ManualClock,
+        to destination: URL
     ) async -> Result<(status: Int, body: String), any Error>? {
         let eventRequest = Self.eventRequest(like: request, model)
         return await withTaskGroup(of: Result<(status: Int, body: String), any Error>?.self) { group in
@@ -415,6 +502,15 @@ struct StackInvariantTests {
                             case .events:
                                 for try await _ in client.events(eventRequest, clock: clock) {}
                                 return (200, "")
+                            case .download(let resumable):
+                                let response = try await client.download(
+                                    eventRequest,
+                                    to: destination,
+                                    resumable: resumable,
+                                    resumeAttempts: 2,
+                                    clock: clock
+                                )
+                                return (response.statusCode, "")
                             }
                         }
                     )
@@ -432,7 +528,8 @@ struct StackInvariantTests {
         }
     }
 
-    /// The case's request as the `Request` that `client.events` takes: the same method, URL, body and key.
+    /// The case's request as the `Request` that `client.events` and `client.download` take: the same method, URL,
+    /// body and key.
     private static func eventRequest(like request: URLRequest, _ model: StackCase) -> Request<Data> {
         var headers: HTTPHeaders = [:]
         if model.idempotencyKey { headers["Idempotency-Key"] = "key-\(model.seed)" }

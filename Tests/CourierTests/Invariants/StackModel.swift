@@ -74,20 +74,27 @@ struct StackCase: CustomStringConvertible {
     }
 
     /// How the request is made.
-    enum Call: CustomStringConvertible {
+    enum Call: Equatable, CustomStringConvertible {
         /// `client.send`.
         case send
         /// `client.stream`, reading the body to its end.
         case stream
         /// `client.events`, reading events until the stream ends.
         case events
+        /// `client.download` to a file of its own, resuming twice at most; `resumable` keeps a partial file.
+        case download(resumable: Bool)
 
         var description: String {
             switch self {
             case .send: "send"
             case .stream: "stream"
             case .events: "events"
+            case .download(let resumable): resumable ? "download(resumable)" : "download"
             }
+        }
+
+        var isDownload: Bool {
+            if case .download = self { true } else { false }
         }
     }
 
@@ -130,7 +137,12 @@ struct StackCase: CustomStringConvertible {
         transportEnforcesDeadlines = transportDraw.nextUnitInterval() < 0.5
         var callDraw = SplitMix64.derived(seed: seed, 4)
         let callRoll = callDraw.nextUnitInterval()
-        call = callRoll < 0.7 ? .send : callRoll < 0.85 ? .stream : .events
+        switch callRoll {
+        case ..<0.62: call = .send
+        case ..<0.77: call = .stream
+        case ..<0.9: call = .events
+        default: call = .download(resumable: callDraw.nextUnitInterval() < 0.5)
+        }
         var targetDraw = SplitMix64.derived(seed: seed, 5)
         target = URL(
             string: targetDraw.nextUnitInterval() < 0.7
@@ -250,8 +262,17 @@ final class StackModelServer: Sendable {
     /// After this many requests, every answer is 200, so that every case ends.
     static let maximumReceptions = 24
 
+    /// The two versions of the file a download gets: as long, and different at every byte.
+    static let fileLength = 1_000
+    static let fileVersions = (0..<2).map { version in
+        Data((0..<fileLength).map { UInt8(($0 * 7 + version * 50) % 251) })
+    }
+    static let fileTags = ["\"A\"", "\"B\""]
+
     let seed: UInt64
     let hasTimeout: Bool
+    /// Whether the case's call is a download: its `200`s are then a file's versions, and range requests get parts.
+    let servesDownloads: Bool
     let clock: ManualClock
     let receptions = Locked<[Reception]>([])
     /// Tokens the server rejects.
@@ -271,6 +292,7 @@ final class StackModelServer: Sendable {
     ) {
         self.seed = model.seed
         self.hasTimeout = model.hasTimeout
+        self.servesDownloads = model.call.isDownload
         self.clock = clock
         self.revoked = Locked(revoked)
         self.quota = model.quota
@@ -319,6 +341,28 @@ final class StackModelServer: Sendable {
         func stored(_ text: String) -> MockResponse {
             .text("\(text) for \(tenant)", headers: ["Cache-Control": cacheControl, "ETag": "\"\(index)\""])
         }
+        /// A download's answer: version A or B of a file (distinct bytes, strong `ETag`); to a range request mostly
+        /// the rest of the version `If-Range` names, sometimes another version's part (a proxy that ignores
+        /// `If-Range`) or the whole file; the body cut on some.
+        func download() -> (MockResponse, String) {
+            let range = request.value(forHTTPHeaderField: "Range")
+            let start = range.flatMap { Int($0.dropFirst("bytes=".count).dropLast()) }
+            var version = Int(random.next() % 2)
+            var from = 0
+            if let start, start < Self.fileLength, random.nextUnitInterval() < 0.8 {
+                from = start
+                let named = request.value(forHTTPHeaderField: "If-Range").flatMap(Self.fileTags.firstIndex(of:))
+                if let named, random.nextUnitInterval() < 0.75 { version = named }
+            }
+            let body = Self.fileVersions[version].dropFirst(from)
+            var headers = ["ETag": Self.fileTags[version], "Content-Length": "\(body.count)"]
+            if from > 0 { headers["Content-Range"] = "bytes \(from)-\(Self.fileLength - 1)/\(Self.fileLength)" }
+            let status = from > 0 ? 206 : 200
+            let cut = random.nextUnitInterval() < 0.4 ? Int(random.next() % UInt64(body.count)) : nil
+            let chunks: [MockChunk] = cut.map { [.data(body.prefix($0)), .drop()] } ?? [.data(body)]
+            let what = "\(status) \(Self.fileTags[version]) from \(from)\(cut.map { ", cut after \($0)" } ?? "")"
+            return (.stream(chunks, status: status, headers: headers), what)
+        }
         func events() -> (MockResponse, String) {
             random.nextUnitInterval() < 0.5
                 ? (.events([.event("e\(index)", id: "\(index)")]), "200 events")
@@ -332,7 +376,14 @@ final class StackModelServer: Sendable {
         // telling a rate limiter what is left of the quota if its head reaches the client.
         var answeredAtOnce = true
         if index >= Self.maximumReceptions {
-            (reply, answer) = wantsEvents ? (.noContent, "204 (cap)") : (.text("done"), "200 (cap)")
+            if wantsEvents {
+                (reply, answer) = (.noContent, "204 (cap)")
+            } else if servesDownloads {
+                let headers = ["ETag": Self.fileTags[0], "Content-Length": "\(Self.fileLength)"]
+                (reply, answer) = (.stream([.data(Self.fileVersions[0])], headers: headers), "200 \"A\" (cap)")
+            } else {
+                (reply, answer) = (.text("done"), "200 (cap)")
+            }
         } else if isAPI, let token, revoked.withLock({ $0.contains(token) }) {
             (reply, answer) = (
                 .status(401, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""]), "401 revoked"
@@ -346,7 +397,7 @@ final class StackModelServer: Sendable {
             let roll = random.nextUnitInterval()
             switch roll {
             case ..<0.35:
-                (reply, answer) = wantsEvents ? events() : (stored("ok"), "200")
+                (reply, answer) = wantsEvents ? events() : servesDownloads ? download() : (stored("ok"), "200")
             case ..<0.52:
                 let status = pick([301, 302, 303, 307, 308])
                 let target = "\(pick(Self.origins))/r\(random.next() % 4)"
@@ -367,7 +418,7 @@ final class StackModelServer: Sendable {
                 (reply, answer) = (.status(500), "500")
             case ..<0.86:
                 let delay = Duration.milliseconds(Int64(250 * (1 + random.next() % 12)))
-                let (now, what) = wantsEvents ? events() : (stored("slow"), "200")
+                let (now, what) = wantsEvents ? events() : servesDownloads ? download() : (stored("slow"), "200")
                 (reply, answer) = (now.delayed(by: delay, on: clock), "\(what) after \(delay)")
                 answeredAtOnce = false
             case ..<0.91 where hasTimeout:

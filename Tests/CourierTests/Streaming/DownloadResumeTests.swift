@@ -219,4 +219,55 @@ struct DownloadResumeTests {
         }
         #expect(try directory.names().isEmpty)
     }
+
+    /// Range requests are defined for `GET` alone (RFC 9110 §14.2): resuming another method means sending it again,
+    /// and a `POST` that answers with a file (text to speech, an export) may be billed or acted on twice.
+    @Test(
+        "a download of another method than GET is never resumed or sent again: the drop is thrown",
+        arguments: ["POST", "PUT", "PATCH", "DELETE"]
+    )
+    func onlyGetResumes(method: String) async throws {
+        let directory = try DownloadDirectory()
+        defer { directory.remove() }
+        let mock = MockTransport(
+            .handler { [v1] request in
+                if request.callIndex == 0 {
+                    return .stream(
+                        [.data(v1.prefix(1_000)), .drop()],
+                        headers: ["Content-Length": "3000", "ETag": "\"v1\""]
+                    )
+                }
+                return .stream(chunks(v1, from: 0), headers: ["Content-Length": "3000", "ETag": "\"v1\""])
+            }
+        )
+        let request = Request<Data>(
+            method: HTTPMethod(rawValue: method),
+            target: .path("/speech"),
+            body: .data(Data("{\"text\":\"hello\"}".utf8))
+        )
+        let error = try await #require(throws: CourierError.self) {
+            _ = try await Client(baseURL: base, transport: mock).download(request, to: directory.file())
+        }
+        #expect(error.code == .transport)
+        #expect(mock.requests.count == 1)
+        #expect(try directory.names().isEmpty)
+    }
+
+    @Test("a resumable download of another method than GET is refused before anything is sent")
+    func resumableNeedsGet() async throws {
+        let directory = try DownloadDirectory()
+        defer { directory.remove() }
+        let mock = MockTransport(.handler { _ in .text("never") })
+        let error = try await #require(throws: CourierError.self) {
+            _ = try await Client(baseURL: base, transport: mock).download(
+                .post("/exports", body: .data(Data("{}".utf8))),
+                to: directory.file(),
+                resumable: true
+            )
+        }
+        #expect(error.code == .invalidRequest)
+        #expect(error.message.contains("GET"))
+        #expect(mock.requests.isEmpty)
+        #expect(try directory.names().isEmpty)
+    }
 }
