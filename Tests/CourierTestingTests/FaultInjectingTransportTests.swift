@@ -68,16 +68,17 @@ struct FaultInjectingTransportTests {
     }
 
     @Test("a fault's decisions do not depend on the faults listed after it")
-    func independentStreams() async {
-        let alone = FaultInjectingTransport(wrapping: MockTransport.ok, seed: 3, faults: [.status(500, rate: 0.3)])
-        let withMore = FaultInjectingTransport(
-            wrapping: MockTransport.ok,
-            seed: 3,
-            faults: [.status(500, rate: 0.3), .latency(.uniform(.zero ... .milliseconds(1)))]
-        )
+    func independentStreams() async throws {
+        let alone = injecting(.status(500, rate: 0.3))
+        // The latency sleeps on the suite's manual clock, which `run` moves: with a real clock, 300 sleeps of up
+        // to 1 ms took over a minute in a thread-sanitized run of the whole suite, each wake-up queued behind
+        // every other test's work (CI sweep, 2026-11-27).
+        let withMore = injecting(.status(500, rate: 0.3), .latency(.uniform(.zero ... .milliseconds(1))))
         let aloneResults = await outcomes(of: alone, count: 300)
-        let moreResults = await outcomes(of: withMore, count: 300)
+        let moreResults = try await clock.run { [self] in await outcomes(of: withMore, count: 300) }
+        #expect(aloneResults.count == 300)
         #expect(aloneResults == moreResults)
+        #expect(withMore.injected.count > aloneResults.count { $0 == "500" })
     }
 
     @Test("forRequests limits a fault to some arrival indexes")
