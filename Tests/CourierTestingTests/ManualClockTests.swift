@@ -165,27 +165,47 @@ struct ManualClockTests {
     func runWithNestedTimeouts() async throws {
         // The stack the docs recommend: the whole call's timer sleeps beside the attempt's from the start, so
         // two tasks sleep at once. Time must move to the attempt's deadline (2 s), never to the call's (10 s).
-        // Repeated, because a wrong rule loses a race between the two timers only most of the time.
-        for round in 0..<25 {
-            let clock = ManualClock()
-            let transport = MockTransport(.hang, then: .status(200, body: "round \(round)"))
-            let client = Client(
-                transport: transport,
-                middleware: [
-                    .timeout(.seconds(10), clock: clock),
-                    .retry(RetryPolicy(backoff: .constant(.seconds(1)), budget: nil), clock: clock),
-                    .timeout(.seconds(2), clock: clock),
-                    .validatingStatus(),
-                ]
-            )
-            let request = URLRequest(url: URL(string: "https://api.example.test/items")!)
+        // Repeated, because a wrong rule loses a race between the two timers only most of the time. The rounds,
+        // each on a clock of its own, run side by side: one after another, they took over a minute in a
+        // sanitized run of the whole suite, each of their many suspensions queued behind every other test.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for round in 0..<25 {
+                group.addTask { try await Self.nestedTimeoutsRound(round) }
+            }
+            try await group.waitForAll()
+        }
+    }
 
-            let (data, response) = try await clock.run { try await client.send(request) }
+    private static func nestedTimeoutsRound(_ round: Int) async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(.hang, then: .status(200, body: "round \(round)"))
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .timeout(.seconds(10), clock: clock),
+                .retry(RetryPolicy(backoff: .constant(.seconds(1)), budget: nil), clock: clock),
+                .timeout(.seconds(2), clock: clock),
+                .validatingStatus(),
+            ]
+        )
+        let request = URLRequest(url: URL(string: "https://api.example.test/items")!)
 
-            #expect(response.statusCode == 200)
-            #expect(String(decoding: data, as: UTF8.self) == "round \(round)")
-            #expect(clock.now.offset == .seconds(3))  // the attempt's 2 s, then 1 s of backoff
-            #expect(transport.cancellationCount == 1)
+        let (data, response) = try await clock.run { try await client.send(request) }
+
+        #expect(response.statusCode == 200)
+        #expect(String(decoding: data, as: UTF8.self) == "round \(round)")
+        #expect(clock.now.offset == .seconds(3))  // the attempt's 2 s, then 1 s of backoff
+        #expect(transport.cancellationCount == 1)
+    }
+
+    /// Works on an actor for a while, yielding at every step.
+    private actor Worker {
+        var steps = 0
+        func work() async {
+            for _ in 0..<200 {
+                steps += 1
+                await Task.yield()
+            }
         }
     }
 
@@ -193,37 +213,36 @@ struct ManualClockTests {
     func runWaitsForChildWork() async throws {
         // One child sleeps 10 s at once; the other works on an actor for a while, then sleeps 1 s. Time must go
         // to 1 s first: while the work runs, the 10 s sleeper is the only one, but the run is not quiescent.
-        actor Worker {
-            var steps = 0
-            func work() async {
-                for _ in 0..<200 {
-                    steps += 1
-                    await Task.yield()
+        // The rounds run side by side, each on a clock of its own (see runWithNestedTimeouts).
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 {
+                group.addTask { try await Self.childWorkRound() }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    private static func childWorkRound() async throws {
+        let clock = ManualClock()
+        let worker = Worker()
+        let order = try await clock.run {
+            try await withThrowingTaskGroup(of: String.self) { group in
+                group.addTask {
+                    try await clock.sleep(for: .seconds(10))
+                    return "slow"
                 }
+                group.addTask {
+                    await worker.work()
+                    try await clock.sleep(for: .seconds(1))
+                    return "worker at \(clock.now.offset)"
+                }
+                var order: [String] = []
+                for try await name in group { order.append(name) }
+                return order
             }
         }
-        for _ in 0..<20 {
-            let clock = ManualClock()
-            let worker = Worker()
-            let order = try await clock.run {
-                try await withThrowingTaskGroup(of: String.self) { group in
-                    group.addTask {
-                        try await clock.sleep(for: .seconds(10))
-                        return "slow"
-                    }
-                    group.addTask {
-                        await worker.work()
-                        try await clock.sleep(for: .seconds(1))
-                        return "worker at \(clock.now.offset)"
-                    }
-                    var order: [String] = []
-                    for try await name in group { order.append(name) }
-                    return order
-                }
-            }
-            #expect(order == ["worker at 1.0 seconds", "slow"])
-            #expect(await worker.steps == 200)
-        }
+        #expect(order == ["worker at 1.0 seconds", "slow"])
+        #expect(await worker.steps == 200)
     }
 
     @Test("cancelling the task that runs the clock ends the run, even while the operation never sleeps")
