@@ -250,6 +250,7 @@ final class DownloadFile {
         try handle.synchronize()
         try Self.checkDestination(destination)
         Self.beforePlacing?(destination)
+        let partial = path
         if recordPath != nil {
             // A resumable download's partial file leaves its name first, for a name only this download knows: the
             // file the placement displaces lands at the name it leaves, where another download to the destination
@@ -258,23 +259,38 @@ final class DownloadFile {
             let moved = directory.appendingPathComponent(Self.temporaryName(for: destination.lastPathComponent)).path
             guard rename(path, moved) == 0 else { throw Self.placementFailure(destination, SystemError(code: errno)) }
             path = moved
-            keepsPartial = false
         }
+        let failure: any Error
         switch FilePlacement.place(path, at: destination.path) {
         case .success:
-            break
-        case .failure(.occupied(let kind)):
-            throw Self.refusal(
+            isDone = true
+            if let recordPath { _ = unlink(recordPath) }
+            // Closing releases a resumable download's lock, after the rename.
+            try? handle.close()
+            return
+        case .failure(.occupied(let kind, restored: true)):
+            failure = Self.refusal(
                 "the download's destination \(destination.path) became \(kind.description) while the body arrived; "
-                    + "it is left as it is, and the download is discarded"
+                    + "it is left as it is"
+            )
+        case .failure(.occupied(let kind, restored: false)):
+            // What was at the destination is at this file's name now, and is not this download's to remove.
+            isDone = true
+            throw Self.refusal(
+                "the download's destination \(destination.path) became \(kind.description) while the body arrived, "
+                    + "and another process changed the name again while it was being put back: it is at \(path)"
             )
         case .failure(.system(let error)):
-            throw Self.placementFailure(destination, error)
+            failure = Self.placementFailure(destination, error)
         }
-        isDone = true
-        if let recordPath { _ = unlink(recordPath) }
-        // Closing releases a resumable download's lock, after the rename.
-        try? handle.close()
+        // A resumable download's whole body goes back to the partial file's name, with its record, for the next
+        // call to finish (it asks for the last byte again); if that name was taken meanwhile, it is discarded.
+        if recordPath != nil, path != partial, FilePlacement.moveIfFree(path, to: partial) {
+            path = partial
+        } else if recordPath != nil {
+            keepsPartial = false
+        }
+        throw failure
     }
 
     private static func placementFailure(_ destination: URL, _ error: SystemError) -> CocoaError {

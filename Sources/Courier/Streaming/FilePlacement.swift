@@ -17,14 +17,20 @@ import Bionic
 /// is free (`RENAME_NOREPLACE`), and an occupied one by exchanging the two atomically (`RENAME_EXCHANGE`; Darwin's
 /// `RENAME_EXCL` and `RENAME_SWAP`), then looks at what it displaced: a regular file is removed, as a rename would
 /// have removed it; anything else is exchanged back and refused. A reader of the name sees the old file or the new
-/// one, never neither; a link or directory is at its place again once the refusal returns. A file system that
-/// cannot exchange (some network file systems) gets the plain rename, after the check its caller made.
+/// one, never neither; a link or directory is at its place again once the refusal returns.
+///
+/// Where the system offers neither (glibc before 2.28, a statically linked musl, which cannot look the function
+/// up, a platform other than Linux, Android and Darwin), or the file system refuses the flags (NFS, some FUSE file
+/// systems), the file gets the plain rename after the check its caller made, and a link swapped in between the two
+/// is replaced, as before.
 enum FilePlacement {
     /// Why a file was not placed.
     enum Failure: Error {
-        /// Something other than a regular file is at the destination: it was put back as it was.
-        case occupied(FileStatus.Kind)
-        /// The system refused the rename.
+        /// Something other than a regular file is at the destination. `restored`: it is where it was, and the file
+        /// at `source` again; otherwise (the destination's name was taken or freed by another process while it
+        /// was being put back) it is at `source`'s name, which must not be removed.
+        case occupied(FileStatus.Kind, restored: Bool)
+        /// The system refused the rename; `source` is as it was.
         case system(SystemError)
     }
 
@@ -49,9 +55,23 @@ enum FilePlacement {
         return .failure(.system(SystemError(code: EAGAIN)))
     }
 
+    /// Renames `source` to `destination` only if nothing is there; `false` when something is, or the rename
+    /// failed. Where the system cannot rename with a flag, it looks first: a name taken in between is replaced.
+    static func moveIfFree(_ source: String, to destination: String) -> Bool {
+        let code = renaming(source, destination, .noReplace)
+        guard unsupported(code) else { return code == 0 }
+        guard case .failure(let error) = FileStatus.of(destination, followingLinks: false), error.code == ENOENT
+        else { return false }
+        return rename(source, destination) == 0
+    }
+
+    /// Called after an exchange, before what it displaced is looked at: the tests' way into that window.
+    @TaskLocal static var afterExchange: (@Sendable (_ destination: String) -> Void)?
+
     /// After an exchange: `displaced` holds what was at `destination`. A regular file is removed; anything else
     /// goes back where it was.
     private static func keepOrPutBack(displaced: String, destination: String) -> Result<Void, Failure> {
+        afterExchange?(destination)
         let kind: FileStatus.Kind
         switch FileStatus.of(displaced, followingLinks: false) {
         case .success(let status): kind = status.kind
@@ -61,8 +81,16 @@ enum FilePlacement {
             _ = unlink(displaced)
             return .success(())
         }
-        _ = renaming(displaced, destination, .exchange)
-        return .failure(.occupied(kind))
+        switch renaming(displaced, destination, .exchange) {
+        case 0:
+            return .failure(.occupied(kind, restored: true))
+        case ENOENT:
+            // Another process took the file away from the destination's name meanwhile: what was there goes back
+            // if the name is still free.
+            return .failure(.occupied(kind, restored: moveIfFree(displaced, to: destination)))
+        default:
+            return .failure(.occupied(kind, restored: false))
+        }
     }
 
     private static func plainRename(_ source: String, _ destination: String) -> Result<Void, Failure> {
@@ -91,7 +119,11 @@ enum FilePlacement {
         // it is looked up by name, with its C signature.
         typealias RenameAt2 =
             @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
-        guard let symbol = dlsym(nil, "renameat2") else { return ENOSYS }
+        // The program's own handle: its global scope, where the C library is (a null handle means that only
+        // where RTLD_DEFAULT is null).
+        guard let program = dlopen(nil, RTLD_LAZY) else { return ENOSYS }
+        defer { dlclose(program) }
+        guard let symbol = dlsym(program, "renameat2") else { return ENOSYS }
         let renameat2 = unsafeBitCast(symbol, to: RenameAt2.self)
         // RENAME_NOREPLACE and RENAME_EXCHANGE of <linux/fs.h>.
         let flags: UInt32 = mode == .noReplace ? 1 : 2

@@ -225,6 +225,32 @@ struct StackInvariantTests {
         let outcome = await Self.perform(model, client: client, request: request, clock: clock, to: destination)
         let ended = outcome != nil
         let finishedAt = clock.now.offset
+        // A download: what the call left is checked, and a resumable one that failed is called again, to take up
+        // the partial file the first kept (a restart of the process, as far as the file is concerned).
+        var downloadFindings: [String] = []
+        if case .download(let resumable) = model.call, ended {
+            downloadFindings = Self.downloadProblems(
+                model,
+                resumable: resumable,
+                outcome: outcome,
+                container: container,
+                previous: previous,
+                sent: server.receptions.value.count
+            )
+            if resumable, model.method == "GET", case .failure = outcome {
+                let before = FileManager.default.contents(atPath: destination.path)
+                let again = await Self.perform(model, client: client, request: request, clock: clock, to: destination)
+                if again == nil { downloadFindings.append("the second download call did not end") }
+                downloadFindings += Self.downloadProblems(
+                    model,
+                    resumable: resumable,
+                    outcome: again,
+                    container: container,
+                    previous: before,
+                    sent: server.receptions.value.count
+                ).map { "after a second call: " + $0 }
+            }
+        }
         // A second tenant, sharing the cache and the quota, asks for the same resource when a cache could answer.
         var second: (tenant: Tenant, outcome: Result<(status: Int, body: String), any Error>?)?
         if model.layers.contains(where: { if case .caching = $0 { true } else { false } }), model.method == "GET",
@@ -300,16 +326,11 @@ struct StackInvariantTests {
         // A download: the destination is as it was or holds one version, whole; nothing else is left beside it but
         // a resumable download's partial file (a part of one version) and its record; a resumable download of
         // another method than GET is refused before anything is sent.
-        if case .download(let resumable) = model.call, ended {
-            for problem in Self.downloadProblems(
-                model,
-                resumable: resumable,
-                outcome: outcome,
-                container: container,
-                previous: previous,
-                sent: receptions.count
-            ) {
-                violation(problem)
+        for finding in downloadFindings { violation(finding) }
+        // Ranges are defined for GET alone: no other method is sent with one, however a download resumes.
+        for reception in receptions where reception.method != "GET" {
+            if reception.headers.keys.contains(where: { ["range", "if-range"].contains($0.lowercased()) }) {
+                violation("a \(reception.method) went out with a Range or If-Range")
             }
         }
         // No body went out empty or cut.
@@ -367,15 +388,21 @@ struct StackInvariantTests {
             }
             // `events` too: "said" is what reached the client (seed 783961 of base 777777 once failed here when the
             // model counted a head its deadline transport had thrown away with the body cut after it).
+            // Hedging outside the limiter sends attempts side by side: one that arrives at the very instant another's
+            // answer said 0 passed the limiter before that answer reached it (seed 3221304464, an event stream with
+            // hedging, failed in one run of three on the order of two such arrivals).
+            let sideBySide = model.layers[..<position].contains { if case .hedging = $0 { true } else { false } }
             if !model.layers[(position + 1)...].contains(where: \.sendsMoreThanOnce) {
                 let api = receptions.filter { $0.quotaWindow != nil }
                 for window in Set(api.compactMap(\.quotaWindow)) {
                     let inWindow = api.filter { $0.quotaWindow == window }
-                    if let exhausted = inWindow.firstIndex(where: { $0.remainingAnnounced == 0 }),
-                        exhausted < inWindow.count - 1
-                    {
+                    guard let exhausted = inWindow.firstIndex(where: { $0.remainingAnnounced == 0 }) else { continue }
+                    let after = inWindow[(exhausted + 1)...].filter {
+                        !sideBySide || $0.arrival > inWindow[exhausted].arrival
+                    }
+                    if !after.isEmpty {
                         violation(
-                            "\(inWindow.count - exhausted - 1) requests to the API after it said 0 remaining in "
+                            "\(after.count) requests to the API after it said 0 remaining in "
                                 + "window \(window): "
                                 + inWindow.map { "\($0.answer) [\($0.remainingAnnounced.map(String.init) ?? "-")]" }
                                 .joined(separator: ", ")
@@ -432,11 +459,19 @@ struct StackInvariantTests {
                     "the download failed (\(error)) but the destination changed: \(written?.count ?? -1) bytes"
                 )
             }
-            if resumable && model.method != "GET" && sent > 0 {
-                problems.append("a resumable \(model.method) download was sent (\(sent) requests) instead of refused")
-            }
         case nil:
             return []
+        }
+        if resumable && model.method != "GET" {
+            let refused: Bool
+            if case .failure(let error as CourierError) = outcome {
+                refused = error.code == .invalidRequest
+            } else {
+                refused = false
+            }
+            if !refused || sent > 0 {
+                problems.append("a resumable \(model.method) download was sent (\(sent) requests) instead of refused")
+            }
         }
         let partial = ".file.bin.courier-partial"
         let names = Set((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? ["?"])

@@ -262,12 +262,12 @@ final class StackModelServer: Sendable {
     /// After this many requests, every answer is 200, so that every case ends.
     static let maximumReceptions = 24
 
-    /// The two versions of the file a download gets: as long, and different at every byte.
-    static let fileLength = 1_000
-    static let fileVersions = (0..<2).map { version in
-        Data((0..<fileLength).map { UInt8(($0 * 7 + version * 50) % 251) })
+    /// The versions of the file a download gets, different at every byte: A and B as long, C longer (so that
+    /// only the validator tells A's parts from B's, and only the complete length C's when the validator lies).
+    static let fileVersions = [1_000, 1_000, 1_400].enumerated().map { version, length in
+        Data((0..<length).map { UInt8(($0 * 7 + version * 50) % 251) })
     }
-    static let fileTags = ["\"A\"", "\"B\""]
+    static let fileTags = ["\"A\"", "\"B\"", "\"C\""]
 
     let seed: UInt64
     let hasTimeout: Bool
@@ -341,26 +341,51 @@ final class StackModelServer: Sendable {
         func stored(_ text: String) -> MockResponse {
             .text("\(text) for \(tenant)", headers: ["Cache-Control": cacheControl, "ETag": "\"\(index)\""])
         }
-        /// A download's answer: version A or B of a file (distinct bytes, strong `ETag`); to a range request mostly
-        /// the rest of the version `If-Range` names, sometimes another version's part (a proxy that ignores
-        /// `If-Range`) or the whole file; the body cut on some.
+        /// A download's answer: version A, B or C of a file (see ``fileVersions``), mostly with a strong
+        /// `ETag`, sometimes a weak one or none; to a range request mostly a part that starts at the byte asked for
+        /// (sometimes one off) of the version `If-Range` names (sometimes another version's: a proxy that ignores
+        /// `If-Range`), sometimes with a wrong complete length, a `416` or the whole file; the body cut on some.
         func download() -> (MockResponse, String) {
-            let range = request.value(forHTTPHeaderField: "Range")
-            let start = range.flatMap { Int($0.dropFirst("bytes=".count).dropLast()) }
-            var version = Int(random.next() % 2)
-            var from = 0
-            if let start, start < Self.fileLength, random.nextUnitInterval() < 0.8 {
-                from = start
-                let named = request.value(forHTTPHeaderField: "If-Range").flatMap(Self.fileTags.firstIndex(of:))
-                if let named, random.nextUnitInterval() < 0.75 { version = named }
+            let start = request.value(forHTTPHeaderField: "Range").flatMap {
+                Int($0.dropFirst("bytes=".count).dropLast())
             }
-            let body = Self.fileVersions[version].dropFirst(from)
-            var headers = ["ETag": Self.fileTags[version], "Content-Length": "\(body.count)"]
-            if from > 0 { headers["Content-Range"] = "bytes \(from)-\(Self.fileLength - 1)/\(Self.fileLength)" }
+            var version = Int(random.next() % UInt64(Self.fileVersions.count))
+            let tagRoll = random.nextUnitInterval()
+            var headers: [String: String] = [:]
+            if tagRoll < 0.7 {
+                headers["ETag"] = Self.fileTags[version]
+            } else if tagRoll < 0.85 {
+                headers["ETag"] = "W/" + Self.fileTags[version]
+            }
+            var from = 0
+            if let start {
+                let roll = random.nextUnitInterval()
+                if roll < 0.1 {
+                    let length = Self.fileVersions[version].count
+                    return (.status(416, headers: ["Content-Range": "bytes */\(length)"]), "416")
+                }
+                if roll < 0.85 {
+                    let named = request.value(forHTTPHeaderField: "If-Range").flatMap(Self.fileTags.firstIndex(of:))
+                    if let named, random.nextUnitInterval() < 0.75 {
+                        version = named
+                        if tagRoll < 0.7 { headers["ETag"] = Self.fileTags[version] }
+                    }
+                    let shift = random.nextUnitInterval() < 0.15 ? Int(random.next() % 3) - 1 : 0
+                    from = min(max(0, start + shift), Self.fileVersions[version].count - 1)
+                }
+            }
+            let file = Self.fileVersions[version]
+            let body = file.dropFirst(from)
+            headers["Content-Length"] = "\(body.count)"
+            if from > 0 {
+                let complete = random.nextUnitInterval() < 0.1 ? file.count + 1 : file.count
+                headers["Content-Range"] = "bytes \(from)-\(file.count - 1)/\(complete)"
+            }
             let status = from > 0 ? 206 : 200
-            let cut = random.nextUnitInterval() < 0.4 ? Int(random.next() % UInt64(body.count)) : nil
+            let cut = random.nextUnitInterval() < 0.5 ? Int(random.next() % UInt64(body.count)) : nil
             let chunks: [MockChunk] = cut.map { [.data(body.prefix($0)), .drop()] } ?? [.data(body)]
-            let what = "\(status) \(Self.fileTags[version]) from \(from)\(cut.map { ", cut after \($0)" } ?? "")"
+            let tag = headers["ETag"] ?? "no tag"
+            let what = "\(status) v\(version) \(tag) from \(from)\(cut.map { ", cut after \($0)" } ?? "")"
             return (.stream(chunks, status: status, headers: headers), what)
         }
         func events() -> (MockResponse, String) {
@@ -379,7 +404,7 @@ final class StackModelServer: Sendable {
             if wantsEvents {
                 (reply, answer) = (.noContent, "204 (cap)")
             } else if servesDownloads {
-                let headers = ["ETag": Self.fileTags[0], "Content-Length": "\(Self.fileLength)"]
+                let headers = ["ETag": Self.fileTags[0], "Content-Length": "\(Self.fileVersions[0].count)"]
                 (reply, answer) = (.stream([.data(Self.fileVersions[0])], headers: headers), "200 \"A\" (cap)")
             } else {
                 (reply, answer) = (.text("done"), "200 (cap)")
@@ -393,6 +418,9 @@ final class StackModelServer: Sendable {
             // Another origin rejects whatever it was sent: never the API's token's fault.
             (reply, answer) = (.status(401, headers: ["WWW-Authenticate": "Bearer"]), "401 foreign")
             processed = false
+        } else if servesDownloads, request.value(forHTTPHeaderField: "Range") != nil, random.nextUnitInterval() < 0.7 {
+            // Most range requests get a part (or a 416, or the whole file), so that resumption is well exercised.
+            (reply, answer) = download()
         } else {
             let roll = random.nextUnitInterval()
             switch roll {

@@ -47,6 +47,15 @@ struct DownloadDestinationTests {
 
     private func client(_ mock: MockTransport) -> Client { Client(baseURL: base, transport: mock) }
 
+    /// The whole payload with a strong validator, as version "v1": a resumable download keeps it.
+    private var tagged: MockTransport {
+        MockTransport {
+            MockRoute.get("/file").replies(
+                .stream([.data(payload)], headers: ["Content-Length": "3000", "ETag": "\"v1\""])
+            )
+        }
+    }
+
     private var whole: MockTransport {
         MockTransport { MockRoute.get("/file").replies(.stream([.data(payload)], headers: ["Content-Length": "3000"])) }
     }
@@ -279,7 +288,7 @@ struct DownloadDestinationTests {
         }
         let error = try await #require(throws: CourierError.self) {
             try await DownloadFile.$beforePlacing.withValue(swap) {
-                _ = try await client(whole).download(.get("/file"), to: destination, resumable: resumable)
+                _ = try await client(tagged).download(.get("/file"), to: destination, resumable: resumable)
             }
         }
         #expect(error.code == .invalidRequest)
@@ -287,8 +296,56 @@ struct DownloadDestinationTests {
         let check = try #require(unchanged.withLock { $0 })
         #expect(try check())
         #expect(try Data(contentsOf: victim) == previous)
-        // Nothing of the download's is left: no temporary file, no partial file, no record.
+        guard resumable else {
+            // Nothing of the download's is left: no temporary file.
+            #expect(try directory.names() == ["file.bin", "victim.txt"])
+            return
+        }
+        // A resumable download keeps its whole body as its partial file, with its record: once the name is a
+        // file's again, the next call asks for the last byte only and finishes.
+        let partial = ".file.bin.courier-partial"
+        #expect(try directory.names() == [partial, partial + ".json", "file.bin", "victim.txt"])
+        try FileManager.default.removeItem(at: destination)
+        let mock = MockTransport {
+            MockRoute.get("/file").replies(
+                .stream(
+                    [.data(payload.suffix(1))],
+                    status: 206,
+                    headers: ["ETag": "\"v1\"", "Content-Range": "bytes 2999-2999/3000"]
+                )
+            )
+        }
+        _ = try await client(mock).download(.get("/file"), to: destination, resumable: true)
+        #expect(mock.requests.map { $0.value(forHTTPHeaderField: "Range") } == ["bytes=2999-"])
+        #expect(try Data(contentsOf: destination) == payload)
         #expect(try directory.names() == ["file.bin", "victim.txt"])
+    }
+
+    @Test("a link put back after another process took the download away from the destination is kept, not removed")
+    func putBackAfterTheNameWasFreed() async throws {
+        let directory = try DownloadDirectory()
+        defer { directory.remove() }
+        let destination = directory.file()
+        let victim = directory.file("victim.txt")
+        let elsewhere = directory.file("moved-by-a-watcher.bin")
+        try previous.write(to: victim)
+        let swap: @Sendable (URL) -> Void = { destination in
+            try? FileManager.default.createSymbolicLink(at: destination, withDestinationURL: victim)
+        }
+        // Right after the exchange, a watcher moves the new file at the destination's name elsewhere.
+        let watcher: @Sendable (String) -> Void = { destination in
+            _ = rename(destination, elsewhere.path)
+        }
+        await #expect(throws: CourierError.self) {
+            try await DownloadFile.$beforePlacing.withValue(swap) {
+                try await FilePlacement.$afterExchange.withValue(watcher) {
+                    _ = try await client(whole).download(.get("/file"), to: destination)
+                }
+            }
+        }
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: destination.path) == victim.path)
+        #expect(try Data(contentsOf: victim) == previous)
+        #expect(try directory.names() == ["file.bin", "moved-by-a-watcher.bin", "victim.txt"])
     }
 
     @Test("a regular file swapped in after the last check is replaced, as any regular file at the destination is")

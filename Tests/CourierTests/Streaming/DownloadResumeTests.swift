@@ -224,9 +224,10 @@ struct DownloadResumeTests {
     /// and a `POST` that answers with a file (text to speech, an export) may be billed or acted on twice.
     @Test(
         "a download of another method than GET is never resumed or sent again: the drop is thrown",
-        arguments: ["POST", "PUT", "PATCH", "DELETE"]
+        arguments: ["POST", "PUT", "PATCH", "DELETE"],
+        [false, true]
     )
-    func onlyGetResumes(method: String) async throws {
+    func onlyGetResumes(method: String, keyed: Bool) async throws {
         let directory = try DownloadDirectory()
         defer { directory.remove() }
         let mock = MockTransport(
@@ -243,6 +244,8 @@ struct DownloadResumeTests {
         let request = Request<Data>(
             method: HTTPMethod(rawValue: method),
             target: .path("/speech"),
+            // A key of the caller's does not make a range request of a POST defined.
+            headers: keyed ? ["Idempotency-Key": "speech-1"] : [:],
             body: .data(Data("{\"text\":\"hello\"}".utf8))
         )
         let error = try await #require(throws: CourierError.self) {
