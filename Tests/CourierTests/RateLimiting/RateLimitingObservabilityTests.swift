@@ -54,7 +54,7 @@ struct RateLimitingObservabilityTests {
         for event in Self.events { event.log(to: logger) }
 
         let entries = handler.entries
-        #expect(entries.map(\.level) == [.debug, .warning, .notice, .debug])
+        try #require(entries.map(\.level) == [.debug, .warning, .notice, .debug])
         #expect(
             entries.map(\.message.description) == [
                 "Rate limit wait", "Rate limit refused a request", "Rate limited by the server", "Rate limit updated",

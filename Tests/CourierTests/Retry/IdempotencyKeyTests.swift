@@ -103,7 +103,7 @@ struct IdempotencyKeyRefreshTests {
         _ = try await client.send(RetryFixtures.request("POST"))
         _ = try await client.send(RetryFixtures.request("POST"))
         let keys = transport.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
-        #expect(keys.count == 3)
+        try #require(keys.count == 3)
         #expect(keys[0] == keys[1])
         #expect(keys[2] != keys[0])
     }

@@ -253,6 +253,7 @@ struct RetryTests {
         #expect(recorded.map(\.maximumAttempts) == [3, 3])
         #expect(recorded.map(\.delay) == [.seconds(1), .seconds(1)])
         #expect(recorded.map(\.retryAfter) == [nil, nil])
+        try #require(recorded.count == 2)
         guard case .status(503) = recorded[0].reason else {
             Issue.record("the first reason is \(recorded[0].reason)")
             return
