@@ -16,17 +16,10 @@ struct ChildProcessTests {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
         let inputs = (0..<count).map { _ in Pipe() }
-        // A hang guard, not a synchronization: ends the children after 30 s should the pool be starved, so that a
-        // failing run reports (below) instead of hanging.
         let guardFired = Locked(false)
         let closeInputs = { @Sendable in
             for input in inputs { try? input.fileHandleForWriting.close() }
         }
-        Thread {
-            Thread.sleep(forTimeInterval: 30)
-            guardFired.withLock { $0 = true }
-            closeInputs()
-        }.start()
 
         try await withThrowingTaskGroup(of: ChildProcess.Result.self) { group in
             for (index, input) in inputs.enumerated() {
@@ -45,7 +38,16 @@ struct ChildProcessTests {
                     FileManager.default.fileExists(atPath: folder.appendingPathComponent("\($0)").path)
                 }
             }
-            // Every child runs and waits for its input; a task of the pool still runs at once.
+            // Every child runs and waits for its input; a task of the pool still runs. A hang guard, not a
+            // synchronization: should the pool be starved, it ends the children after 30 s, so that a failing run
+            // reports (below) instead of hanging. It starts only now: started with the test, it also timed the
+            // children's start and the wait for their markers, which took longer than 30 s in a sanitized run with
+            // every other test of the process (CI sweep, 2026-11-27).
+            Thread {
+                Thread.sleep(forTimeInterval: 30)
+                guardFired.withLock { $0 = true }
+                closeInputs()
+            }.start()
             let ran = await Task.detached { true }.join()
             #expect(ran && !guardFired.value, "the pool was starved until the guard ended the children")
 
