@@ -185,7 +185,8 @@ private struct DownloadTransfer<C: Clock<Duration>> {
             }
             try begin(with: head)
         }
-        var resumesLeft = resumeAttempts
+        // Only a GET resumes (see the doc comment): another method's error is thrown as it is.
+        var resumesLeft = request.method == .get ? resumeAttempts : 0
         while true {
             do {
                 for try await chunk in body {
@@ -204,9 +205,7 @@ private struct DownloadTransfer<C: Clock<Duration>> {
                 throw failure.error
             } catch let overrun as DownloadState.Overrun {
                 throw overrun.error
-            } catch let error
-                where resumesLeft > 0 && request.method == .get && !(error is CancellationError) && !Task.isCancelled
-            {
+            } catch let error where resumesLeft > 0 && !(error is CancellationError) && !Task.isCancelled {
                 // The body stopped early, whatever the reason: a lost connection (Courier's transports report it
                 // as a transport error, a third party's transport in its client's words, transient or not), an
                 // idle timeout, a transport that gave up on a reader that fell behind. The range request resumes

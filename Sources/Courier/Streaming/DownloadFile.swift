@@ -285,10 +285,8 @@ final class DownloadFile {
         }
         // A resumable download's whole body goes back to the partial file's name, with its record, for the next
         // call to finish (it asks for the last byte again); if that name was taken meanwhile, it is discarded.
-        if recordPath != nil, path != partial, FilePlacement.moveIfFree(path, to: partial) {
-            path = partial
-        } else if recordPath != nil {
-            keepsPartial = false
+        if recordPath != nil {
+            if FilePlacement.moveIfFree(path, to: partial) { path = partial } else { keepsPartial = false }
         }
         throw failure
     }
