@@ -147,13 +147,26 @@ struct EventSourceTests {
         }
         let client = Client(baseURL: base, transport: mock)
         let reconnection = EventSource.Reconnection(delay: .seconds(1))
+        let received = Locked<[String]>([])
         let reader = Task {
-            await drain(
-                client.events(.get("/events"), reconnection: reconnection, idleTimeout: .seconds(30), clock: clock)
-            )
+            do {
+                for try await event in client.events(
+                    .get("/events"),
+                    reconnection: reconnection,
+                    idleTimeout: .seconds(30),
+                    clock: clock
+                ) {
+                    received.withLock { $0.append(event.data) }
+                }
+                return (received.value, nil)
+            } catch {
+                return (received.value, error as (any Error)?)
+            }
         }
-        // The watchdog sleeps 30 seconds from the last chunk; once it has fired, the stream sleeps the
-        // reconnection delay.
+        // The event has reached the reader, so its chunk arrived at 0 s: the watchdog sleeps until 30 s. (Moving
+        // the clock before the chunk arrives would date it 30 s, and the watchdog would wait until 60 s.) Once it
+        // has fired, the stream sleeps the reconnection delay.
+        try await waitUntil { received.value == ["a"] }
         try await waitUntil { clock.pendingDeadlines.contains(ManualClock.Instant(offset: .seconds(30))) }
         clock.advance(by: .seconds(30))
         try await waitUntil { clock.pendingDeadlines.contains(ManualClock.Instant(offset: .seconds(31))) }
