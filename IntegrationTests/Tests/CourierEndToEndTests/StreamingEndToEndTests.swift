@@ -59,10 +59,12 @@ struct StreamingEndToEndTests {
             let client = e2e.client([.counting(counter)])
             // The server writes one tick, then nothing until this test hits the gate: the stall lasts until the
             // idle timeout has fired however late the reader gets to `next()`, so no second tick can be waiting.
+            // The timeout counts from the head, so the first tick must reach the body within it: 2 s leaves a
+            // starved machine room for that, and the stall still outlasts it.
             let url = e2e.server.url("/stream/drip", query: ["everyMs": "50", "key": e2e.key, "gate": e2e.key])
             let (body, _) = try await client.stream(
                 URLRequest(url: url),
-                idleTimeout: .milliseconds(250)
+                idleTimeout: .seconds(2)
             )
             var iterator = body.makeAsyncIterator()
             #expect(try await iterator.next() == Data("tick\n".utf8))

@@ -21,6 +21,10 @@ final class DownloadProgressMailbox: Sendable {
 
     private let state = LockedState(State())
 
+    /// Called with each report once it is posted: the tests' way to know the transfer got that far before they
+    /// move a manual clock (a transfer that lags behind the body it reads would otherwise post after the move).
+    @TaskLocal static var afterPost: (@Sendable (DownloadProgress) -> Void)?
+
     /// Stores `progress` as the latest report, replacing one not delivered yet; wakes the delivery loop when it is
     /// waiting for a report. Never waits.
     func post(_ progress: DownloadProgress) {
@@ -38,6 +42,7 @@ final class DownloadProgressMailbox: Sendable {
             return nil
         }
         waiter?.resume(returning: progress)
+        Self.afterPost?(progress)
     }
 
     /// Says that no report follows: the delivery loop delivers the latest one, if any, and ends.

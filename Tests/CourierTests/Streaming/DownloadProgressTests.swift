@@ -51,17 +51,23 @@ struct DownloadProgressTests {
         let directory = try DownloadDirectory()
         defer { directory.remove() }
         let reports = Reports()
+        let posted = Arrivals()
         let download = Task { [base] in
-            try await Client(baseURL: base, transport: mock).download(
-                .get("/file"),
-                to: directory.file(),
-                clock: clock,
-                progress: reports.record
-            )
+            try await DownloadProgressMailbox.$afterPost.withValue({ _ in posted.arrive() }) {
+                try await Client(baseURL: base, transport: mock).download(
+                    .get("/file"),
+                    to: directory.file(),
+                    clock: clock,
+                    progress: reports.record
+                )
+            }
         }
         // The head's report at once; three chunks written (the body waits at the gate), and the interval not over.
+        // The transfer posted the head's report and the three chunks' before the clock moves: the body was ready
+        // before the transfer read it, so that it did is no sign it posted.
         await reports.arrived.wait(for: 1)
         await held.wait(for: 1)
+        await posted.wait(for: 4)
         await clock.waitForSleepers(count: 1)
         #expect(reports.seen.value == [DownloadProgress(bytesWritten: 0, expectedBytes: 5_000)])
         #expect(clock.pendingDeadlines == [.init(offset: .milliseconds(100))])
