@@ -291,13 +291,11 @@ public actor TokenRefresher {
         let now = elapsed()
         perform(now: now) { $0.setToken(token, now: now) }
         guard let sharing else { return }
-        let local = credential.version
         let shared = Self.sharedToken(from: token, version: 0, sharing: sharing)
         do {
             let stored = try await timed(sharing, "replaceToken") { try await sharing.store.replaceToken(shared) }
-            storage.withLock { storage in
-                if storage.machine.credential.version == local { storage.machine.adoptSharedVersion(stored.version) }
-            }
+            // Only while this token is still the current one and took no version from elsewhere meanwhile.
+            adoptSharedVersion(stored.version, ifValue: token.value)
         } catch {
             sharing.onEvent?(.storeFailed(operation: "replaceToken", error: error))
         }

@@ -61,6 +61,10 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
         return state.withLock { $0.isLeased(at: now) ? $0.holder : nil }
     }
 
+    /// When the current lease ends (or ended: an expired lease is kept until another holder takes it), or `nil`
+    /// when none was taken or it was released.
+    public var leaseEnds: C.Instant? { state.withLock { $0.holder == nil ? nil : $0.leaseEnds } }
+
     /// How many callers wait for a change.
     public var waiterCount: Int { state.withLock { $0.waiters.count } }
 
@@ -81,6 +85,16 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
             state.leaseEnds = now.advanced(by: lease)
             state.leasesTaken += 1
             return .acquired(state.token)
+        }
+    }
+
+    /// Extends `holder`'s lease to `lease` from now if `holder` holds it (or held it last and nobody took it).
+    public func renewLease(holder: String, lease: Duration) async -> Bool {
+        let now = clock.now
+        return state.withLock { state in
+            guard state.holder == holder else { return false }
+            state.leaseEnds = now.advanced(by: lease)
+            return true
         }
     }
 

@@ -51,7 +51,8 @@ public enum SharedRefreshLease: Sendable, Hashable {
 ///    replica's, the replica uses it; otherwise, when nobody holds the lease (or its holder's lease has
 ///    expired: a crashed refresher cannot block the fleet), the caller takes it for `lease` and gets the
 ///    current token **read under the lease** (the stale-refresh-token race is closed here, not by the caller).
-/// 2. The holder refreshes and calls ``finishRefresh(_:holder:)``, which stores the new token as the next
+/// 2. The holder refreshes (renewing its lease with ``renewLease(holder:lease:)`` every third of it while the
+///    refresh runs) and calls ``finishRefresh(_:holder:)``, which stores the new token as the next
 ///    version only if no newer one was stored meanwhile (compare-and-set on the version), and releases the
 ///    lease; a failed refresh releases it with `nil`, so another replica may try at once.
 /// 3. Every other replica waits with ``waitForChange(after:timeout:)`` (woken by the store, not by polling,
@@ -60,7 +61,7 @@ public enum SharedRefreshLease: Sendable, Hashable {
 /// A store's methods may throw: the refresher then goes on without it and reports it (see
 /// ``TokenRefresher/Sharing``). ``InMemorySharedTokenStore`` is one for replicas in one process (and for
 /// tests); the `Postgres` trait adds `PostgresSharedTokenStore`. Conform a Redis or Valkey one with the same
-/// rules: each of the four steps atomic, leases measured on one clock (the store's, not the replicas').
+/// rules: each step atomic, leases measured on one clock (the store's, not the replicas').
 public protocol SharedTokenStore: Sendable {
     /// The current token, or `nil` when the store holds none.
     func token() async throws -> SharedToken?
@@ -89,10 +90,26 @@ public protocol SharedTokenStore: Sendable {
     /// - Returns: The token as stored, with its version.
     func replaceToken(_ token: SharedToken) async throws -> SharedToken
 
+    /// Extends `holder`'s lease to end `lease` from now, if `holder` still holds it (or held it last and nobody
+    /// took it since); never takes a lease that was released or that another holder took.
+    ///
+    /// The holder of a refresh that runs longer than a third of its lease calls it every third of the lease, so
+    /// a slow token endpoint never lets a second replica in with the same refresh token, while a holder that
+    /// dies stops renewing and blocks the fleet for one lease at most. The default implementation renews
+    /// nothing and returns `false`: with such a store, a refresh that outlives its lease may overlap another.
+    ///
+    /// - Returns: Whether the lease is `holder`'s, with its new expiry.
+    func renewLease(holder: String, lease: Duration) async throws -> Bool
+
     /// Returns once the stored version is greater than `version` or the lease was released, or after
     /// `timeout`, whichever comes first; at once when either is already so. Returning says nothing: the caller
     /// asks ``beginRefresh(after:holder:lease:)`` again.
     ///
     /// - Throws: `CancellationError` when the calling task is cancelled; errors of the store.
     func waitForChange(after version: Int, timeout: Duration) async throws
+}
+
+extension SharedTokenStore {
+    /// Renews nothing: a store written before leases could be renewed. See the requirement.
+    public func renewLease(holder: String, lease: Duration) async throws -> Bool { false }
 }

@@ -94,7 +94,9 @@ extension TokenRefresher {
             replaced = token
         }
         let refreshed: Token
+        let renewal = renewLease(sharing: sharing)
         do {
+            defer { renewal.cancel() }
             refreshed = try await operation(replaced)
         } catch {
             // Released at once, so another replica may try without waiting for the lease to expire.
@@ -125,6 +127,40 @@ extension TokenRefresher {
         }
         sharing.onEvent?(.refreshed(version: next.version))
         return (refreshed, stored == nil ? 0 : next.version)
+    }
+
+    /// How many times a holder renews its lease while its refresh runs, a third of the lease apart: ten leases in
+    /// all. A refresh closure that has not returned by then is taken as hung, and another replica may refresh.
+    package static var maximumLeaseRenewals: Int { 30 }
+
+    /// Starts renewing this refresher's lease every third of ``Sharing/lease`` while its refresh runs (the caller
+    /// cancels the task when the refresh ends), so that a token endpoint slower than the lease never lets a second
+    /// replica refresh with the same refresh token. It stops when the store says the lease is not this holder's
+    /// any more; a renewal that fails is tried again a third of the lease later.
+    private nonisolated func renewLease(sharing: Sharing) -> Task<Void, Never> {
+        let store = sharing.store
+        let holder = sharedHolder
+        return SharedWork.start {
+            await SharedWork.withoutCallContext {
+                for _ in 0..<Self.maximumLeaseRenewals {
+                    do {
+                        try await self.sleep(sharing.lease / 3)
+                    } catch {
+                        return
+                    }
+                    do {
+                        let renewed = try await self.timed(sharing, "renewLease") {
+                            try await store.renewLease(holder: holder, lease: sharing.lease)
+                        }
+                        if !renewed { return }
+                    } catch is CancellationError {
+                        return
+                    } catch {
+                        sharing.onEvent?(.storeFailed(operation: "renewLease", error: error))
+                    }
+                }
+            }
+        }
     }
 
     /// Refreshes without the store and keeps the result to publish as the store's version `version`.

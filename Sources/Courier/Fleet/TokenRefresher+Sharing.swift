@@ -58,6 +58,7 @@ extension TokenRefresher {
             case "beginRefresh": "refreshing locally"
             case "waitForChange": "waiting out the holder's lease"
             case "finishRefresh": "the token is used here and stored when the store answers"
+            case "renewLease": "renewing again a third of the lease later"
             default: "the token is used here"
             }
         }
@@ -69,9 +70,10 @@ extension TokenRefresher {
         /// refreshers.
         public var holder: String
         /// How long a lease lasts when its holder neither finishes nor fails, for example because its process
-        /// was killed: then another replica refreshes. Longer than a refresh takes (a refresh that outlives its
-        /// lease may overlap another's); as short as that allows, since it is how long a fleet may wait after a
-        /// crash. 30 seconds by default.
+        /// was killed: then another replica refreshes. The holder renews it every third of the lease while its
+        /// refresh runs (``SharedTokenStore/renewLease(holder:lease:)``), for up to ten leases, so a slow token
+        /// endpoint does not let another replica in; it is how long a fleet may wait after a crash. 30 seconds by
+        /// default.
         public var lease: Duration
         /// How long one call to the store may take before the refresher gives up on it and goes on locally.
         /// 5 seconds by default.

@@ -155,6 +155,71 @@ struct PostgresSharedTokenStoreTests {
         }
     }
 
+    @Test("renewLease extends the holder's own lease on the database's clock, never one released or another's")
+    func leaseRenewal() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let store = try PostgresSharedTokenStore(client: client, table: table)
+            try await store.createTable()
+            #expect(try await store.renewLease(holder: "a", lease: .seconds(30)) == false)
+            _ = try await store.beginRefresh(after: 0, holder: "a", lease: .milliseconds(300))
+            #expect(try await store.renewLease(holder: "b", lease: .seconds(30)) == false)
+            #expect(try await store.renewLease(holder: "a", lease: .seconds(30)) == true)
+            // Renewed for 30 s: far more than the 300 ms it was taken for, however slow the machine.
+            guard case .held(let left) = try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) else {
+                Issue.record("b took the lease a renewed")
+                return
+            }
+            #expect(left > .seconds(20))
+            // Released, it is nobody's to renew: b takes it.
+            try await store.finishRefresh(nil, holder: "a")
+            #expect(try await store.renewLease(holder: "a", lease: .seconds(30)) == false)
+            #expect(try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) == .acquired(nil))
+            #expect(try await store.leasesTaken() == 2)
+        }
+    }
+
+    @Test("A waiter is woken by its own table only: not by a same-named table in another schema, however spelled")
+    func notificationsPerTable() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let schemas = ["\(table)_a", "\(table)_b"]
+            for schema in schemas { try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")) }
+            do {
+                let waiter = try PostgresSharedTokenStore(client: client, table: "\(schemas[0]).tokens")
+                let other = try PostgresSharedTokenStore(client: client, table: "\(schemas[1]).tokens")
+                try await waiter.createTable()
+                try await other.createTable()
+                _ = try await waiter.beginRefresh(after: 0, holder: "holder", lease: .seconds(30))
+                // The other schema's token of the same name changes over and over while the waiter waits.
+                let noise = Task {
+                    while !Task.isCancelled { _ = try await other.replaceToken(SharedToken("noise", version: 0)) }
+                }
+                let start = ContinuousClock.now
+                try await waiter.waitForChange(after: 0, timeout: .seconds(1))
+                noise.cancel()
+                _ = await noise.result
+                #expect(ContinuousClock.now - start >= .seconds(1), "woken by another schema's table")
+                #expect(try await other.token()?.version ?? 0 > 1)
+
+                // One table spelled with its schema by one replica and without it by another: one token.
+                let plain = try PostgresSharedTokenStore(client: client, table: table)
+                let qualified = try PostgresSharedTokenStore(client: client, table: "public.\(table)")
+                try await plain.createTable()
+                _ = try await plain.beginRefresh(after: 0, holder: "holder", lease: .seconds(30))
+                let woken = ContinuousClock.now
+                async let waited: Void = plain.waitForChange(after: 0, timeout: .seconds(30))
+                try await qualified.finishRefresh(SharedToken("t1", version: 1), holder: "holder")
+                try await waited
+                #expect(ContinuousClock.now - woken < .seconds(10))
+            } catch {
+                for schema in schemas {
+                    _ = try? await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE"))
+                }
+                throw error
+            }
+            for schema in schemas { try await client.query(PostgresQuery(unsafeSQL: "DROP SCHEMA \(schema) CASCADE")) }
+        }
+    }
+
     @Test("8 replicas × 50 concurrent 401s on one PostgreSQL: exactly one refresh, no family revoked")
     func oneRefreshAcrossReplicas() async throws {
         try await PostgresTestServer.withClient { client, table in

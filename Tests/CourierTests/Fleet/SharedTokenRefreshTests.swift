@@ -149,6 +149,75 @@ struct SharedTokenRefreshTests {
         #expect(events.all == ["waiting", "refreshed v2"])
     }
 
+    /// Moves the clock a third of the lease at a time, `renewals` times, each time once the holder's renewal is
+    /// asleep for it, and waits until the renewal has moved the lease's end to 30 s after it.
+    private func passRenewals(
+        _ renewals: Int,
+        holder: String,
+        store: InMemorySharedTokenStore<ManualClock>
+    )
+        async throws
+    {
+        for _ in 0..<renewals {
+            let renewal = clock.now.advanced(by: .seconds(10))
+            try await waitUntil { clock.pendingDeadlines.contains(renewal) }
+            clock.advance(to: renewal)
+            try await waitUntil { store.leaseEnds == renewal.advanced(by: .seconds(30)) }
+            #expect(store.leaseHolder?.hasPrefix(holder) == true)
+        }
+    }
+
+    @Test("A refresh slower than its lease keeps it: the holder renews it, and no other replica refreshes meanwhile")
+    func slowRefreshRenewsLease() async throws {
+        let store = store(SharedToken("access-1", refreshToken: "refresh-1", version: 1))
+        let release = Gate()
+        let (_, slow) = replica("slow", store: store) { await release.wait() }
+        let (other, otherClient) = replica("other", store: store)
+        server.expireAccessToken()
+
+        let first = Task { try await slow.send(authenticatedRequest()).1.statusCode }
+        try await waitUntil { store.leaseHolder != nil }
+        // 100 s of a token endpoint that has not answered, more than three leases of 30 s.
+        try await passRenewals(10, holder: "slow", store: store)
+        let second = Task { try await otherClient.send(authenticatedRequest()).1.statusCode }
+        try await waitUntil { store.waiterCount == 1 }
+        #expect(server.refreshes == 0)
+        release.open()
+
+        #expect(try await first.join() == 200)
+        #expect(try await second.join() == 200)
+        #expect(server.refreshes == 1)
+        #expect(server.reuses == 0)
+        #expect(store.leasesTaken == 1)
+        #expect(other.token.value == "access-2")
+        // The renewals ended with the refresh: the lease was released and nobody renews it.
+        #expect(store.leaseHolder == nil)
+        #expect(!clock.pendingDeadlines.contains(clock.now.advanced(by: .seconds(10))))
+    }
+
+    @Test("A refresh that never returns is taken as hung after ten leases: then another replica refreshes")
+    func hungRefreshStopsRenewing() async throws {
+        let store = store(SharedToken("access-1", refreshToken: "refresh-1", version: 1))
+        let (_, hung) = replica("hung", store: store) { await Gate().wait() }
+        let (other, otherClient) = replica("other", store: store)
+        server.expireAccessToken()
+
+        let stuck = Task { try await hung.send(authenticatedRequest()) }
+        defer { stuck.cancel() }
+        try await waitUntil { store.leaseHolder != nil }
+        try await passRenewals(TokenRefresher.maximumLeaseRenewals, holder: "hung", store: store)
+        // No renewal after the last: the lease ends 30 s after it.
+        let leaseEnd = clock.now.advanced(by: .seconds(30))
+        #expect(!clock.pendingDeadlines.contains(clock.now.advanced(by: .seconds(10))))
+        clock.advance(to: leaseEnd)
+        #expect(store.leaseHolder == nil)
+
+        let (_, response) = try await otherClient.send(authenticatedRequest())
+        #expect(response.statusCode == 200)
+        #expect(server.refreshes == 1)
+        #expect(other.token.value == "access-2")
+    }
+
     @Test("A failed refresh releases the lease at once: the next replica refreshes without waiting for it")
     func failedRefreshReleasesLease() async throws {
         let store = store(SharedToken("access-1", refreshToken: "refresh-1", version: 1))

@@ -97,13 +97,13 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     /// Takes the lease in one transaction: the row locked, the version compared, the lease taken, the token read.
     public func beginRefresh(after version: Int, holder: String, lease: Duration) async throws -> SharedRefreshLease {
         try await ensureRow()
-        let milliseconds = Int(lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000)
+        let milliseconds = Self.milliseconds(lease)
         return try await client.withConnection { connection in
             try await connection.withTransaction(logger: logger) { connection in
                 let row = try await self.lockedRow(connection)
                 if let token = row.token, token.version > version { return .newer(token) }
                 if let other = row.holder, other != holder, let left = row.leaseLeft, left > 0 {
-                    return .held(expiresIn: .milliseconds(Int64(left * 1000)))
+                    return .held(expiresIn: NetworkNumber.duration(seconds: left))
                 }
                 try await connection.query(
                     """
@@ -117,6 +117,21 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
                 return .acquired(row.token)
             }
         }
+    }
+
+    /// Extends `holder`'s lease to `lease` from now, on the database's clock, if the row still names `holder`.
+    public func renewLease(holder: String, lease: Duration) async throws -> Bool {
+        try await ensureRow()
+        let rows = try await client.query(
+            """
+            UPDATE \(unescaped: table)
+            SET lease_expires_at = clock_timestamp() + (\(Self.milliseconds(lease))::bigint * interval '1 millisecond')
+            WHERE name = \(name) AND lease_holder = \(holder) RETURNING version
+            """,
+            logger: logger
+        )
+        for try await _ in rows.decode(Int.self) { return true }
+        return false
     }
 
     /// Stores `token` if it is the next version and releases `holder`'s lease, in one transaction that notifies
@@ -161,7 +176,8 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
             """
             UPDATE \(unescaped: table) SET version = version + 1, value = \(token.value),
                 refresh_token = \(token.refreshToken), expires_at = \(token.expiresAt)
-            WHERE name = \(name) RETURNING version, pg_notify(\(channel), \(name))
+            WHERE name = \(name)
+            RETURNING version, pg_notify(\(channel), to_regclass(\(table))::oid::bigint || ' ' || \(name))
             """,
             logger: logger
         )
@@ -174,15 +190,15 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     /// then returns at the first notification for this token, or after `timeout`.
     public func waitForChange(after version: Int, timeout: Duration) async throws {
         try await ensureRow()
-        let name = self.name
         try await client.withConnection { connection in
+            let notification = try await self.notification(connection)
             try await connection.listen(on: channel) { notifications in
                 let row = try await self.row(connection)
                 let leased = row.holder != nil && (row.leaseLeft ?? 0) > 0
                 if (row.token?.version ?? row.version) > version || !leased { return }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
-                        for try await notification in notifications where notification.payload == name { return }
+                        for try await change in notifications where change.payload == notification { return }
                     }
                     group.addTask { try await Task.sleep(for: timeout) }
                     defer { group.cancelAll() }
@@ -202,10 +218,32 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
         var leaseLeft: Double?
     }
 
+    /// The notification channel: the table's name without its schema, since a channel is an identifier of at
+    /// most 63 bytes and a schema-qualified name may be longer.
     private var channel: String { tableName.unqualified }
 
+    /// What a change of this token notifies on ``channel``: the table's object identifier and the token's name,
+    /// so that a waiter is woken by its own token only, not by a token of the same name in a same-named table of
+    /// another schema, however each replica spells the table (with or without its schema).
+    private func notification(_ connection: PostgresConnection) async throws -> String {
+        let rows = try await connection.query("SELECT to_regclass(\(table))::oid::bigint", logger: logger)
+        for try await oid in rows.decode(Int.self) { return "\(oid) \(name)" }
+        throw CourierError(.invalidRequest, message: "the shared token table \(table) is missing")
+    }
+
     private func notify(_ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_notify(\(channel), \(name))", logger: logger)
+        try await connection.query(
+            "SELECT pg_notify(\(channel), to_regclass(\(table))::oid::bigint || ' ' || \(name))",
+            logger: logger
+        )
+    }
+
+    /// `lease` in whole milliseconds, for an interval computed on the database's clock; at least 1.
+    private static func milliseconds(_ lease: Duration) -> Int64 {
+        let (seconds, attoseconds) = lease.components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let (sum, sumOverflow) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        return max(1, overflow || sumOverflow ? .max : sum)
     }
 
     private func lockedRow(_ connection: PostgresConnection) async throws -> Row {
