@@ -284,8 +284,9 @@ public actor TokenRefresher {
     /// result is dropped, and so is its failure. A token with no time left (`expiresIn` zero or negative) is used
     /// until the server rejects it (see ``leeway``). With ``sharing``, the token is then stored in the shared
     /// store as its next version, for the other replicas; when the store fails, the token is used here all the
-    /// same and the failure is reported as ``Sharing/Event/storeFailed(operation:error:)``; a caller cancelled
-    /// while the store is asked stops waiting at once (the token is used here all the same).
+    /// same, the failure is reported as ``Sharing/Event/storeFailed(operation:error:)``, and the token is stored
+    /// when the store answers again (before the next refresh asks it anything); a caller cancelled while the
+    /// store is asked stops waiting at once (the token is used here all the same).
     public func setToken(_ token: Token) async {
         Self.registerSecrets(of: token)
         let now = elapsed()
@@ -298,6 +299,9 @@ public actor TokenRefresher {
             adoptSharedVersion(stored.version, ifValue: token.value)
         } catch {
             sharing.onEvent?(.storeFailed(operation: "replaceToken", error: error))
+            // Until the store takes it, the store offers the token it replaced to the other replicas, and to this
+            // one's next refresh, which would otherwise adopt that one and drop this.
+            keepUnpublished(Unpublished(token: shared, replaced: nil), sharing: sharing)
         }
     }
 

@@ -167,7 +167,7 @@ extension TokenRefresher {
     private nonisolated func refreshLocally(
         _ token: Token,
         as version: Int,
-        replacing replaced: String,
+        replacing replaced: String?,
         sharing: Sharing
     ) async throws -> (Token, sharedVersion: Int) {
         let refreshed = try await operation(token)
@@ -185,8 +185,9 @@ extension TokenRefresher {
         /// consumed.
         var token: SharedToken
         /// The value of the token it replaced: a store holding that token under another version takes this one
-        /// as its next all the same.
-        var replaced: String
+        /// as its next all the same. `nil` for a token set with ``TokenRefresher/setToken(_:)`` (or refreshed from
+        /// one before the store took it): it is stored whatever the store holds, as `replaceToken` does.
+        var replaced: String?
     }
 
     /// What the refresher has to publish, and whether a task is publishing it.
@@ -198,7 +199,7 @@ extension TokenRefresher {
     /// Keeps `unpublished` and starts a task that publishes it (unless one runs), at once and again every tenth
     /// of the lease while the lease lasts; what it cannot publish waits for the next refresh, which publishes
     /// it first.
-    private nonisolated func keepUnpublished(_ unpublished: Unpublished, sharing: Sharing) {
+    nonisolated func keepUnpublished(_ unpublished: Unpublished, sharing: Sharing) {
         let start = publication.withLock { publication in
             publication.pending = unpublished
             defer { publication.isPublishing = true }
@@ -242,7 +243,10 @@ extension TokenRefresher {
         let holder = sharedHolder + "/publish"
         var attempt = pending.token
         var stored: SharedToken?
-        for _ in 0..<2 {
+        if pending.replaced == nil {
+            stored = try await timed(sharing, "replaceToken") { [attempt] in try await store.replaceToken(attempt) }
+        }
+        for _ in 0..<(pending.replaced == nil ? 0 : 2) {
             stored = try await timed(sharing, "finishRefresh") { [attempt] in
                 try await store.finishRefresh(attempt, holder: holder)
             }

@@ -57,7 +57,7 @@ extension TokenRefresher {
             switch operation {
             case "beginRefresh": "refreshing locally"
             case "waitForChange": "waiting out the holder's lease"
-            case "finishRefresh": "the token is used here and stored when the store answers"
+            case "finishRefresh", "replaceToken": "the token is used here and stored when the store answers"
             case "renewLease": "renewing again a third of the lease later"
             default: "the token is used here"
             }

@@ -76,6 +76,10 @@ final class FlakyTokenStore<C: Clock<Duration>>: SharedTokenStore {
     func replaceToken(_ token: SharedToken) async throws -> SharedToken {
         try await run(.replaceToken) { await inner.replaceToken(token) }
     }
+    /// Forwarded without faults: a renewal that fails only lets the lease run out, as a crash does.
+    func renewLease(holder: String, lease: Duration) async throws -> Bool {
+        await inner.renewLease(holder: holder, lease: lease)
+    }
     func waitForChange(after version: Int, timeout: Duration) async throws {
         try await run(.waitForChange) { try await inner.waitForChange(after: version, timeout: timeout) }
     }

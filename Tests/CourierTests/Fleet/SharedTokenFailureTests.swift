@@ -157,6 +157,32 @@ struct SharedTokenFailureTests {
         #expect(await shared.token()?.version == 2)
     }
 
+    @Test(
+        "A token set while the store failed is stored when it answers, and the next refresh starts from it (finding 9)"
+    )
+    func setTokenIsPublishedAfterFailure() async throws {
+        let shared = store(Self.first)
+        let flaky = FlakyTokenStore(shared) { operation, call in operation == .replaceToken && call == 0 ? .before : nil
+        }
+        let presented = Locked<[String]>([])
+        let sharing = TokenRefresher.Sharing(store: flaky, holder: "signed-in", onEvent: events.record)
+        let refresher = TokenRefresher(token: RotatingTokenServer.token(1), clock: clock, sharing: sharing) {
+            replaced in
+            presented.withLock { $0.append(replaced.refreshToken ?? "none") }
+            return .init("after-\(replaced.value)", refreshToken: "refresh-after-\(replaced.value)")
+        }
+
+        // The user signs in again while the store is unreachable.
+        await refresher.setToken(.init("signed-in", refreshToken: "signed-in-refresh"))
+        #expect(events.all.first == "storeFailed replaceToken")
+        // The store answers again: the token set here is the fleet's, and the refresh starts from it rather than
+        // adopting the token it replaced (the store's v1, older than the sign-in).
+        #expect(try await refresher.refresh().value == "after-signed-in")
+        #expect(presented.value == ["signed-in-refresh"])
+        #expect(await shared.token()?.value == "after-signed-in")
+        #expect(!events.all.contains("adopted v1"))
+    }
+
     @Test("dump() of a shared token or a partition secret prints no secret (finding 12)")
     func reflectionHidesSecrets() {
         var text = ""
