@@ -19,12 +19,22 @@ enum ChildProcess {
 
     /// Runs `executable` with `arguments` until it exits.
     ///
-    /// - Parameter input: The child's standard input; `nil` leaves the test process's.
-    static func run(_ executable: URL, _ arguments: [String] = [], input: FileHandle? = nil) async throws -> Result {
+    /// - Parameters:
+    ///   - input: The child's standard input; `nil` leaves the test process's.
+    ///   - environment: Variables added to the test process's environment for the child.
+    static func run(
+        _ executable: URL,
+        _ arguments: [String] = [],
+        input: FileHandle? = nil,
+        environment: [String: String] = [:]
+    ) async throws -> Result {
         let process = Box(Process())
         process.value.executableURL = executable
         process.value.arguments = arguments
         if let input { process.value.standardInput = input }
+        if !environment.isEmpty {
+            process.value.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let pipe = Pipe()
         process.value.standardOutput = pipe
         process.value.standardError = pipe
