@@ -41,8 +41,10 @@ import FoundationNetworking
 /// - **Concurrent misses** for the same request go to the server once (the ``RequestCoalescer`` machinery);
 ///   every caller gets the result, and a cancelled caller stops waiting without cancelling the others.
 ///
-/// Each lookup or store is one call to the ``HTTPCacheStore``; a fresh hit costs that lookup and building a
-/// response, and sends nothing.
+/// Each lookup or store is one call to the ``HTTPCacheStore``; a fresh hit costs that lookup, and sends nothing.
+/// What a stored response's fields say, and the `HTTPURLResponse` served from it, are worked out once per entry
+/// (the response once per URL and whole second of `Age`) and kept beside it, not on every hit (see
+/// ``CachedResponse``): a store that decodes its entries anew on each lookup pays for them on each hit.
 public final class HTTPCache: Sendable {
     /// Where the responses are kept.
     public let store: any HTTPCacheStore
@@ -93,21 +95,29 @@ public final class HTTPCache: Sendable {
             return try await sendUnsafe(request, method: method, url: url, next: next)
         }
         // A streamed call's body goes to its caller as it arrives: it is neither stored nor served from here.
-        guard request.httpBody == nil, request.httpBodyStream == nil, StreamCall.current == nil,
-            !HTTPCachePolicy.bypassingRequestHeaders.contains(where: { request.value(forHTTPHeaderField: $0) != nil }),
-            !HTTPCachePolicy.requestDirectives(request).noStore
-        else {
+        guard request.httpBody == nil, request.httpBodyStream == nil, StreamCall.current == nil else {
             return try await next(request)
         }
+        let fields = HTTPCachePolicy.requestFields(request)
+        guard !fields.bypassing, !fields.directives.noStore else { return try await next(request) }
         let credential = credentials.identity(of: request)
         let key = HTTPCacheKey(
             resource: HTTPCachePolicy.resource(url),
             partition: credential.map { method + " " + $0 } ?? method
         )
-        let lookup = Lookup(request: request, url: url, key: key, hasCredential: credential != nil)
-        if let stored = try await self.stored(lookup), HTTPCachePolicy.isFresh(stored, for: request, now: now()) {
-            emit(.hit, lookup)
-            return served(stored, lookup)
+        let lookup = Lookup(
+            request: request,
+            url: url,
+            key: key,
+            hasCredential: credential != nil,
+            directives: fields.directives
+        )
+        if let stored = try await self.stored(lookup) {
+            let now = now()
+            if HTTPCachePolicy.isFresh(stored, requested: lookup.directives, now: now) {
+                emit(.hit, lookup)
+                return served(stored, lookup, now: now)
+            }
         }
         // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
         guard let coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
@@ -120,6 +130,8 @@ public final class HTTPCache: Sendable {
         let url: URL
         let key: HTTPCacheKey
         let hasCredential: Bool
+        /// The request's `Cache-Control` directives (``HTTPCachePolicy/requestDirectives(_:)``), read once.
+        let directives: CacheControl
 
         /// `GET` or `HEAD`, as the partition starts.
         var method: Substring { key.partition.prefix { $0 != " " } }
@@ -130,9 +142,12 @@ public final class HTTPCache: Sendable {
     private func fetch(_ lookup: Lookup, next: Next) async throws -> (Data, HTTPURLResponse) {
         // Looked up again: another caller's shared call may have stored a response since this caller looked.
         let stored = try await self.stored(lookup)
-        if let stored, HTTPCachePolicy.isFresh(stored, for: lookup.request, now: now()) {
-            emit(.hit, lookup)
-            return served(stored, lookup)
+        if let stored {
+            let now = now()
+            if HTTPCachePolicy.isFresh(stored, requested: lookup.directives, now: now) {
+                emit(.hit, lookup)
+                return served(stored, lookup, now: now)
+            }
         }
         if stored == nil { emit(.miss, lookup) }
         let conditions = stored.map(HTTPCachePolicy.conditionalHeaders) ?? []
@@ -150,9 +165,12 @@ public final class HTTPCache: Sendable {
             (data, response) = (Data(), error.response!)
         } catch {
             if error is CancellationError || witness.sawCredential { throw error }
-            if let stored, HTTPCachePolicy.mayServeOnError(stored, now: now()) {
-                emit(.staleIfError, lookup)
-                return served(stored, lookup)
+            if let stored {
+                let now = now()
+                if HTTPCachePolicy.mayServeOnError(stored, now: now) {
+                    emit(.staleIfError, lookup)
+                    return served(stored, lookup, now: now)
+                }
             }
             throw error
         }
@@ -183,13 +201,13 @@ public final class HTTPCache: Sendable {
             } else {
                 try await remove(lookup)
             }
-            return served(updated, lookup)
+            return served(updated, lookup, now: now())
         }
         if HTTPCachePolicy.errorStatuses.contains(response.statusCode), let stored,
             HTTPCachePolicy.mayServeOnError(stored, now: responseDate)
         {
             emit(.staleIfError, lookup)
-            return served(stored, lookup)
+            return served(stored, lookup, now: now())
         }
         if let variant = HTTPCachePolicy.variantToStore(
             request: lookup.request,
@@ -275,15 +293,20 @@ public final class HTTPCache: Sendable {
         }
     }
 
-    private func served(_ stored: CachedResponse, _ lookup: Lookup) -> (Data, HTTPURLResponse) {
-        let headers = HTTPCachePolicy.servedHeaders(stored, now: now())
-        // HTTPURLResponse's initializer fails only without a URL; the request had one.
-        let response = HTTPURLResponse(
-            url: lookup.url,
-            statusCode: stored.statusCode,
-            httpVersion: "HTTP/1.1",
-            headerFields: headers
-        )!
+    /// `stored` as the response to the lookup's request at `now`, with its `Age`. The `HTTPURLResponse` is the
+    /// one served last from the same entry when the URL and the whole seconds of `Age` are the same
+    /// (``CachedResponse/Memo``): building one costs more than the rest of a hit.
+    private func served(_ stored: CachedResponse, _ lookup: Lookup, now: Date) -> (Data, HTTPURLResponse) {
+        let age = HTTPCachePolicy.servedAge(stored, now: now)
+        let response = stored.memo.response(url: lookup.url, age: age) {
+            // HTTPURLResponse's initializer fails only without a URL; the request had one.
+            HTTPURLResponse(
+                url: lookup.url,
+                statusCode: stored.statusCode,
+                httpVersion: "HTTP/1.1",
+                headerFields: HTTPCachePolicy.servedHeaders(stored, age: age)
+            )!
+        }
         return (lookup.method == "HEAD" ? Data() : stored.body, response)
     }
 

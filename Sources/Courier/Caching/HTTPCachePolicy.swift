@@ -90,21 +90,42 @@ enum HTTPCachePolicy {
 
     /// Whether `stored` was stored for the representation `request` asks for (RFC 9111 §4.1).
     static func matches(_ stored: CachedResponse, _ request: URLRequest) -> Bool {
-        variant(of: request, vary: stored.header("vary")) == stored.variant
+        variant(of: request, vary: stored.facts.vary) == stored.variant
     }
 
     // MARK: Freshness
+
+    /// What `stored`'s own fields say: its `Cache-Control` directives, its `Vary` field, its freshness lifetime
+    /// and its age when it arrived. The cache asks ``CachedResponse/facts`` instead, which works this out once
+    /// per entry; the rules below read it from there.
+    static func facts(of stored: CachedResponse) -> StoredFacts {
+        let directives = CacheControl(stored.header("cache-control"))
+        let generatedAt = stored.header("date").flatMap { date($0, now: stored.responseDate) }
+        return StoredFacts(
+            directives: directives,
+            vary: stored.header("vary"),
+            freshnessLifetime: freshnessLifetime(stored, directives: directives, generatedAt: generatedAt),
+            initialAge: initialAge(stored, generatedAt: generatedAt)
+        )
+    }
 
     /// How long the response stays fresh after it was generated, in seconds (RFC 9111 §4.2.1): `max-age`,
     /// else `Expires` minus `Date`; zero without either (no heuristic, see above). `s-maxage` is for shared
     /// caches and is ignored. An `Expires` that is not a valid date means "already expired".
     static func freshnessLifetime(_ stored: CachedResponse) -> Double {
-        let directives = CacheControl(stored.header("cache-control"))
+        stored.facts.freshnessLifetime
+    }
+
+    /// ``freshnessLifetime(_:)`` from the parsed directives and the parsed `Date` field (`generatedAt`).
+    private static func freshnessLifetime(
+        _ stored: CachedResponse,
+        directives: CacheControl,
+        generatedAt: Date?
+    ) -> Double {
         if let maxAge = directives.maxAge { return Double(maxAge) }
         guard let expires = stored.header("expires") else { return 0 }
         guard let expiresAt = date(expires, now: stored.responseDate) else { return 0 }
-        let generatedAt = stored.header("date").flatMap { date($0, now: stored.responseDate) } ?? stored.responseDate
-        return max(0, expiresAt.timeIntervalSince(generatedAt))
+        return max(0, expiresAt.timeIntervalSince(generatedAt ?? stored.responseDate))
     }
 
     /// The response's age at `now`, in seconds (RFC 9111 §4.2.3): its age when it arrived (the larger of what
@@ -114,33 +135,42 @@ enum HTTPCachePolicy {
     /// above ``NetworkNumber/maximumSeconds`` it is that many seconds, so a huge `Age` makes the response stale,
     /// never fresh for ever, and never traps.
     static func currentAge(_ stored: CachedResponse, now: Date) -> Double {
+        stored.facts.initialAge + max(0, now.timeIntervalSince(stored.responseDate))
+    }
+
+    /// The age part of ``currentAge(_:now:)`` that does not move: the response's age when it arrived, from its
+    /// `Age` field and its parsed `Date` field (`generatedAt`).
+    private static func initialAge(_ stored: CachedResponse, generatedAt: Date?) -> Double {
         let ageField = stored.header("age")?.prefix { $0 != "," }
         let age = ageField.flatMap { NetworkNumber.integer($0, maximum: NetworkNumber.maximumSeconds) }
         let ageValue = age.map(Double.init) ?? 0
-        let dateValue = stored.header("date").flatMap { date($0, now: stored.responseDate) } ?? stored.responseDate
-        let apparentAge = max(0, stored.responseDate.timeIntervalSince(dateValue))
+        let apparentAge = max(0, stored.responseDate.timeIntervalSince(generatedAt ?? stored.responseDate))
         let responseDelay = max(0, stored.responseDate.timeIntervalSince(stored.requestDate))
-        let initialAge = max(apparentAge, max(0, ageValue) + responseDelay)
-        return initialAge + max(0, now.timeIntervalSince(stored.responseDate))
+        return max(apparentAge, max(0, ageValue) + responseDelay)
     }
 
     /// Whether `stored` may answer `request` at `now` without asking the server (RFC 9111 §4.2): fresh, and
     /// neither the response (`no-cache`) nor the request (`no-cache`, `Pragma: no-cache`, `max-age` smaller
     /// than its age, or `max-age=0`) asks for revalidation.
     static func isFresh(_ stored: CachedResponse, for request: URLRequest, now: Date) -> Bool {
-        let requested = requestDirectives(request)
+        isFresh(stored, requested: requestDirectives(request), now: now)
+    }
+
+    /// ``isFresh(_:for:now:)`` with the request's directives already read (``requestFields(_:)``).
+    static func isFresh(_ stored: CachedResponse, requested: CacheControl, now: Date) -> Bool {
         if requested.noCache || requested.maxAge == 0 { return false }
-        if CacheControl(stored.header("cache-control")).noCache { return false }
-        let age = currentAge(stored, now: now)
+        let facts = stored.facts
+        if facts.directives.noCache { return false }
+        let age = facts.initialAge + max(0, now.timeIntervalSince(stored.responseDate))
         if let maxAge = requested.maxAge, age > Double(maxAge) { return false }
-        return freshnessLifetime(stored) > age
+        return facts.freshnessLifetime > age
     }
 
     /// Whether `stored` may be served after the server failed to answer (an error, or a 500, 502, 503 or 504):
     /// only when it allows it with `stale-if-error` (RFC 5861) and is not stale by more than that, and never
     /// when it says `must-revalidate` or `no-cache`.
     static func mayServeOnError(_ stored: CachedResponse, now: Date) -> Bool {
-        let directives = CacheControl(stored.header("cache-control"))
+        let directives = stored.facts.directives
         guard let allowed = directives.staleIfError, !directives.mustRevalidate, !directives.noCache else {
             return false
         }
@@ -177,8 +207,18 @@ enum HTTPCachePolicy {
 
     /// The header fields to serve `stored` with at `now`: the stored ones and an `Age` field (RFC 9111 §5.1).
     static func servedHeaders(_ stored: CachedResponse, now: Date) -> [String: String] {
+        servedHeaders(stored, age: servedAge(stored, now: now))
+    }
+
+    /// The `Age` to serve `stored` with at `now`: its current age in whole seconds, rounded down.
+    static func servedAge(_ stored: CachedResponse, now: Date) -> Int {
+        NetworkNumber.int(currentAge(stored, now: now).rounded(.down))
+    }
+
+    /// The stored header fields with `Age: age` (``servedAge(_:now:)``).
+    static func servedHeaders(_ stored: CachedResponse, age: Int) -> [String: String] {
         var headers = stored.headers
-        setHeader("Age", String(NetworkNumber.int(currentAge(stored, now: now).rounded(.down))), in: &headers)
+        setHeader("Age", String(age), in: &headers)
         return headers
     }
 
@@ -253,12 +293,40 @@ enum HTTPCachePolicy {
     /// The request's `Cache-Control` directives, with `Pragma: no-cache` read as `no-cache` when it has no
     /// `Cache-Control` (RFC 9111 §5.4).
     static func requestDirectives(_ request: URLRequest) -> CacheControl {
-        if let value = request.value(forHTTPHeaderField: "Cache-Control") { return CacheControl(value) }
+        requestDirectives(
+            cacheControl: request.value(forHTTPHeaderField: "Cache-Control"),
+            pragma: request.value(forHTTPHeaderField: "Pragma")
+        )
+    }
+
+    /// ``requestDirectives(_:)`` from the values of the request's `Cache-Control` and `Pragma` fields.
+    static func requestDirectives(cacheControl: String?, pragma: String?) -> CacheControl {
+        if let cacheControl { return CacheControl(cacheControl) }
         var directives = CacheControl()
-        if let pragma = request.value(forHTTPHeaderField: "Pragma"), pragma.lowercased().contains("no-cache") {
+        if let pragma, pragma.lowercased().contains("no-cache") {
             directives.noCache = true
         }
         return directives
+    }
+
+    /// What the cache reads of a request's header fields before it looks anything up, in one pass over them
+    /// (each `value(forHTTPHeaderField:)` is a scan of its own, lowercasing every name, on Linux): whether it
+    /// carries one of ``bypassingRequestHeaders``, and its directives (``requestDirectives(_:)``). A name given
+    /// in two spellings reads as `value(forHTTPHeaderField:)` reads it: the first in the fields' order.
+    static func requestFields(_ request: URLRequest) -> (bypassing: Bool, directives: CacheControl) {
+        guard let fields = request.allHTTPHeaderFields, !fields.isEmpty else { return (false, CacheControl()) }
+        var cacheControl: String?
+        var pragma: String?
+        for (name, value) in fields {
+            if cacheControl == nil, name.caseInsensitiveEquals("cache-control") {
+                cacheControl = value
+            } else if pragma == nil, name.caseInsensitiveEquals("pragma") {
+                pragma = value
+            } else if bypassingRequestHeaders.contains(where: { name.caseInsensitiveEquals($0) }) {
+                return (true, CacheControl())
+            }
+        }
+        return (false, requestDirectives(cacheControl: cacheControl, pragma: pragma))
     }
 
     /// Sets `name` to `value`, under the spelling `headers` already has, and removes every other spelling of it: a
