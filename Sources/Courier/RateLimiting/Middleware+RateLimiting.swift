@@ -52,16 +52,25 @@ extension Middleware {
     /// - Returns: The middleware, named `"rateLimiting"`.
     public static func rateLimiting(_ limiter: RateLimiter) -> Middleware {
         Middleware(name: "rateLimiting") { request, next in
-            let lease = try await limiter.acquire(request)
+            // A request to an unlimited partition goes without an await, a clock read or a deadline lookup.
+            let lease: RateLimiter.Lease
+            switch limiter.admit(request) {
+            case .lease(let atOnce): lease = atOnce
+            case .acquire(let partition): lease = try await limiter.acquire(request, partition: partition)
+            }
             let result: (Data, HTTPURLResponse)
             do {
                 result = try await next(request)
             } catch {
                 // A status validation layer inside turns a 429 into an error that still carries the response.
-                await limiter.complete(lease, response: (error as? CourierError)?.response)
+                if let quota = limiter.complete(lease, response: (error as? CourierError)?.response) {
+                    await limiter.record(quota, for: lease.partition)
+                }
                 throw error
             }
-            await limiter.complete(lease, response: result.1)
+            if let quota = limiter.complete(lease, response: result.1) {
+                await limiter.record(quota, for: lease.partition)
+            }
             return result
         }
     }

@@ -45,21 +45,38 @@ struct RateLimitObservation: Sendable, Equatable {
 ///
 /// A `429` or `503` also carries `Retry-After` (seconds or an HTTP-date; see ``RetryAfter``).
 enum RateLimitHeaders {
-    /// Reads `response`'s fields; `now` is the wall-clock time, for epoch resets and HTTP-dates.
+    /// Reads `response`'s fields; `currentDate` is the wall clock, for epoch resets and HTTP-dates, read only when
+    /// the response has a rate-limit field or a `429` or `503` status.
     ///
-    /// The fields are read in one pass, names compared without allocating: `value(forHTTPHeaderField:)` lowercases
-    /// every stored name on each of the six or more lookups (≈ 10k instructions a response on Linux).
-    static func observe(_ response: HTTPURLResponse, now: Date) -> RateLimitObservation {
+    /// The fields are read in one pass over `allHeaderFields`, names compared without allocating and values cast only
+    /// for the names in ``fieldNames``: `value(forHTTPHeaderField:)` lowercases every stored name on each of the six
+    /// or more lookups (≈ 10k instructions a response on Linux). A response without any of those fields and with
+    /// another status is the empty observation at once.
+    static func observe(_ response: HTTPURLResponse, currentDate: () -> Date) -> RateLimitObservation {
         var found: [(name: String, value: String)] = []
-        for (name, value) in response.allHeaderFields {
-            guard let name = name as? String, let value = value as? String,
-                fieldNames.contains(where: name.caseInsensitiveEquals)
-            else { continue }
+        let fields = response.allHeaderFields
+        for key in fields.keys {
+            guard let name = string(key.base), isFieldName(name), let value = fields[key] as? String else { continue }
             found.append((name, value))
         }
-        return observe(status: response.statusCode, now: now) { name in
+        let status = response.statusCode
+        if found.isEmpty, status != 429, status != 503 { return RateLimitObservation() }
+        return observe(status: status, now: currentDate()) { name in
             found.first { $0.name.caseInsensitiveEquals(name) }?.value
         }
+    }
+
+    /// `value` as a string: what `value as? String` gives, without a run-time cast when it is one (`value` is an
+    /// opened `Any`, and the cast from it costs more than the rest of reading a field name).
+    private static func string<T>(_ value: T) -> String? {
+        T.self == String.self ? unsafeBitCast(value, to: String.self) : value as? String
+    }
+
+    /// Whether `name` is one of ``fieldNames``, in any case.
+    static func isFieldName(_ name: String) -> Bool {
+        let length = name.utf8.count
+        guard length < 64, fieldNameLengths & 1 << length != 0 else { return false }
+        return fieldNames.contains(where: name.caseInsensitiveEquals)
     }
 
     /// Every field ``observe(status:now:field:)`` asks for.
@@ -67,6 +84,9 @@ enum RateLimitHeaders {
         "RateLimit", "RateLimit-Policy", "RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset",
         "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After",
     ]
+
+    /// A bit for each length of ``fieldNames``, in bytes: a name of another length is none of them.
+    private static let fieldNameLengths: UInt64 = fieldNames.reduce(0) { $0 | 1 << $1.utf8.count }
 
     /// Reads the fields `field` returns (by name, case-insensitively) of a response with `status`.
     static func observe(status: Int, now: Date, field: (String) -> String?) -> RateLimitObservation {

@@ -56,7 +56,13 @@ public struct RateLimitPolicy: Sendable {
     /// ``host(of:)``, the host and port. Return, for example, a tenant or an account identifier to follow a
     /// quota per account (when the key is derived from a credential, return a hash of it, not the secret:
     /// keys appear in events and stores).
-    public var partition: @Sendable (URLRequest) -> String
+    public var partition: @Sendable (URLRequest) -> String {
+        didSet { partitionsByHost = false }
+    }
+
+    /// Whether ``partition`` is the default, ``host(of:)``, so that the limiter may reuse the key of the last
+    /// URL for a URL with the same scheme, host and port instead of calling it.
+    private(set) var partitionsByHost: Bool
 
     /// Called when a request waited or was refused, and when a response changed a quota; for logs and
     /// metrics. It runs synchronously on the request's path and must be quick.
@@ -65,13 +71,13 @@ public struct RateLimitPolicy: Sendable {
     /// The wall clock, for epoch-time resets and HTTP-date `Retry-After` values. Inject a fixed date in tests.
     public var currentDate: @Sendable () -> Date
 
-    /// Creates a policy; see each property for what it means.
+    /// Creates a policy; see each property for what it means. A `partition` of `nil` (the default) is ``host(of:)``.
     public init(
         clientLimit: ClientLimit? = nil,
         maximumWait: Duration? = .seconds(60),
         maximumQueueLength: Int? = 10_000,
         fallbackDelay: Duration = .seconds(1),
-        partition: @escaping @Sendable (URLRequest) -> String = RateLimitPolicy.host(of:),
+        partition: (@Sendable (URLRequest) -> String)? = nil,
         onEvent: (@Sendable (RateLimitEvent) -> Void)? = nil,
         currentDate: @escaping @Sendable () -> Date = { Date() }
     ) {
@@ -81,7 +87,8 @@ public struct RateLimitPolicy: Sendable {
         self.maximumWait = maximumWait
         self.maximumQueueLength = maximumQueueLength
         self.fallbackDelay = fallbackDelay
-        self.partition = partition
+        self.partition = partition ?? RateLimitPolicy.host(of:)
+        partitionsByHost = partition == nil
         self.onEvent = onEvent
         self.currentDate = currentDate
     }

@@ -168,6 +168,15 @@ struct RateLimitStateMachine<Waiter> {
         return .suspend(id: lastID)
     }
 
+    /// ``acquire(now:deadline:)`` without the time, for a partition where it cannot matter: unlimited, nobody
+    /// waiting, no reset pending. Returns the ticket `acquire` would return at any time, or `nil` (changing nothing)
+    /// when the time or the deadline may matter.
+    mutating func acquireUntimed() -> Ticket? {
+        guard isUnlimited, entries.isEmpty, resetAt == nil else { return nil }
+        inFlight += 1
+        return Ticket(epoch: epoch, isProbe: false)
+    }
+
     /// The request told to suspend under `id` has made its `waiter`. `isCancelled` is its task's
     /// cancellation, read under the same lock as this call.
     mutating func enqueue(
@@ -231,6 +240,22 @@ struct RateLimitStateMachine<Waiter> {
         var output = wake(now: now)
         output.updated = updated
         return output
+    }
+
+    /// ``complete(_:observation:now:)`` without the time, for a partition where it cannot matter: unlimited, nobody
+    /// waiting, no reset pending, and a response that brings no quota (`observation` neither throttled nor with a
+    /// `remaining`). Then `complete` would return an empty output at any time; this makes the same change and
+    /// returns `true`. Returns `false`, changing nothing, in every other case.
+    mutating func completeUntimed(_ ticket: Ticket, observation: RateLimitObservation?) -> Bool {
+        guard isUnlimited, entries.isEmpty, resetAt == nil, remaining == nil else { return false }
+        if let observation, observation.isThrottled || observation.remaining != nil { return false }
+        inFlight -= 1
+        if ticket.isProbe {
+            isProbeInFlight = false
+            if let observation { limit = observation.limit ?? limit }
+        }
+        if ticket.epoch < epoch { carried -= 1 }
+        return true
     }
 
     /// Time passed: a window may have opened, a deadline or the maximum wait may have passed.

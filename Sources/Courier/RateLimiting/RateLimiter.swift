@@ -47,7 +47,64 @@ public final class RateLimiter: Sendable {
     /// What an admitted request holds until it ends.
     struct Lease: Sendable {
         let partition: String
+        /// The partition's machine, reached again without a lookup.
+        let slot: Slot
         let ticket: Machine.Ticket
+    }
+
+    /// A value kept out of line, read and changed only under the limiter's lock (hence `@unchecked`): a class's
+    /// stored property would pay a run-time exclusivity check on each access, and a value in `LockedState` one on
+    /// each `withLock`.
+    final class Guarded<Value>: @unchecked Sendable {
+        private let storage: UnsafeMutablePointer<Value>
+
+        init(_ value: Value) {
+            storage = .allocate(capacity: 1)
+            storage.initialize(to: value)
+        }
+
+        deinit {
+            storage.deinitialize(count: 1)
+            storage.deallocate()
+        }
+
+        /// The value; only under the limiter's lock.
+        var value: Value {
+            _read { yield storage.pointee }
+            _modify { yield &storage.pointee }
+        }
+    }
+
+    /// One partition's machine, in a box so that a lease reaches it again without hashing its key.
+    typealias Slot = Guarded<Machine>
+
+    /// The partitions by key, and the last one looked up: most clients send to one host, and comparing two keys
+    /// costs less than hashing one, or, with the host partition, comparing a URL's origin less than keying it.
+    struct Partitions {
+        var slots: [String: Slot] = [:]
+        /// The last partition looked up.
+        var lastKey = ""
+        var lastSlot: Slot?
+        /// The origin (`scheme://host[:port]`) of the URL `lastKey` was keyed from with ``HostKey/plain(_:)``, or
+        /// `""`.
+        var lastOrigin = ""
+
+        /// The slot of `key`, if the partition was used before; `origin` is that of the URL keyed `key`, if any.
+        mutating func slot(_ key: String, origin: String = "") -> Slot? {
+            if let lastSlot, lastKey == key {
+                if !origin.isEmpty { lastOrigin = origin }
+                return lastSlot
+            }
+            guard let slot = slots[key] else { return nil }
+            (lastKey, lastSlot, lastOrigin) = (key, slot, origin)
+            return slot
+        }
+
+        /// The last slot, when the URL whose absolute string is `text` has the origin `lastKey` was keyed from.
+        func lastSlot(matching text: String) -> Slot? {
+            guard !lastOrigin.isEmpty, HostKey.hasOrigin(text, lastOrigin) else { return nil }
+            return lastSlot
+        }
     }
 
     /// What the limiter knows of one partition now.
@@ -74,7 +131,9 @@ public final class RateLimiter: Sendable {
     private let settings: Machine.Settings
     private let elapsed: @Sendable () -> Duration
     private let sleepUntil: @Sendable (Duration) async throws -> Void
-    private let partitions = LockedState<[String: Machine]>([:])
+    /// Guards `partitions` and every slot's machine.
+    private let lock = LockedState(())
+    private let partitions = Guarded(Partitions())
 
     /// Creates a limiter.
     ///
@@ -105,8 +164,8 @@ public final class RateLimiter: Sendable {
     /// `host:port`), or `nil` for a partition never used.
     public func state(for partition: String) -> PartitionState? {
         let now = elapsed()
-        return partitions.withLock { partitions in
-            partitions[partition].map { machine in
+        return lock.withLock { _ in
+            partitions.value.slots[partition].map(\.value).map { machine in
                 PartitionState(
                     limit: machine.limit,
                     remaining: machine.isUnlimited ? nil : machine.remaining,
@@ -121,30 +180,76 @@ public final class RateLimiter: Sendable {
 
     // MARK: Used by the middleware
 
-    /// Waits for a slot for `request`, or throws.
-    func acquire(_ request: URLRequest) async throws -> Lease {
-        let partition = policy.partition(request)
+    /// What ``admit(_:)`` decides for a request.
+    enum Admission {
+        /// The request may go at once.
+        case lease(Lease)
+        /// The request belongs to `partition`, where ``acquire(_:partition:)`` decides.
+        case acquire(partition: String)
+    }
+
+    /// The lease of `request` when it may go at once without reading the clock (its partition is unlimited and
+    /// nobody waits), or else its partition.
+    ///
+    /// With the host partition, a URL with the origin of the last one keyed gets its key without keying it again.
+    func admit(_ request: URLRequest) -> Admission {
+        guard policy.partitionsByHost, let url = request.url else {
+            return admission(policy.partition(request), origin: "")
+        }
+        let text = url.absoluteString
+        let last = lock.withLock { _ -> Admission? in
+            guard let slot = partitions.value.lastSlot(matching: text) else { return nil }
+            let partition = partitions.value.lastKey
+            guard let ticket = slot.value.acquireUntimed() else { return .acquire(partition: partition) }
+            return .lease(Lease(partition: partition, slot: slot, ticket: ticket))
+        }
+        if let last { return last }
+        // What HostKey.of(url) does, keeping the origin.
+        guard let plain = HostKey.plain(text) else { return admission(HostKey.foundationKey(url), origin: "") }
+        return admission(plain.key, origin: String(decoding: text.utf8.prefix(plain.originLength), as: UTF8.self))
+    }
+
+    /// ``admit(_:)`` in `partition`, whose key came from a URL with `origin` (or `""`).
+    private func admission(_ partition: String, origin: String) -> Admission {
+        lock.withLock { _ in
+            guard let slot = partitions.value.slot(partition, origin: origin), let ticket = slot.value.acquireUntimed()
+            else { return .acquire(partition: partition) }
+            return .lease(Lease(partition: partition, slot: slot, ticket: ticket))
+        }
+    }
+
+    /// Waits for a slot for `request` in `partition`, or throws.
+    func acquire(_ request: URLRequest, partition: String) async throws -> Lease {
         let deadline = Deadline.current
         let start = elapsed()
         let deadlineOffset = deadline.map { start + $0.timeLeft }
-        var action = partitions.withLock { $0[partition]?.acquire(now: start, deadline: deadlineOffset) }
-        if action == nil {
+        var found = lock.withLock { _ in
+            partitions.value.slot(partition).map { slot in
+                (slot: slot, action: slot.value.acquire(now: start, deadline: deadlineOffset))
+            }
+        }
+        if found == nil {
             // First use of the partition in this process: start from what another replica stored, if anything.
             let stored = try? await store.quota(for: partition)
             let now = elapsed()
             let seed = stored.flatMap { quota(from: $0, now: now) }
-            action = partitions.withLock { partitions in
-                if partitions[partition] == nil {
+            found = lock.withLock { _ in
+                let slot: Slot
+                if let existing = partitions.value.slot(partition) {
+                    slot = existing
+                } else {
                     var machine = Machine(settings: settings)
                     if let seed { machine.seed(seed, now: now) }
-                    partitions[partition] = machine
+                    slot = Slot(machine)
+                    partitions.value.slots[partition] = slot
                 }
-                return partitions[partition]!.acquire(now: now, deadline: deadlineOffset)
+                return (slot: slot, action: slot.value.acquire(now: now, deadline: deadlineOffset))
             }
         }
-        switch action! {
+        let (slot, action) = found!
+        switch action {
         case .send(let ticket):
-            return Lease(partition: partition, ticket: ticket)
+            return Lease(partition: partition, slot: slot, ticket: ticket)
         case .reject(let rejection):
             policy.onEvent?(.rejected(partition: partition, reason: Self.reason(rejection)))
             throw Self.error(rejection, request: request, timeout: deadline?.timeout)
@@ -153,12 +258,13 @@ public final class RateLimiter: Sendable {
                 try await wait(
                     id: id,
                     partition: partition,
+                    slot: slot,
                     request: request,
                     deadline: deadlineOffset,
                     timeout: deadline?.timeout
                 )
             }
-            let lease = Lease(partition: partition, ticket: ticket)
+            let lease = Lease(partition: partition, slot: slot, ticket: ticket)
             if Task.isCancelled {
                 // Handed a slot just as the task was cancelled: give it back unused.
                 returnUnused(lease)
@@ -172,6 +278,7 @@ public final class RateLimiter: Sendable {
     private func wait(
         id: Int,
         partition: String,
+        slot: Slot,
         request: URLRequest,
         deadline: Duration?,
         timeout: Duration?
@@ -183,8 +290,8 @@ public final class RateLimiter: Sendable {
                 let now = elapsed()
                 // Task.isCancelled is read under the lock: a cancellation either happened before (seen here) or
                 // its handler runs after this section and finds the waiter in the queue.
-                let action = partitions.withLock { partitions in
-                    partitions[partition]!.enqueue(
+                let action = lock.withLock { _ in
+                    slot.value.enqueue(
                         waiter,
                         id: id,
                         now: now,
@@ -205,16 +312,21 @@ public final class RateLimiter: Sendable {
                 }
             }
         } onCancel: {
-            partitions.withLock { $0[partition]?.cancel(id: id) }?.continuation.resume(throwing: CancellationError())
+            lock.withLock { _ in slot.value.cancel(id: id) }?.continuation.resume(throwing: CancellationError())
         }
     }
 
-    /// Records how an admitted request ended: with `response`, or without one (an error, a cancellation).
-    func complete(_ lease: Lease, response: HTTPURLResponse?) async {
-        let observation = response.map { RateLimitHeaders.observe($0, now: policy.currentDate()) }
+    /// Records how an admitted request ended: with `response`, or without one (an error, a cancellation). Returns
+    /// the quota to write to the store with ``record(_:for:)`` when the response changed it.
+    func complete(_ lease: Lease, response: HTTPURLResponse?) -> RateLimitQuota? {
+        let observation = response.map { RateLimitHeaders.observe($0, currentDate: policy.currentDate) }
+        // An unlimited partition with nobody waiting needs no clock, and nothing changes that anyone is told of.
+        if lock.withLock({ _ in lease.slot.value.completeUntimed(lease.ticket, observation: observation) }) {
+            return nil
+        }
         let now = elapsed()
-        let output = partitions.withLock {
-            $0[lease.partition]!.complete(lease.ticket, observation: observation, now: now)
+        let output = lock.withLock { _ in
+            lease.slot.value.complete(lease.ticket, observation: observation, now: now)
         }
         if let response, let observation, observation.isThrottled {
             policy.onEvent?(
@@ -222,35 +334,40 @@ public final class RateLimiter: Sendable {
             )
         }
         carryOut(output, for: lease.partition)
-        if let updated = output.updated {
-            policy.onEvent?(
-                .updated(
-                    partition: lease.partition,
-                    limit: updated.limit,
-                    remaining: updated.remaining,
-                    resetIn: updated.resetAt.map { $0 - now }
-                )
-            )
-            let stored = RateLimitQuota(
+        guard let updated = output.updated else { return nil }
+        policy.onEvent?(
+            .updated(
+                partition: lease.partition,
                 limit: updated.limit,
                 remaining: updated.remaining,
-                resetsAt: updated.resetAt.map { policy.currentDate().addingTimeInterval(($0 - now).timeInterval) },
-                window: updated.window
+                resetIn: updated.resetAt.map { $0 - now }
             )
-            try? await store.record(stored, for: lease.partition)
-        }
+        )
+        return RateLimitQuota(
+            limit: updated.limit,
+            remaining: updated.remaining,
+            resetsAt: updated.resetAt.map { policy.currentDate().addingTimeInterval(($0 - now).timeInterval) },
+            window: updated.window
+        )
+    }
+
+    /// Writes what a response said about `partition`'s quota to the store; a store's error is ignored.
+    func record(_ quota: RateLimitQuota, for partition: String) async {
+        try? await store.record(quota, for: partition)
     }
 
     /// Gives back the slot of a request that was never sent.
     func returnUnused(_ lease: Lease) {
         let now = elapsed()
-        let output = partitions.withLock { $0[lease.partition]!.returnUnused(lease.ticket, now: now) }
+        let output = lock.withLock { _ in lease.slot.value.returnUnused(lease.ticket, now: now) }
         carryOut(output, for: lease.partition)
     }
 
     private func tick(_ partition: String) {
         let now = elapsed()
-        guard let output = partitions.withLock({ $0[partition]?.tick(now: now) }) else { return }
+        guard let output = lock.withLock({ _ in partitions.value.slots[partition]?.value.tick(now: now) }) else {
+            return
+        }
         carryOut(output, for: partition)
     }
 

@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -176,7 +177,7 @@ struct RateLimitHeadersTests {
             HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
         )
         let expected = observe(fields, status: status)
-        #expect(RateLimitHeaders.observe(response, now: now) == expected)
+        #expect(RateLimitHeaders.observe(response, currentDate: { now }) == expected)
         #expect(expected != RateLimitObservation() || fields.count == 1)
     }
 
@@ -193,5 +194,62 @@ struct RateLimitHeadersTests {
         }
         #expect(asked.count == 9)
         #expect(asked == Set(RateLimitHeaders.fieldNames.map { $0.lowercased() }))
+    }
+
+    /// For each field name, the fields that make it count: the name alone, or with the field it qualifies.
+    private static let shapes: [String: (status: Int, value: String, with: [String: String])] = [
+        "RateLimit": (200, #""default";r=5;t=10"#, [:]),
+        "RateLimit-Policy": (200, #""default";q=100;w=60"#, ["RateLimit": #""default";r=5;t=10"#]),
+        "RateLimit-Limit": (200, "100", [:]),
+        "RateLimit-Remaining": (200, "5", [:]),
+        "RateLimit-Reset": (200, "7", ["RateLimit-Remaining": "5"]),
+        "X-RateLimit-Limit": (200, "60", [:]),
+        "X-RateLimit-Remaining": (200, "3", [:]),
+        "X-RateLimit-Reset": (200, "42", ["X-RateLimit-Remaining": "1"]),
+        "Retry-After": (429, "12", [:]),
+    ]
+
+    @Test("a response is read whatever the case of each field name, beside other fields", arguments: 0..<8)
+    func anyCase(seed: UInt64) throws {
+        var random = SplitMix64.derived(seed: seed, 29, 2)
+        let url = try #require(URL(string: "https://api.example.com/"))
+        #expect(Set(Self.shapes.keys) == Set(RateLimitHeaders.fieldNames))
+        for name in RateLimitHeaders.fieldNames {
+            let shape = try #require(Self.shapes[name])
+            let spelled = String(
+                name.map { random.next() % 2 == 0 ? Character($0.lowercased()) : Character($0.uppercased()) }
+            )
+            var fields = shape.with.merging(["Content-Type": "application/json", "X-Request-ID": "f058"]) { $1 }
+            let without = observe(fields, status: shape.status)
+            fields[spelled] = shape.value
+            let response = try #require(
+                HTTPURLResponse(url: url, statusCode: shape.status, httpVersion: "HTTP/1.1", headerFields: fields)
+            )
+            let observed = RateLimitHeaders.observe(response, currentDate: { now })
+            #expect(observed == observe(fields, status: shape.status), "\(spelled)")
+            #expect(observed != without, "\(spelled) was not read")
+        }
+    }
+
+    @Test("the wall clock is read only for a response with a rate-limit field or a 429 or 503")
+    func wallClockOnlyWhenNeeded() throws {
+        let url = try #require(URL(string: "https://api.example.com/"))
+        let reads = Locked(0)
+        let currentDate = { [now] in
+            reads.withLock { $0 += 1 }
+            return now
+        }
+        for (status, fields, read) in [
+            (200, ["Content-Type": "application/json"], 0), (204, [:], 0), (429, [:], 1), (503, ["Via": "x"], 1),
+            (200, ["x-ratelimit-remaining": "1"], 1),
+        ] {
+            let response = try #require(
+                HTTPURLResponse(url: url, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)
+            )
+            reads.withLock { $0 = 0 }
+            let observed = RateLimitHeaders.observe(response, currentDate: currentDate)
+            #expect(reads.withLock { $0 } == read, "\(status) \(fields)")
+            #expect(observed == observe(fields, status: status))
+        }
     }
 }

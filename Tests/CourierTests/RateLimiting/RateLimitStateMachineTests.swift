@@ -1,3 +1,4 @@
+import CourierTesting
 import Testing
 
 @testable import Courier
@@ -429,5 +430,112 @@ struct RateLimitStateMachineTests {
         var expired = Machine(settings: Self.settings())
         expired.seed(.init(limit: 10, remaining: 0, resetAt: .seconds(30), window: nil), now: .seconds(31))
         #expect(expired.remaining == nil)
+    }
+
+    /// Everything the machine shows of itself.
+    private struct Snapshot: Equatable {
+        var limit: Int?
+        var window: Duration?
+        var remaining: Int?
+        var resetAt: Duration?
+        var isUnlimited: Bool
+        var isFromServer: Bool
+        var epoch: Int
+        var inFlight: Int
+        var isProbeInFlight: Bool
+        var carried: Int
+        var sentInWindow: Int
+        var waiterCount: Int
+
+        init(_ machine: Machine) {
+            (limit, window, remaining, resetAt) = (machine.limit, machine.window, machine.remaining, machine.resetAt)
+            (isUnlimited, isFromServer, epoch) = (machine.isUnlimited, machine.isFromServer, machine.epoch)
+            (inFlight, isProbeInFlight, carried) = (machine.inFlight, machine.isProbeInFlight, machine.carried)
+            (sentInWindow, waiterCount) = (machine.sentInWindow, machine.waiterCount)
+        }
+    }
+
+    @Test(
+        "acquireUntimed and completeUntimed change the machine as acquire and complete would at any time, or not at all",
+        arguments: 0..<24
+    )
+    func untimedFastPaths(seed: UInt64) {
+        var random = SplitMix64.derived(seed: seed, 29, 3)
+        var machine = Machine(
+            settings: Self.settings(
+                maximumWait: .seconds(30),
+                clientLimit: seed % 4 == 0 ? 3 : nil,
+                clientWindow: .seconds(5)
+            )
+        )
+        var now = Duration.zero
+        var inFlight: [Machine.Ticket] = []
+        var waiter = 0
+        var (fastAcquires, fastCompletes, slowCompletes) = (0, 0, 0)
+        func carryOut(_ output: Machine.Output) {
+            inFlight += output.sends.map(\.ticket)
+        }
+        for _ in 0..<400 {
+            now += .milliseconds(Int(random.next() % 3_000))
+            if inFlight.isEmpty || random.next() % 2 == 0 {
+                var fast = machine
+                var timed = machine
+                let action = timed.acquire(now: now, deadline: nil)
+                if let ticket = fast.acquireUntimed() {
+                    fastAcquires += 1
+                    #expect(action == .send(ticket), "seed \(seed)")
+                    #expect(Snapshot(fast) == Snapshot(timed), "seed \(seed)")
+                } else {
+                    #expect(Snapshot(fast) == Snapshot(machine), "seed \(seed)")
+                }
+                machine = timed
+                switch action {
+                case .send(let ticket): inFlight.append(ticket)
+                case .reject: break
+                case .suspend(let id):
+                    waiter += 1
+                    if case .send(let ticket) = machine.enqueue(
+                        waiter,
+                        id: id,
+                        now: now,
+                        deadline: nil,
+                        isCancelled: false
+                    ) {
+                        inFlight.append(ticket)
+                    }
+                }
+            } else {
+                let ticket = inFlight.remove(at: Int(random.next() % UInt64(inFlight.count)))
+                // Mostly a server that says nothing; sometimes a quota (without a limit, so that the partition
+                // probes again at its reset and can turn unlimited again), a limit alone, a 429, or no response.
+                let observation: RateLimitObservation? =
+                    switch random.next() % 16 {
+                    case 0: nil
+                    case 1: RateLimitObservation(limit: 10)
+                    case 2: RateLimitObservation(remaining: Int(random.next() % 3), reset: .seconds(4))
+                    case 3: RateLimitObservation(retryAfter: .seconds(2), isThrottled: true)
+                    default: RateLimitObservation()
+                    }
+                var fast = machine
+                var timed = machine
+                let output = timed.complete(ticket, observation: observation, now: now)
+                if fast.completeUntimed(ticket, observation: observation) {
+                    fastCompletes += 1
+                    #expect(output.sends.isEmpty && output.rejections.isEmpty, "seed \(seed)")
+                    #expect(output.scheduleTick == nil && output.updated == nil, "seed \(seed)")
+                    #expect(Snapshot(fast) == Snapshot(timed), "seed \(seed)")
+                } else {
+                    slowCompletes += 1
+                    #expect(Snapshot(fast) == Snapshot(machine), "seed \(seed)")
+                }
+                machine = timed
+                carryOut(output)
+            }
+            if random.next() % 8 == 0 { carryOut(machine.tick(now: now)) }
+        }
+        // Both paths were taken.
+        #expect(fastAcquires > 0, "seed \(seed)")
+        #expect(fastCompletes > 0, "seed \(seed)")
+        #expect(slowCompletes > 10, "seed \(seed)")
     }
 }

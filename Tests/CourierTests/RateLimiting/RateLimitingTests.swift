@@ -346,6 +346,30 @@ struct RateLimitingTests {
         #expect(clock.totalSleeps == 0)
     }
 
+    @Test("an unlimited partition is paced again from the first response that brings numbers")
+    func unlimitedThenLimited() async throws {
+        let transport = MockTransport { request in
+            request.callIndex < 2
+                ? .ok : MockResponse(status: 200, headers: ["x-ratelimit-remaining": "0", "x-ratelimit-reset": "10"])
+        }
+        let limiter = RateLimiter(RateLimitPolicy(), clock: clock)
+        let client = Client(transport: transport, middleware: [.rateLimiting(limiter)])
+        _ = try await client.send(URLRequest(url: url))
+        _ = try await client.send(URLRequest(url: url))
+        #expect(limiter.state(for: "api.example.test:443")?.isUnlimited == true)
+        _ = try await client.send(URLRequest(url: url))
+        let state = try #require(limiter.state(for: "api.example.test:443"))
+        #expect(!state.isUnlimited)
+        #expect(state.remaining == 0)
+        #expect(state.resetIn == .seconds(10))
+        let fourth = Task { try await client.send(URLRequest(url: url)).1.statusCode }
+        await clock.waitForSleepers(count: 1)
+        #expect(transport.callCount == 3)
+        clock.advance(by: .seconds(10))
+        #expect(try await fourth.join() == 200)
+        #expect(transport.callCount == 4)
+    }
+
     @Test("an epoch-time X-RateLimit-Reset is read against the injected date")
     func epochReset() async throws {
         let date = Date(timeIntervalSince1970: 1_767_225_600)
