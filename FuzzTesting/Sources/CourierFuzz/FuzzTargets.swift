@@ -33,6 +33,7 @@ enum FuzzTargets {
         Target(name: "retry-after", run: retryAfter),
         Target(name: "authorization", run: authorization),
         Target(name: "location", run: location),
+        Target(name: "host-key", run: hostKey),
         Target(name: "content-range", run: contentRange),
         Target(name: "download-resume", run: downloadResume),
         Target(name: "response-head", run: responseHead),
@@ -160,6 +161,23 @@ enum FuzzTargets {
             "same origin is not symmetric for \(target)"
         )
         _ = HTTPCachePolicy.resource(target)
+    }
+
+    /// A URL's per-host key (rate limiting, circuit breakers, concurrency limits; a redirect's `Location` is a
+    /// server's bytes): the input is the URL's text. The one-pass reading of a plain authority gives Foundation's
+    /// key whenever it gives one, and a text that starts with that URL's origin has the same key.
+    static func hostKey(_ bytes: [UInt8]) throws {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let url = URL(string: text) else { return }
+        let absolute = url.absoluteString
+        guard let (key, originLength) = HostKey.plain(absolute) else { return }
+        try check(key == HostKey.foundationKey(url), "\(key) ≠ Foundation's \(HostKey.foundationKey(url)) for \(url)")
+        try check(HostKey.of(url) == key, "HostKey.of differs from the plain key for \(url)")
+        let origin = String(decoding: absolute.utf8.prefix(originLength), as: UTF8.self)
+        try check(HostKey.hasOrigin(absolute, origin), "\(absolute) does not start with its own origin \(origin)")
+        if let other = URL(string: origin + "/other?x#y") {
+            try check(HostKey.of(other) == key, "\(other) has another key than \(url)")
+        }
     }
 
     /// `Content-Range` (the whole input is the value): a parsed range has positions within the complete length,
