@@ -19,14 +19,20 @@ struct CacheMemoAttackTests {
         return text
     }
 
-    @Test("a hit on a URL with user info leaves no credential in the store: the entry keeps none beside it")
-    func userInfoNotKeptBesideTheEntry() async throws {
+    @Test(
+        "a hit leaves no secret of the request's URL in the store: neither its user info nor a token in its fragment",
+        arguments: [
+            ("https://ada:pw-SECRET-1@api.example.test/report", "pw-SECRET-1"),
+            ("https://api.example.test/report#access_token=tok-SECRET-2", "tok-SECRET-2"),
+        ]
+    )
+    func urlSecretsNotKeptBesideTheEntry(address: String, secret: String) async throws {
         let store = InMemoryHTTPCacheStore()
         let transport = MockTransport(.status(200, body: "ok", headers: ["Cache-Control": "public, max-age=60"]))
         let client = Client(transport: transport, middleware: [.caching(HTTPCache(store: store, clock: ManualClock()))])
-        let url = try #require(URL(string: "https://ada:pw-SECRET-1@api.example.test/report"))
+        let url = try #require(URL(string: address))
         _ = try await client.send(URLRequest(url: url))
-        #expect(!dumped(store.allResponses).contains("pw-SECRET-1"), "nothing kept before a hit")
+        #expect(!dumped(store.allResponses).contains(secret), "nothing kept before a hit")
 
         let hit = try await client.send(URLRequest(url: url))
         #expect(transport.callCount == 1, "served from the cache")
@@ -34,6 +40,6 @@ struct CacheMemoAttackTests {
         let entries = store.allResponses
         #expect(entries.count == 1)
         #expect(!dumped(entries).isEmpty)
-        #expect(!dumped(entries).contains("pw-SECRET-1"), "the password stays in the store's entry after the hit")
+        #expect(!dumped(entries).contains(secret), "the secret stays in the store's entry after the hit")
     }
 }
