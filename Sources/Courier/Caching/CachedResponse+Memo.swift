@@ -42,7 +42,11 @@ extension CachedResponse {
         }
 
         /// The response to serve for `url` with an `Age` of `age` seconds: the one built last time when both are
-        /// the same, else `make()`'s, kept for the next hit.
+        /// the same, else `make()`'s, kept for the next hit — unless `url` carries user info or a fragment.
+        ///
+        /// The memo lives beside the entry in the store (copies share it), and the response it keeps holds its
+        /// URL: a URL with a password or a token in its fragment, which the cache keeps out of every key it
+        /// stores, is never kept here either; such a hit builds its response each time.
         func response(url: URL, age: Int, make: () -> HTTPURLResponse) -> HTTPURLResponse {
             let last = state.withLock { state -> HTTPURLResponse? in
                 guard let served = state.served, served.age == age, served.url == url else { return nil }
@@ -50,8 +54,15 @@ extension CachedResponse {
             }
             if let last { return last }
             let response = make()
+            guard Self.mayKeep(url) else { return response }
             state.withLock { $0.served = Served(url: url, age: age, response: response) }
             return response
+        }
+
+        /// Whether `url` has neither user info nor a fragment, read from its text's bytes.
+        static func mayKeep(_ url: URL) -> Bool {
+            let absolute = url.absoluteString
+            return !absolute.utf8.contains(UInt8(ascii: "#")) && HTTPCachePolicy.userInfo(in: absolute) == nil
         }
 
         /// Always `true`: a memo holds only what its response's fields determine.
