@@ -125,14 +125,17 @@ struct PostgresSharedTokenStoreTests {
             let start = ContinuousClock.now
             _ = try await store.beginRefresh(after: 0, holder: "crashed", lease: .milliseconds(300))
             // The waiter is woken by nothing (the holder is dead): it returns at its timeout, by then the lease
-            // has expired, and the next ask takes it.
-            guard case .held(let left) = try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) else {
-                Issue.record("the crashed holder's lease was not held")
-                return
+            // has expired, and the next ask takes it. On a busy machine the lease may have ended before b asks at
+            // all: then b takes it at once, and in either case no sooner than 300 ms after `start`.
+            let asked = try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30))
+            if case .held(let left) = asked {
+                #expect(left <= .milliseconds(300))
+                try await store.waitForChange(after: 0, timeout: left + .milliseconds(50))
+                #expect(try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) == .acquired(nil))
+            } else {
+                #expect(asked == .acquired(nil))
             }
-            try await store.waitForChange(after: 0, timeout: left + .milliseconds(50))
             #expect(ContinuousClock.now - start >= .milliseconds(300))
-            #expect(try await store.beginRefresh(after: 0, holder: "b", lease: .seconds(30)) == .acquired(nil))
             try await store.finishRefresh(nil, holder: "b")
             #expect(try await store.beginRefresh(after: 0, holder: "c", lease: .seconds(30)) == .acquired(nil))
         }
