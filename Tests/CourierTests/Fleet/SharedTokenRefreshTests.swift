@@ -92,6 +92,20 @@ struct SharedTokenRefreshTests {
         #expect(events.all.count { $0 == "adopted v1" } == 7)
     }
 
+    @Test("A request whose token is valid never reaches the store: 100 concurrent calls, no store call")
+    func validTokenNeverReachesStore() async throws {
+        let counting = FlakyTokenStore(store(SharedToken("access-1", refreshToken: "refresh-1", version: 1))) { _, _ in
+            nil
+        }
+        let (refresher, client) = replica("valid", store: counting)
+        let (ok, errors) = await sendConcurrently(100, through: client)
+        #expect(ok == 100, "first: \(errors.first ?? "none")")
+        for operation in FlakyTokenStore<ManualClock>.Operation.allCases {
+            #expect(counting.calls(operation) == 0, "\(operation)")
+        }
+        #expect(refresher.refreshCount == 0)
+    }
+
     @Test("A replica that finds a newer token in the store uses it and does not refresh")
     func newerTokenIsAdopted() async throws {
         // Another replica refreshed to generation 2 already; this one still holds generation 1.
