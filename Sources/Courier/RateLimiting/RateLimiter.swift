@@ -78,6 +78,13 @@ public final class RateLimiter: Sendable {
     /// One partition's machine, in a box so that a lease reaches it again without hashing its key.
     typealias Slot = Guarded<Machine>
 
+    /// What the limiter's lock guards itself: nothing anyone reads, but not an empty value. With a `LockedState(())`
+    /// the thread sanitizer reported races between the lock's own critical sections (13 reports in one sanitized
+    /// run of the suite, none since); every other lock in Courier guards a stored value.
+    struct LockToken {
+        var unused = 0
+    }
+
     /// The partitions by key, and the last one looked up: most clients send to one host, and comparing two keys
     /// costs less than hashing one, or, with the host partition, comparing a URL's origin less than keying it.
     struct Partitions {
@@ -132,7 +139,7 @@ public final class RateLimiter: Sendable {
     private let elapsed: @Sendable () -> Duration
     private let sleepUntil: @Sendable (Duration) async throws -> Void
     /// Guards `partitions` and every slot's machine.
-    private let lock = LockedState(())
+    private let lock = LockedState(LockToken())
     private let partitions = Guarded(Partitions())
 
     /// Creates a limiter.
