@@ -243,21 +243,24 @@ extension TokenRefresher {
         let holder = sharedHolder + "/publish"
         var attempt = pending.token
         var stored: SharedToken?
-        if pending.replaced == nil {
+        if let replaced = pending.replaced {
+            for _ in 0..<2 {
+                stored = try await timed(sharing, "finishRefresh") { [attempt] in
+                    try await store.finishRefresh(attempt, holder: holder)
+                }
+                // The store lost its token, or holds the replaced one under another version: this one is still
+                // next.
+                if stored == nil {
+                    attempt.version = 1
+                } else if let current = stored, current.value == replaced {
+                    attempt.version = current.version + 1
+                } else {
+                    break
+                }
+            }
+        } else {
+            // A token set with setToken: stored whatever the store holds.
             stored = try await timed(sharing, "replaceToken") { [attempt] in try await store.replaceToken(attempt) }
-        }
-        for _ in 0..<(pending.replaced == nil ? 0 : 2) {
-            stored = try await timed(sharing, "finishRefresh") { [attempt] in
-                try await store.finishRefresh(attempt, holder: holder)
-            }
-            // The store lost its token, or holds the replaced one under another version: this one is still next.
-            if stored == nil {
-                attempt.version = 1
-            } else if let current = stored, current.value == pending.replaced {
-                attempt.version = current.version + 1
-            } else {
-                break
-            }
         }
         let cleared = publication.withLock { publication in
             guard publication.pending?.token.isSameCredential(as: pending.token) == true else { return false }
