@@ -275,73 +275,19 @@ extension TokenRefresher {
     }
 
     /// Runs `operation` against the store, giving up after `limit` (``Sharing/storeTimeout`` by default) on the
-    /// refresher's clock.
-    ///
-    /// The operation runs in a task of its own that is cancelled, not awaited, when the time is up: a store
-    /// that ignores cancellation (a connection stuck on a dead peer) cannot hold the refresh past the limit.
+    /// refresher's clock (``StoreCall/bounded(_:limit:sleep:_:)``).
     nonisolated func timed<Value: Sendable>(
         _ sharing: Sharing,
         _ name: String,
         limit: Duration? = nil,
         _ operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        let limit = limit ?? sharing.storeTimeout
-        let sleep = self.sleep
-        // The caller's continuation, and whether the caller was cancelled before it was stored.
-        let race = LockedState<(continuation: CheckedContinuation<Value, any Error>?, cancelled: Bool)>((nil, false))
-        let finish = { @Sendable (result: Result<Value, any Error>) in
-            race.withLock { race in
-                defer { race.continuation = nil }
-                return race.continuation
-            }?.resume(with: result)
-        }
-        // The timer is cancelled once the operation ends, so it leaves no sleeper behind.
-        let timer = LockedState<Task<Void, Never>?>(nil)
-        func start() {
-            let work = SharedWork.start {
-                let result: Result<Value, any Error>
-                do {
-                    result = .success(try await operation())
-                } catch {
-                    result = .failure(error)
-                }
-                finish(result)
-                timer.withLock { $0 }?.cancel()
-            }
-            let sleeper = SharedWork.start {
-                do {
-                    try await sleep(limit)
-                } catch {
-                    return
-                }
-                work.cancel()
-                let message = "the shared token store did not answer \(name) within \(limit)"
-                finish(.failure(CourierError(.timedOut, message: message)))
-            }
-            let finished = timer.withLock { timer in
-                timer = sleeper
-                return race.withLock { $0.continuation == nil }
-            }
-            if finished { sleeper.cancel() }
-        }
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
-                let cancelled = race.withLock { race in
-                    if race.cancelled { return true }
-                    race.continuation = continuation
-                    return false
-                }
-                if cancelled { return continuation.resume(throwing: CancellationError()) }
-                start()
-            }
-        } onCancel: {
-            // A cancelled caller (setToken's) stops waiting at once; the operation runs on until its limit.
-            race.withLock { race in
-                race.cancelled = true
-                defer { race.continuation = nil }
-                return race.continuation
-            }?.resume(throwing: CancellationError())
-        }
+        try await StoreCall.bounded(
+            "the shared token store did not answer \(name)",
+            limit: limit ?? sharing.storeTimeout,
+            sleep: sleep,
+            operation
+        )
     }
 
     /// A shared token as this process's ``Token``: its lifetime measured from now on the wall clock.

@@ -58,6 +58,16 @@ extension Middleware {
             case .lease(let atOnce): lease = atOnce
             case .acquire(let partition): lease = try await limiter.acquire(request, partition: partition)
             }
+            // With a shared limit, the request also takes a slot of the fleet's window (SharedQuota).
+            if let shared = limiter.shared {
+                do {
+                    try await shared.take(request, partition: lease.partition)
+                } catch {
+                    limiter.returnUnused(lease)
+                    throw error
+                }
+            }
+            defer { limiter.shared?.finished(lease.partition) }
             let result: (Data, HTTPURLResponse)
             do {
                 result = try await next(request)

@@ -35,12 +35,15 @@ public enum RateLimitEvent: Sendable, Equatable, CustomStringConvertible {
     case updated(partition: String, limit: Int?, remaining: Int, resetIn: Duration?)
     /// The server answered `429` or `503` (`status`); `retryAfter` is what it asked for, when it did.
     case throttled(partition: String, status: Int, retryAfter: Duration?)
+    /// The ``RateLimitStore`` failed to reserve slots of a ``RateLimitPolicy/SharedLimit`` (`message`, with
+    /// secrets redacted); the partition's requests go without shared slots for one window.
+    case storeFailed(partition: String, message: String)
 
     /// The partition the event is about.
     public var partition: String {
         switch self {
         case .waited(let partition, _), .rejected(let partition, _), .updated(let partition, _, _, _),
-            .throttled(let partition, _, _):
+            .throttled(let partition, _, _), .storeFailed(let partition, _):
             partition
         }
     }
@@ -57,6 +60,8 @@ public enum RateLimitEvent: Sendable, Equatable, CustomStringConvertible {
                 + (resetIn.map { ", resets in \($0)" } ?? "")
         case .throttled(let partition, let status, let retryAfter):
             "throttled (\(status)) by \(partition)" + (retryAfter.map { ", retry after \($0)" } ?? "")
+        case .storeFailed(let partition, let message):
+            "the rate-limit store failed for \(partition) (\(message)); pacing without the shared limit for one window"
         }
     }
 }

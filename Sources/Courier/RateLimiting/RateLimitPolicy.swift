@@ -39,6 +39,10 @@ public struct RateLimitPolicy: Sendable {
     /// numbers, they replace this limit.
     public var clientLimit: ClientLimit?
 
+    /// A quota the replicas sharing the limiter's ``RateLimitStore`` split between them, taking slots from the
+    /// store in blocks (see ``SharedLimit``), or `nil` (the default): then each replica paces alone.
+    public var sharedLimit: SharedLimit?
+
     /// The longest a request waits for its slot; one that would wait longer fails at once with
     /// ``CourierError/Code/rateLimited`` (or as soon as the wait is known, or when it has waited this long).
     /// 60 seconds by default; `nil` for no limit (the call's deadline still applies).
@@ -68,12 +72,18 @@ public struct RateLimitPolicy: Sendable {
     /// metrics. It runs synchronously on the request's path and must be quick.
     public var onEvent: (@Sendable (RateLimitEvent) -> Void)?
 
+    /// The longest a call to the ``RateLimitStore`` may take before the limiter goes on without it; one second
+    /// by default. A store shared by replicas (a database) can be slow or down: reading a partition's quota
+    /// then counts as nothing stored, and a reservation of a ``sharedLimit`` as a failure.
+    public var storeTimeout: Duration = .seconds(1)
+
     /// The wall clock, for epoch-time resets and HTTP-date `Retry-After` values. Inject a fixed date in tests.
     public var currentDate: @Sendable () -> Date
 
     /// Creates a policy; see each property for what it means. A `partition` of `nil` (the default) is ``host(of:)``.
     public init(
         clientLimit: ClientLimit? = nil,
+        sharedLimit: SharedLimit? = nil,
         maximumWait: Duration? = .seconds(60),
         maximumQueueLength: Int? = 10_000,
         fallbackDelay: Duration = .seconds(1),
@@ -84,6 +94,7 @@ public struct RateLimitPolicy: Sendable {
         precondition((maximumQueueLength ?? 0) >= 0, "maximumQueueLength must not be negative")
         precondition(fallbackDelay > .zero, "fallbackDelay must be longer than zero")
         self.clientLimit = clientLimit
+        self.sharedLimit = sharedLimit
         self.maximumWait = maximumWait
         self.maximumQueueLength = maximumQueueLength
         self.fallbackDelay = fallbackDelay

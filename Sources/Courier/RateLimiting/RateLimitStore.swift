@@ -74,14 +74,18 @@ public struct RateLimitReservation: Sendable, Hashable {
     public var partition: String
     /// How many slots were granted; 0 when the window is used up.
     public var granted: Int
-    /// When the window the slots belong to ends, in wall-clock time.
+    /// When the window the slots belong to ends, in this replica's wall-clock time.
     public var windowEndsAt: Date
+    /// Which of the partition's windows the slots belong to: a number the store increases with each new window,
+    /// so that ``RateLimitStore/release(_:of:)`` gives slots back only to the window they came from.
+    public var window: Int
 
     /// Creates a reservation.
-    public init(partition: String, granted: Int, windowEndsAt: Date) {
+    public init(partition: String, granted: Int, windowEndsAt: Date, window: Int = 0) {
         self.partition = partition
         self.granted = granted
         self.windowEndsAt = windowEndsAt
+        self.window = window
     }
 }
 
@@ -114,7 +118,7 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     // No state machine: a dictionary under a lock, with no waiters.
     private let quotas = LockedState<[String: RateLimitQuota]>([:])
     /// The shared windows, by partition: when each ends and how many of its slots are taken.
-    private let windows = LockedState<[String: (endsAt: Date, taken: Int)]>([:])
+    private let windows = LockedState<[String: (endsAt: Date, taken: Int, number: Int)]>([:])
     private let currentDate: @Sendable () -> Date
 
     /// Creates an empty store.
@@ -141,15 +145,20 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     {
         let now = currentDate()
         return windows.withLock { windows in
-            var current = windows[partition] ?? (endsAt: now, taken: 0)
+            var current = windows[partition] ?? (endsAt: now, taken: 0, number: 0)
             if current.endsAt <= now {
-                current = (endsAt: now.addingTimeInterval(window.timeInterval), taken: 0)
+                current = (endsAt: now.addingTimeInterval(window.timeInterval), taken: 0, number: current.number + 1)
             }
             let granted = min(max(count, 0), max(limit - current.taken, 0))
             current.taken += granted
             windows[partition] = current
             if windows.count > 64 { windows = windows.filter { $0.value.endsAt > now } }
-            return RateLimitReservation(partition: partition, granted: granted, windowEndsAt: current.endsAt)
+            return RateLimitReservation(
+                partition: partition,
+                granted: granted,
+                windowEndsAt: current.endsAt,
+                window: current.number
+            )
         }
     }
 
@@ -157,8 +166,8 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     public func release(_ count: Int, of reservation: RateLimitReservation) async {
         let now = currentDate()
         windows.withLock { windows in
-            guard var current = windows[reservation.partition], current.endsAt == reservation.windowEndsAt,
-                current.endsAt > now
+            guard var current = windows[reservation.partition], current.number == reservation.window,
+                current.endsAt == reservation.windowEndsAt, current.endsAt > now
             else { return }
             current.taken -= min(max(count, 0), current.taken)
             windows[reservation.partition] = current

@@ -135,6 +135,10 @@ public final class RateLimiter: Sendable {
     public let policy: RateLimitPolicy
 
     private let store: any RateLimitStore
+    /// The fleet's quota, when the policy has a ``RateLimitPolicy/sharedLimit``.
+    let shared: SharedQuota?
+    /// Writes quotas to a store other than the in-memory one.
+    private let writer: StoreWriter
     private let settings: Machine.Settings
     private let elapsed: @Sendable () -> Duration
     private let sleepUntil: @Sendable (Duration) async throws -> Void
@@ -163,8 +167,16 @@ public final class RateLimiter: Sendable {
             fallbackDelay: policy.fallbackDelay
         )
         let start = clock.now
-        self.elapsed = { start.duration(to: clock.now) }
-        self.sleepUntil = { offset in try await clock.sleep(until: start.advanced(by: offset), tolerance: nil) }
+        let elapsed = { @Sendable in start.duration(to: clock.now) }
+        let sleepUntil = { @Sendable (offset: Duration) in
+            try await clock.sleep(until: start.advanced(by: offset), tolerance: nil)
+        }
+        self.elapsed = elapsed
+        self.sleepUntil = sleepUntil
+        self.writer = StoreWriter(store: store, timeout: policy.storeTimeout) { try await sleepUntil(elapsed() + $0) }
+        self.shared = policy.sharedLimit.map { limit in
+            SharedQuota(limit, store: store, policy: policy, elapsed: elapsed, sleepUntil: sleepUntil)
+        }
     }
 
     /// What the limiter knows of `partition` (a key ``RateLimitPolicy/partition`` returned, by default
@@ -236,8 +248,9 @@ public final class RateLimiter: Sendable {
             }
         }
         if found == nil {
-            // First use of the partition in this process: start from what another replica stored, if anything.
-            let stored = try? await store.quota(for: partition)
+            // First use of the partition in this process: start from what another replica stored, if anything,
+            // and never wait for a store that is slow or down longer than its timeout.
+            let stored = await readQuota(partition)
             let now = elapsed()
             let seed = stored.flatMap { quota(from: $0, now: now) }
             found = lock.withLock { _ in
@@ -358,9 +371,34 @@ public final class RateLimiter: Sendable {
         )
     }
 
-    /// Writes what a response said about `partition`'s quota to the store; a store's error is ignored.
+    /// Writes what a response said about `partition`'s quota to the store; a store's error is ignored. The
+    /// default in-memory store is written at once; any other store by ``StoreWriter``, off the response's path,
+    /// so that a response never waits for a round trip to a shared store.
     func record(_ quota: RateLimitQuota, for partition: String) async {
-        try? await store.record(quota, for: partition)
+        if let inMemory = store as? InMemoryRateLimitStore {
+            await inMemory.record(quota, for: partition)
+        } else {
+            writer.write(quota, for: partition)
+        }
+    }
+
+    /// Returns once every quota recorded so far was written to the store (or failed to be): for tests.
+    func storeWritesSettled() async {
+        await writer.settled()
+    }
+
+    /// What the store holds for `partition`, or `nil` when it holds nothing, fails, or does not answer within
+    /// ``RateLimitPolicy/storeTimeout``.
+    private func readQuota(_ partition: String) async -> RateLimitQuota? {
+        let (store, sleepUntil, elapsed) = (store, sleepUntil, elapsed)
+        if let inMemory = store as? InMemoryRateLimitStore { return await inMemory.quota(for: partition) }
+        let sleep = { @Sendable (duration: Duration) in try await sleepUntil(elapsed() + duration) }
+        let read = try? await StoreCall.bounded(
+            "the rate-limit store did not answer a read",
+            limit: policy.storeTimeout,
+            sleep: sleep
+        ) { try await store.quota(for: partition) }
+        return read ?? nil
     }
 
     /// Gives back the slot of a request that was never sent.
@@ -415,7 +453,7 @@ public final class RateLimiter: Sendable {
         )
     }
 
-    private static func reason(_ rejection: Machine.Rejection) -> RateLimitEvent.Reason {
+    static func reason(_ rejection: Machine.Rejection) -> RateLimitEvent.Reason {
         switch rejection {
         case .queueFull: .queueFull
         case .waitTooLong: .waitTooLong

@@ -26,7 +26,7 @@ struct FleetArticleTests {
             try String(contentsOf: packageRoot.appendingPathComponent(Self.tested), encoding: .utf8)
         )
         let blocks = ReadmeCodeBlocksTests.swiftBlocks(in: article)
-        #expect(blocks.count == 2, "the token refresher and the cache")
+        #expect(blocks.count == 3, "the token refresher, the quota and the cache")
         for block in blocks {
             #expect(OpenAPIArticleCodeTests.contains(file, OpenAPIArticleCodeTests.lines(block)), "\(block)")
         }
@@ -54,6 +54,43 @@ struct FleetArticleTests {
     }
 
     #if Postgres
+    @Test("The article's quota table is the SQL PostgresRateLimitStore runs")
+    func quotaTable() throws {
+        let article = try String(contentsOf: packageRoot.appendingPathComponent(Self.article), encoding: .utf8)
+        #expect(article.contains("```sql\n" + (try PostgresRateLimitStore.createTableSQL()) + "\n```"))
+    }
+
+    @Test(
+        "The quota the article builds on PostgreSQL: requests take slots of the fleet's window from the table",
+        .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipReason)
+    )
+    func sharedQuota() async throws {
+        let api = try SocketServer { _ in .keepAlive(status: 200, body: Data("{}".utf8)) }
+        defer { api.shutdown() }
+        let apiURL = URL(string: api.origin)!
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            defer { group.cancelAll() }
+            let postgres = PostgresClient(configuration: PostgresTestServer.configuration())
+            group.addTask { await postgres.run() }
+            _ = try await postgres.query("DROP TABLE IF EXISTS courier_rate_limits")
+
+            let quotas = try PostgresRateLimitStore(client: postgres)
+            try await quotas.createTable()
+            let limiter = RateLimiter(
+                RateLimitPolicy(sharedLimit: .init(maxRequests: 100, per: .seconds(2))),
+                store: quotas
+            )
+            let client = Client(baseURL: apiURL, middleware: [.retry(.default), .rateLimiting(limiter)])
+
+            for _ in 0..<3 { _ = try await client.send(URLRequest(url: apiURL.appendingPathComponent("items"))) }
+            let rows = try await postgres.query("SELECT taken FROM courier_rate_limits")
+            var taken: [Int] = []
+            for try await count in rows.decode(Int.self) { taken.append(count) }
+            #expect(taken == [3])
+            _ = try await postgres.query("DROP TABLE courier_rate_limits")
+        }
+    }
+
     /// What the token endpoint answers.
     struct TokenReply: Decodable {
         var accessToken: String

@@ -17,6 +17,7 @@ import FoundationNetworking
     "A fleet of replica processes on PostgreSQL",
     .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipReason),
     .enabled(if: ProcessInfo.processInfo.environment[fleetReplicaVariable] == nil, "a replica itself"),
+    .serialized,
     .timeLimit(.minutes(2))
 )
 struct FleetProcessTests {
@@ -28,22 +29,18 @@ struct FleetProcessTests {
         calls: Int,
         lease: Duration
     ) async throws -> [ChildProcess.Result] {
-        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        let environment = [
-            fleetReplicaVariable: "1",
-            "FLEET_TABLE": table,
-            "FLEET_API": api.server.origin,
-            "FLEET_CALLS": "\(calls)",
-            "FLEET_LEASE_MS":
-                "\(lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000)",
-        ]
-        let arguments = ["--testing-library", "swift-testing", "--filter", "FleetReplicaProcess"]
-        return try await withThrowingTaskGroup(of: ChildProcess.Result.self) { group in
-            for _ in 0..<count {
-                group.addTask { try await ChildProcess.run(executable, arguments, environment: environment) }
-            }
-            return try await group.reduce(into: []) { $0.append($1) }
-        }
+        try await runReplicaProcesses(
+            count,
+            filter: "FleetReplicaProcess",
+            environment: [
+                fleetReplicaVariable: "1",
+                "FLEET_TABLE": table,
+                "FLEET_API": api.server.origin,
+                "FLEET_CALLS": "\(calls)",
+                "FLEET_LEASE_MS":
+                    "\(lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000)",
+            ]
+        )
     }
 
     @Test(

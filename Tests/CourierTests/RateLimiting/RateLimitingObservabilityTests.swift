@@ -20,6 +20,7 @@ struct RateLimitingObservabilityTests {
         .rejected(partition: "api.example.test:443", reason: .queueFull),
         .throttled(partition: "api.example.test:443", status: 429, retryAfter: .seconds(30)),
         .updated(partition: "api.example.test:443", limit: 50, remaining: 7, resetIn: .seconds(12)),
+        .storeFailed(partition: "api.example.test:443", message: "connection refused"),
     ]
 
     #if Metrics
@@ -42,6 +43,7 @@ struct RateLimitingObservabilityTests {
             [("rate_limit.partition", "api.example.test:443")]
         )
         #expect(remaining.lastValue == 7)
+        #expect(try factory.expectCounter(ClientMetrics.Label.rateLimitStoreFailures, []).totalValue == 1)
     }
     #endif
 
@@ -54,10 +56,11 @@ struct RateLimitingObservabilityTests {
         for event in Self.events { event.log(to: logger) }
 
         let entries = handler.entries
-        try #require(entries.map(\.level) == [.debug, .warning, .notice, .debug])
+        try #require(entries.map(\.level) == [.debug, .warning, .notice, .debug, .warning])
         #expect(
             entries.map(\.message.description) == [
                 "Rate limit wait", "Rate limit refused a request", "Rate limited by the server", "Rate limit updated",
+                "Rate limit store failed; pacing without the shared limit for one window",
             ]
         )
         #expect(entries.allSatisfy { $0.metadata["rate_limit.partition"] == "api.example.test:443" })
@@ -68,6 +71,7 @@ struct RateLimitingObservabilityTests {
         #expect(entries[3].metadata["remaining"] == "7")
         #expect(entries[3].metadata["limit"] == "50")
         #expect(entries[3].metadata["reset_in_ms"] == "12000.0")
+        #expect(entries[4].metadata["error"] == "connection refused")
     }
     #endif
 }

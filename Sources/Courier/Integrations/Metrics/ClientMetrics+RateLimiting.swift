@@ -12,12 +12,16 @@ extension ClientMetrics.Label {
     /// `courier.rate_limit.remaining`: a gauge of the requests left in a partition's window, by
     /// `rate_limit.partition`.
     public static let rateLimitRemaining = "courier.rate_limit.remaining"
+    /// `courier.rate_limit.store_failures`: a counter of reservations of a shared limit that the
+    /// ``RateLimitStore`` failed or did not answer in time.
+    public static let rateLimitStoreFailures = "courier.rate_limit.store_failures"
 }
 
 extension ClientMetrics {
     /// Records a rate-limit event: waits in `courier.rate_limit.wait.duration`, refusals in
-    /// `courier.rate_limit.rejections`, `429`/`503` answers in `courier.rate_limit.throttled`, and what is left
-    /// of a quota in the gauge `courier.rate_limit.remaining`.
+    /// `courier.rate_limit.rejections`, `429`/`503` answers in `courier.rate_limit.throttled`, what is left
+    /// of a quota in the gauge `courier.rate_limit.remaining`, and the shared store's failures in
+    /// `courier.rate_limit.store_failures`.
     ///
     /// Hook it into the policy, so that every event is recorded once:
     ///
@@ -49,6 +53,8 @@ extension ClientMetrics {
         case .updated(let partition, _, let remaining, _):
             Gauge(label: Label.rateLimitRemaining, dimensions: [("rate_limit.partition", partition)], factory: factory)
                 .record(remaining)
+        case .storeFailed:
+            Counter(label: Label.rateLimitStoreFailures, dimensions: [], factory: factory).increment()
         }
     }
 }

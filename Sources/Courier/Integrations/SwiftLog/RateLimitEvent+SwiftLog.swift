@@ -11,8 +11,9 @@ extension RateLimitEvent {
     /// ```
     ///
     /// Waits and quota updates are `debug`; a `429`/`503` from the server is `notice`; a request the limiter
-    /// refused is `warning`. The facts are metadata: `rate_limit.partition`, and `duration_ms`, `reason`,
-    /// `limit`, `remaining`, `reset_in_ms`, `http.status_code` or `retry_after_ms` as the event has them.
+    /// refused and a failure of the shared store are `warning`. The facts are metadata: `rate_limit.partition`,
+    /// and `duration_ms`, `reason`, `limit`, `remaining`, `reset_in_ms`, `http.status_code`, `retry_after_ms` or
+    /// `error` as the event has them.
     public func log(to logger: Logger) {
         var metadata: Logger.Metadata = ["rate_limit.partition": .string(partition)]
         switch self {
@@ -31,6 +32,12 @@ extension RateLimitEvent {
             metadata["http.status_code"] = .string(String(status))
             if let retryAfter { metadata["retry_after_ms"] = .string(LogRecord.milliseconds(retryAfter)) }
             logger.notice("Rate limited by the server", metadata: metadata)
+        case .storeFailed(_, let message):
+            metadata["error"] = .string(message)
+            logger.warning(
+                "Rate limit store failed; pacing without the shared limit for one window",
+                metadata: metadata
+            )
         }
     }
 }

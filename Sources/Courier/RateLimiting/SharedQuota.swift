@@ -1,0 +1,328 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+extension RateLimitPolicy {
+    /// A quota that the replicas sharing a limiter's ``RateLimitStore`` split between them: `maxRequests` per
+    /// `window` for the whole fleet, whatever the number of replicas.
+    ///
+    /// ```swift
+    /// let store = try PostgresRateLimitStore(client: postgres)   // or any store the replicas share
+    /// let limiter = RateLimiter(
+    ///     RateLimitPolicy(sharedLimit: .init(maxRequests: 100, per: .seconds(2))),
+    ///     store: store
+    /// )
+    /// ```
+    ///
+    /// Each request takes a slot of the fleet's current window before it is sent. A replica takes its slots
+    /// from the store in blocks (``RateLimitStore/reserve(_:in:limit:window:)``), as many as it has requests
+    /// in flight and waiting, up to ``blockSize``, so most requests pay no round trip to the store: one that
+    /// finds a slot left in its replica's block pays none. When the window is used up, requests wait for the
+    /// next one, in the limits of ``RateLimitPolicy/maximumWait`` and the call's deadline, like any other wait
+    /// of the limiter.
+    ///
+    /// **Windows and their margin.** The store opens a window with the first reservation after the last one
+    /// ended. Replicas send a window's requests only during its first `window` and then leave a ``margin`` of
+    /// silence before the next window opens: a request reaches the server a little after it took its slot, and
+    /// the margin keeps a window's last requests and the next one's first apart whatever the phase of the
+    /// server's own windows. The fleet sends at most `maxRequests` per `window + margin`.
+    ///
+    /// **When the store fails** (it throws, or does not answer within ``RateLimitPolicy/storeTimeout``), the
+    /// limiter reports
+    /// ``RateLimitEvent/storeFailed(partition:message:)`` and the partition's requests go without shared slots
+    /// for one window, paced only by what the server says, as without a shared limit; then it asks the store
+    /// again. A caller never waits for the store past its deadline.
+    ///
+    /// The limit applies with the server's own numbers: a request waits until both allow it.
+    public struct SharedLimit: Sendable, Hashable {
+        /// The most requests the fleet sends per window; at least 1.
+        public var maxRequests: Int
+        /// The length of a window.
+        public var window: Duration
+        /// The most slots a replica takes from the store at once; at least 1. By default a tenth of
+        /// ``maxRequests``.
+        public var blockSize: Int
+        /// How long the fleet sends nothing between two windows; a twentieth of ``window`` by default.
+        public var margin: Duration
+
+        /// Creates a shared limit of `maxRequests` per `window`.
+        public init(
+            maxRequests: Int,
+            per window: Duration,
+            blockSize: Int? = nil,
+            margin: Duration? = nil
+        ) {
+            precondition(maxRequests > 0, "a shared limit must allow at least one request")
+            precondition(window > .zero, "a shared window must be longer than zero")
+            precondition((blockSize ?? 1) > 0, "a block must hold at least one slot")
+            precondition((margin ?? .zero) >= .zero, "a margin must not be negative")
+            self.maxRequests = maxRequests
+            self.window = window
+            self.blockSize = blockSize ?? max(1, maxRequests / 10)
+            self.margin = margin ?? window / 20
+        }
+    }
+}
+
+/// The slots of a ``RateLimitPolicy/SharedLimit`` this replica holds, by partition: the state behind the
+/// shared limit of a ``RateLimiter``.
+final class SharedQuota: Sendable {
+    /// One partition's block and the requests waiting for the next.
+    struct Block {
+        /// Slots of the block not taken yet.
+        var left = 0
+        /// When this replica stops sending with the block's slots, on the limiter's clock: its window's end
+        /// less the margin.
+        var usableUntil: Duration = .zero
+        /// When the block's window ends in the store, on the limiter's clock.
+        var windowEndsAt: Duration = .zero
+        /// Whether the store granted fewer slots than asked for: the window is used up.
+        var usedUp = false
+        /// Whether a reservation is under way.
+        var fetching = false
+        /// Until when the partition's requests go without shared slots, after the store failed.
+        var bypassUntil: Duration?
+        /// Requests sent with a shared slot whose response has not come back.
+        var inFlight = 0
+        /// Requests asking for a slot.
+        var pending = 0
+        /// Requests waiting for the reservation under way, by id.
+        var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
+        var nextWaiter = 0
+    }
+
+    /// What a request does next.
+    private enum Step {
+        /// It holds a slot (or goes without one while the store is bypassed).
+        case go
+        /// It waits for the reservation under way; `reserve` is the number of slots to ask for when this
+        /// request starts it.
+        case wait(reserve: Int?)
+        /// The window is used up: it waits until the store opens the next one.
+        case sleep(until: Duration)
+    }
+
+    let limit: RateLimitPolicy.SharedLimit
+    private let store: any RateLimitStore
+    private let policy: RateLimitPolicy
+    private let elapsed: @Sendable () -> Duration
+    private let sleepUntil: @Sendable (Duration) async throws -> Void
+    private let blocks = LockedState<[String: Block]>([:])
+
+    init(
+        _ limit: RateLimitPolicy.SharedLimit,
+        store: any RateLimitStore,
+        policy: RateLimitPolicy,
+        elapsed: @escaping @Sendable () -> Duration,
+        sleepUntil: @escaping @Sendable (Duration) async throws -> Void
+    ) {
+        self.limit = limit
+        self.store = store
+        self.policy = policy
+        self.elapsed = elapsed
+        self.sleepUntil = sleepUntil
+    }
+
+    /// Takes a slot of `partition`'s shared window for `request`, waiting for a reservation or for the next
+    /// window when needed; call ``finished(_:)`` when the request ends.
+    ///
+    /// - Throws: ``CourierError/Code/timedOut`` when the slot would come after the call's deadline,
+    ///   ``CourierError/Code/rateLimited`` when it would come after ``RateLimitPolicy/maximumWait``, and
+    ///   `CancellationError` when the task is cancelled.
+    func take(_ request: URLRequest, partition: String) async throws {
+        let start = elapsed()
+        let deadline = Deadline.current
+        let deadlineOffset = deadline.map { start + $0.timeLeft }
+        var arriving = true
+        var gone = false
+        defer { if !gone { blocks.withLock { blocks in blocks[partition]?.pending -= 1 } } }
+        while true {
+            try Task.checkCancellation()
+            let now = elapsed()
+            let step = blocks.withLock { blocks in
+                Self.next(&blocks[partition, default: Block()], now: now, limit, arriving: arriving)
+            }
+            arriving = false
+            switch step {
+            case .go:
+                gone = true
+                return
+            case .sleep(let until):
+                if let deadlineOffset, until >= deadlineOffset {
+                    throw reject(.pastDeadline(opensIn: until - now), partition, request, deadline)
+                }
+                if let maximum = policy.maximumWait, until - start > maximum {
+                    throw reject(.waitTooLong(opensIn: until - now, maximum: maximum), partition, request, deadline)
+                }
+                try await sleepUntil(until)
+            case .wait(let reserve):
+                if let reserve { startReservation(of: reserve, in: partition) }
+                try await waitForReservation(in: partition, request: request, deadline: deadlineOffset, deadline)
+            }
+        }
+    }
+
+    /// The block of `partition`, if it was used (for tests and diagnostics).
+    func block(_ partition: String) -> Block? {
+        blocks.withLock { blocks in blocks[partition] }
+    }
+
+    /// Records that a request that took a slot of `partition` ended.
+    func finished(_ partition: String) {
+        blocks.withLock { blocks in blocks[partition]?.inFlight -= 1 }
+    }
+
+    /// What a request of `block` does at `now`.
+    /// `arriving` is whether the request asks for the first time.
+    private static func next(
+        _ block: inout Block,
+        now: Duration,
+        _ limit: RateLimitPolicy.SharedLimit,
+        arriving: Bool
+    ) -> Step {
+        if arriving { block.pending += 1 }
+        if let bypassUntil = block.bypassUntil {
+            if bypassUntil > now {
+                block.pending -= 1
+                block.inFlight += 1
+                return .go
+            }
+            block.bypassUntil = nil
+        }
+        if block.fetching { return .wait(reserve: nil) }
+        if block.usableUntil > now, block.left > 0 {
+            block.left -= 1
+            block.pending -= 1
+            block.inFlight += 1
+            return .go
+        }
+        if block.windowEndsAt > now, block.usedUp || block.usableUntil <= now {
+            return .sleep(until: block.windowEndsAt)
+        }
+        block.fetching = true
+        // As many slots as requests want now (those asking and those whose responses will bring more).
+        return .wait(reserve: min(limit.blockSize, block.pending + block.inFlight))
+    }
+
+    /// Asks the store for `count` slots of `partition`'s window, in a task of its own, and wakes every request
+    /// waiting for it when it ends.
+    private func startReservation(of count: Int, in partition: String) {
+        let (store, limit, policy, elapsed) = (store, limit, policy, elapsed)
+        let sleepUntil = sleepUntil
+        SharedWork.start {
+            await SharedWork.withoutCallContext {
+                let result: Result<RateLimitReservation, any Error>
+                do {
+                    result = .success(
+                        try await StoreCall.bounded(
+                            "the rate-limit store did not answer a reservation",
+                            limit: policy.storeTimeout,
+                            sleep: { [elapsed] in try await sleepUntil(elapsed() + $0) }
+                        ) {
+                            try await store.reserve(
+                                count,
+                                in: partition,
+                                limit: limit.maxRequests,
+                                window: limit.window + limit.margin
+                            )
+                        }
+                    )
+                } catch {
+                    result = .failure(error)
+                }
+                let now = elapsed()
+                let endsIn = result.map { reservation in
+                    NetworkNumber.duration(seconds: reservation.windowEndsAt.timeIntervalSince(policy.currentDate()))
+                }
+                let waiters = self.blocks.withLock { blocks in
+                    var block = blocks[partition, default: Block()]
+                    defer {
+                        block.waiters = [:]
+                        blocks[partition] = block
+                    }
+                    block.fetching = false
+                    switch (result, endsIn) {
+                    case (.success(let reservation), .success(let endsIn)):
+                        // A store is not trusted further than a server: never more slots than asked for, never a
+                        // window longer than asked for, and one that ended is waited for a little, not spun on.
+                        let granted = min(max(reservation.granted, 0), count)
+                        let windowLength = limit.window + limit.margin
+                        let endsIn = min(max(endsIn, windowLength / 100), windowLength)
+                        block.left = granted
+                        block.usedUp = granted < count
+                        block.windowEndsAt = now + endsIn
+                        block.usableUntil = now + endsIn - limit.margin
+                    default:
+                        block.bypassUntil = now + limit.window
+                    }
+                    return Array(block.waiters.values)
+                }
+                if case .failure(let error) = result {
+                    let message = Redaction.redactedText(String(describing: error))
+                    policy.onEvent?(.storeFailed(partition: partition, message: message))
+                }
+                for waiter in waiters { waiter.resume() }
+            }
+        }
+    }
+
+    /// Waits until the reservation under way for `partition` ends, or throws when the call's deadline
+    /// (`deadlineOffset`) passes first or the task is cancelled.
+    private func waitForReservation(
+        in partition: String,
+        request: URLRequest,
+        deadline deadlineOffset: Duration?,
+        _ deadline: Deadline?
+    ) async throws {
+        let id = LockedState<Int?>(nil)
+        let timer = LockedState<Task<Void, Never>?>(nil)
+        defer { timer.withLock { $0 }?.cancel() }
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                let registered = blocks.withLock { blocks -> Bool in
+                    guard blocks[partition]?.fetching == true, !Task.isCancelled else { return false }
+                    let number = blocks[partition]!.nextWaiter
+                    blocks[partition]!.nextWaiter += 1
+                    blocks[partition]!.waiters[number] = continuation
+                    id.withLock { $0 = number }
+                    return true
+                }
+                guard registered else {
+                    return Task.isCancelled
+                        ? continuation.resume(throwing: CancellationError()) : continuation.resume()
+                }
+                guard let deadlineOffset else { return }
+                let sleepUntil = sleepUntil
+                timer.withLock { timer in
+                    timer = SharedWork.start { [weak self] in
+                        guard (try? await sleepUntil(deadlineOffset)) != nil, let self,
+                            let waiter = self.remove(id, from: partition)
+                        else { return }
+                        waiter.resume(throwing: self.reject(.pastDeadline(opensIn: nil), partition, request, deadline))
+                    }
+                }
+            }
+        } onCancel: {
+            remove(id, from: partition)?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Takes the waiter `id` out of `partition`'s queue, if it is still there.
+    private func remove(_ id: LockedState<Int?>, from partition: String) -> CheckedContinuation<Void, any Error>? {
+        guard let number = id.withLock({ $0 }) else { return nil }
+        return blocks.withLock { blocks in blocks[partition]?.waiters.removeValue(forKey: number) }
+    }
+
+    /// The error for `rejection`, reported as an event.
+    private func reject(
+        _ rejection: RateLimiter.Machine.Rejection,
+        _ partition: String,
+        _ request: URLRequest,
+        _ deadline: Deadline?
+    ) -> CourierError {
+        policy.onEvent?(.rejected(partition: partition, reason: RateLimiter.reason(rejection)))
+        return RateLimiter.error(rejection, request: request, timeout: deadline?.timeout)
+    }
+}

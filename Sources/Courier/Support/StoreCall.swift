@@ -1,0 +1,70 @@
+/// Calls to a store that other replicas share (a database): slow or unreachable is a failure, not a hang.
+package enum StoreCall {
+    /// Runs `operation`, giving up after `limit` on the clock `sleep` waits on, with a ``CourierError/Code/timedOut``
+    /// error whose message is `what` and the limit.
+    ///
+    /// The operation runs in a task of its own that is cancelled, not awaited, when the time is up: a store
+    /// that ignores cancellation (a connection stuck on a dead peer) cannot hold the caller past the limit.
+    package static func bounded<Value: Sendable>(
+        _ what: String,
+        limit: Duration,
+        sleep: @escaping @Sendable (Duration) async throws -> Void,
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        // The caller's continuation, and whether the caller was cancelled before it was stored.
+        let race = LockedState<(continuation: CheckedContinuation<Value, any Error>?, cancelled: Bool)>((nil, false))
+        let finish = { @Sendable (result: Result<Value, any Error>) in
+            race.withLock { race in
+                defer { race.continuation = nil }
+                return race.continuation
+            }?.resume(with: result)
+        }
+        // The timer is cancelled once the operation ends, so it leaves no sleeper behind.
+        let timer = LockedState<Task<Void, Never>?>(nil)
+        func start() {
+            let work = SharedWork.start {
+                let result: Result<Value, any Error>
+                do {
+                    result = .success(try await operation())
+                } catch {
+                    result = .failure(error)
+                }
+                finish(result)
+                timer.withLock { $0 }?.cancel()
+            }
+            let sleeper = SharedWork.start {
+                do {
+                    try await sleep(limit)
+                } catch {
+                    return
+                }
+                work.cancel()
+                let message = "\(what) within \(limit)"
+                finish(.failure(CourierError(.timedOut, message: message)))
+            }
+            let finished = timer.withLock { timer in
+                timer = sleeper
+                return race.withLock { $0.continuation == nil }
+            }
+            if finished { sleeper.cancel() }
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let cancelled = race.withLock { race in
+                    if race.cancelled { return true }
+                    race.continuation = continuation
+                    return false
+                }
+                if cancelled { return continuation.resume(throwing: CancellationError()) }
+                start()
+            }
+        } onCancel: {
+            // A cancelled caller stops waiting at once; the operation runs on until its limit.
+            race.withLock { race in
+                race.cancelled = true
+                defer { race.continuation = nil }
+                return race.continuation
+            }?.resume(throwing: CancellationError())
+        }
+    }
+}
