@@ -32,6 +32,7 @@ struct FleetProcessTests {
         let environment = [
             fleetReplicaVariable: "1",
             "FLEET_TABLE": table,
+            "FLEET_SEALING_KEY": PostgresTestServer.sealingKeyBase64,
             "FLEET_API": api.server.origin,
             "FLEET_CALLS": "\(calls)",
             "FLEET_LEASE_MS":
@@ -53,7 +54,8 @@ struct FleetProcessTests {
         let api = try FleetAPI()
         defer { api.server.shutdown() }
         try await PostgresTestServer.withClient { client, table in
-            try await PostgresSharedTokenStore(client: client, table: table).createTable()
+            try await PostgresSharedTokenStore(client: client, table: table, sealingKey: PostgresTestServer.sealingKey)
+                .createTable()
             let results = try await runReplicas(8, table: table, api: api, calls: 250, lease: .seconds(30))
             for result in results {
                 #expect(result.status == 0, "\(result.text.suffix(2_000))")
@@ -63,7 +65,11 @@ struct FleetProcessTests {
             #expect(api.reuses == 0)
             #expect(!api.isRevoked)
             #expect(api.acceptedCalls == 8 * 250)
-            let store = try PostgresSharedTokenStore(client: client, table: table)
+            let store = try PostgresSharedTokenStore(
+                client: client,
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
             #expect(try await store.leasesTaken() == 1)
             #expect(try await store.token()?.value == "access-2")
         }
@@ -73,7 +79,8 @@ struct FleetProcessTests {
     func killedLeaseHolder() async throws {
         let lease = Duration.seconds(2)
         try await PostgresTestServer.withClient { client, table in
-            try await PostgresSharedTokenStore(client: client, table: table).createTable()
+            try await PostgresSharedTokenStore(client: client, table: table, sealingKey: PostgresTestServer.sealingKey)
+                .createTable()
             // What the killed holder's lease has left when it is killed, on the database's clock.
             let leaseLeft = { @Sendable () -> Duration? in
                 let query = PostgresQuery(
@@ -215,6 +222,7 @@ struct FleetReplicaProcess {
     @Test func replica() async throws {
         let environment = ProcessInfo.processInfo.environment
         let table = try #require(environment["FLEET_TABLE"])
+        let sealingKey = try PostgresSharedTokenStore.SealingKey(base64: try #require(environment["FLEET_SEALING_KEY"]))
         let api = try #require(environment["FLEET_API"].flatMap(URL.init(string:)))
         let calls = try #require(environment["FLEET_CALLS"].flatMap(Int.init))
         let lease = Duration.milliseconds(try #require(environment["FLEET_LEASE_MS"].flatMap(Int64.init)))
@@ -224,7 +232,7 @@ struct FleetReplicaProcess {
         try await withThrowingTaskGroup(of: Void.self) { group in
             defer { group.cancelAll() }
             group.addTask { await postgres.run() }
-            let store = try PostgresSharedTokenStore(client: postgres, table: table)
+            let store = try PostgresSharedTokenStore(client: postgres, table: table, sealingKey: sealingKey)
             let tokenClient = Client(baseURL: api)
             let refresher = TokenRefresher(
                 token: .init("access-1", refreshToken: "refresh-1"),
