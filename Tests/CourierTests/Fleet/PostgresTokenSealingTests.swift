@@ -254,6 +254,41 @@ struct PostgresTokenSealingTests {
         }
     }
 
+    @Test("A table made before sealing, with clear-text columns: its tokens are never read, every step fails")
+    func tableFromBeforeSealing() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            try await Self.execute(
+                client,
+                """
+                CREATE TABLE \(table) (
+                    name text PRIMARY KEY, version bigint NOT NULL DEFAULT 0, value text, refresh_token text,
+                    expires_at timestamptz, lease_holder text, lease_expires_at timestamptz,
+                    leases_taken bigint NOT NULL DEFAULT 0
+                )
+                """
+            )
+            try await Self.execute(
+                client,
+                "INSERT INTO \(table) (name, version, value, refresh_token) VALUES ('default', 1, 'old-access', 'old-refresh')"
+            )
+            let store = try PostgresSharedTokenStore(client: client, table: table, sealingKey: Self.key)
+            try await store.createTable()
+            for step in ["token", "beginRefresh", "finishRefresh", "replaceToken"] {
+                do {
+                    switch step {
+                    case "token": _ = try await store.token()
+                    case "beginRefresh": _ = try await store.beginRefresh(after: 0, holder: "h", lease: .seconds(30))
+                    case "finishRefresh": try await store.finishRefresh(SharedToken("new", version: 2), holder: "h")
+                    default: _ = try await store.replaceToken(SharedToken("new", version: 0))
+                    }
+                    Issue.record("\(step) worked on a table with clear-text columns")
+                } catch {
+                    #expect(!"\(error)".contains("old-"), "\(step): \(error)")
+                }
+            }
+        }
+    }
+
     @Test("Rotation: a previous key opens, the current one seals every new write")
     func rotation() async throws {
         try await PostgresTestServer.withClient { client, table in

@@ -28,8 +28,9 @@ import Foundation
 /// A stored value that does not open with the store's keys (a replica given another key, a value altered or
 /// moved) makes the step that reads it throw ``CourierError/Code/decodingFailed``, which the ``TokenRefresher``
 /// reports and handles like any store failure (``TokenRefresher/Sharing/Event/storeFailed(operation:error:)``):
-/// never a crash, never a value taken in clear. A step that only writes still works: ``replaceToken(_:)`` (a
-/// token set on a refresher) stores a token sealed with the current key over one that does not open.
+/// never a crash, never a value taken in clear. Such a replica takes no lease and never replaces the fleet's token
+/// through ``finishRefresh(_:holder:)``; ``replaceToken(_:)`` (a token set on a refresher) never opens the stored
+/// token, so it stores one sealed with the current key over one that does not open.
 ///
 /// To rotate the key, give every replica the new key as `sealingKey` and the old one in `previousSealingKeys`:
 /// tokens are sealed with the new key from then on, and the stored one, sealed with the old key, still opens
@@ -76,8 +77,9 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     ///
     /// The token and its refresh token are in `sealed_value` and `sealed_refresh_token` (bytea: a format byte, the
     /// nonce, the ciphertext and the tag). A table made before the tokens were sealed has clear-text `value` and
-    /// `refresh_token` columns instead, which this store never reads: drop that table (or its two clear-text
-    /// columns, then add these two) and make it again; the fleet's next refresh stores a sealed token.
+    /// `refresh_token` columns instead, which this store never reads (every step fails on the missing columns):
+    /// with the replicas stopped, drop that table and make it again; the fleet's next refresh stores a sealed
+    /// token.
     public static func createTableSQL(table: String = "courier_shared_tokens") throws(CourierError) -> String {
         let table = try PostgresTableName(table)
         return """
