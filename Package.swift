@@ -18,6 +18,8 @@ let integrations: [Integration] = [
     ("ServiceLifecycle", "swift-service-lifecycle", library: ["ServiceLifecycle"], tests: ["ServiceLifecycleTestKit"]),
     // The shared stores of a fleet of replicas (the Fleet article); the tests reach the server with it too.
     ("Postgres", "postgres-nio", library: ["PostgresNIO"], tests: ["PostgresNIO"]),
+    // AES-GCM: PostgresSharedTokenStore seals the tokens it stores (postgres-nio depends on it too).
+    ("Postgres", "swift-crypto", library: ["Crypto"], tests: []),
 ]
 
 /// The products `names` picks from each integration, each linked only when its trait is on.
@@ -62,7 +64,8 @@ let package = Package(
         .trait(
             name: "Postgres",
             description:
-                "A PostgreSQL SharedTokenStore, so that replicas share one token refresh (vapor/postgres-nio)."
+                "PostgreSQL stores for a fleet of replicas (vapor/postgres-nio): one token refresh, its tokens sealed "
+                + "with AES-GCM (apple/swift-crypto), and one quota."
         ),
         .default(enabledTraits: []),
     ],
@@ -77,6 +80,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
     ],
     targets: [
         .target(name: "Courier", dependencies: traitGated(\.library)),

@@ -110,6 +110,7 @@ struct FleetArticleTests {
     )
     func sharedRefresher() async throws {
         let configuration = PostgresTestServer.configuration()
+        let environment = ["TOKEN_SEALING_KEY": PostgresTestServer.sealingKeyBase64]
         let (storedAccessToken, storedRefreshToken) = ("access-1", "refresh-1")
         let logger = Logger(label: "fleet-article")
         let presented = Locked<[String]>([])
@@ -124,7 +125,8 @@ struct FleetArticleTests {
             defer { group.cancelAll() }
             let postgres = PostgresClient(configuration: configuration)
             group.addTask { await postgres.run() }  // or add it to your ServiceGroup
-            let store = try PostgresSharedTokenStore(client: postgres, name: "billing-api")
+            let sealingKey = try PostgresSharedTokenStore.SealingKey(base64: environment["TOKEN_SEALING_KEY"]!)
+            let store = try PostgresSharedTokenStore(client: postgres, name: "billing-api", sealingKey: sealingKey)
             try await store.createTable()
 
             let auth = TokenRefresher(

@@ -35,6 +35,7 @@ struct FleetProcessTests {
             environment: [
                 fleetReplicaVariable: "1",
                 "FLEET_TABLE": table,
+                "FLEET_SEALING_KEY": PostgresTestServer.sealingKeyBase64,
                 "FLEET_API": api.server.origin,
                 "FLEET_CALLS": "\(calls)",
                 "FLEET_LEASE_MS":
@@ -50,7 +51,8 @@ struct FleetProcessTests {
         let api = try FleetAPI()
         defer { api.server.shutdown() }
         try await PostgresTestServer.withClient { client, table in
-            try await PostgresSharedTokenStore(client: client, table: table).createTable()
+            try await PostgresSharedTokenStore(client: client, table: table, sealingKey: PostgresTestServer.sealingKey)
+                .createTable()
             let results = try await runReplicas(8, table: table, api: api, calls: 250, lease: .seconds(30))
             for result in results {
                 #expect(result.status == 0, "\(result.text.suffix(2_000))")
@@ -60,7 +62,11 @@ struct FleetProcessTests {
             #expect(api.reuses == 0)
             #expect(!api.isRevoked)
             #expect(api.acceptedCalls == 8 * 250)
-            let store = try PostgresSharedTokenStore(client: client, table: table)
+            let store = try PostgresSharedTokenStore(
+                client: client,
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
             #expect(try await store.leasesTaken() == 1)
             #expect(try await store.token()?.value == "access-2")
         }
@@ -70,7 +76,8 @@ struct FleetProcessTests {
     func killedLeaseHolder() async throws {
         let lease = Duration.seconds(2)
         try await PostgresTestServer.withClient { client, table in
-            try await PostgresSharedTokenStore(client: client, table: table).createTable()
+            try await PostgresSharedTokenStore(client: client, table: table, sealingKey: PostgresTestServer.sealingKey)
+                .createTable()
             // What the killed holder's lease has left when it is killed, on the database's clock.
             let leaseLeft = { @Sendable () -> Duration? in
                 let query = PostgresQuery(
@@ -212,6 +219,7 @@ struct FleetReplicaProcess {
     @Test func replica() async throws {
         let environment = ProcessInfo.processInfo.environment
         let table = try #require(environment["FLEET_TABLE"])
+        let sealingKey = try PostgresSharedTokenStore.SealingKey(base64: try #require(environment["FLEET_SEALING_KEY"]))
         let api = try #require(environment["FLEET_API"].flatMap(URL.init(string:)))
         let calls = try #require(environment["FLEET_CALLS"].flatMap(Int.init))
         let lease = Duration.milliseconds(try #require(environment["FLEET_LEASE_MS"].flatMap(Int64.init)))
@@ -221,7 +229,7 @@ struct FleetReplicaProcess {
         try await withThrowingTaskGroup(of: Void.self) { group in
             defer { group.cancelAll() }
             group.addTask { await postgres.run() }
-            let store = try PostgresSharedTokenStore(client: postgres, table: table)
+            let store = try PostgresSharedTokenStore(client: postgres, table: table, sealingKey: sealingKey)
             let tokenClient = Client(baseURL: api)
             let refresher = TokenRefresher(
                 token: .init("access-1", refreshToken: "refresh-1"),

@@ -15,6 +15,15 @@ import FoundationNetworking
 enum PostgresTestServer {
     static let url = ProcessInfo.processInfo.environment["COURIER_POSTGRES_URL"].flatMap(URL.init(string:))
 
+    /// The key every store of the tests seals its tokens with, in base64: how a replica process gets it, in its
+    /// environment.
+    static let sealingKeyBase64 = Data((0..<32).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }).base64EncodedString()
+
+    /// ``sealingKeyBase64`` as a key.
+    static var sealingKey: PostgresSharedTokenStore.SealingKey {
+        get throws { try PostgresSharedTokenStore.SealingKey(base64: sealingKeyBase64) }
+    }
+
     static let skipReason: Comment =
         "COURIER_POSTGRES_URL is not set: export COURIER_POSTGRES_URL=$(Scripts/start-postgres)"
 
@@ -86,8 +95,18 @@ struct PostgresSharedTokenStoreTests {
     @Test("The lease: taken once, held against others, re-read under it, compare-and-set on the version")
     func leaseContract() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let a = try PostgresSharedTokenStore(client: client, name: "api", table: table)
-            let b = try PostgresSharedTokenStore(client: client, name: "api", table: table)
+            let a = try PostgresSharedTokenStore(
+                client: client,
+                name: "api",
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
+            let b = try PostgresSharedTokenStore(
+                client: client,
+                name: "api",
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
             try await a.createTable()
 
             #expect(try await a.token() == nil)
@@ -110,7 +129,12 @@ struct PostgresSharedTokenStoreTests {
             #expect(try await b.token() == replaced)
             #expect(try await a.leasesTaken() == 2)
             // A different name in the same table is another token.
-            let other = try PostgresSharedTokenStore(client: client, name: "other-api", table: table)
+            let other = try PostgresSharedTokenStore(
+                client: client,
+                name: "other-api",
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
             #expect(try await other.token() == nil)
         }
     }
@@ -118,7 +142,11 @@ struct PostgresSharedTokenStoreTests {
     @Test("A crashed holder's lease expires on the database's clock; a failed refresh releases it at once")
     func leaseExpiryAndRelease() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresSharedTokenStore(client: client, table: table)
+            let store = try PostgresSharedTokenStore(
+                client: client,
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
             try await store.createTable()
             // Read before the lease is taken: the lease starts during the call, so on this clock it ends no sooner
             // than 300 ms after `start`, however long the call takes on a busy machine.
@@ -144,8 +172,16 @@ struct PostgresSharedTokenStoreTests {
     @Test("A waiter is woken by the holder's NOTIFY, not by its timeout")
     func notifyWakesWaiters() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let holder = try PostgresSharedTokenStore(client: client, table: table)
-            let waiter = try PostgresSharedTokenStore(client: client, table: table)
+            let holder = try PostgresSharedTokenStore(
+                client: client,
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
+            let waiter = try PostgresSharedTokenStore(
+                client: client,
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
             try await holder.createTable()
             _ = try await holder.beginRefresh(after: 0, holder: "holder", lease: .seconds(30))
             let start = ContinuousClock.now
@@ -161,7 +197,11 @@ struct PostgresSharedTokenStoreTests {
     @Test("renewLease extends the holder's own lease on the database's clock, never one released or another's")
     func leaseRenewal() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresSharedTokenStore(client: client, table: table)
+            let store = try PostgresSharedTokenStore(
+                client: client,
+                table: table,
+                sealingKey: PostgresTestServer.sealingKey
+            )
             try await store.createTable()
             #expect(try await store.renewLease(holder: "a", lease: .seconds(30)) == false)
             _ = try await store.beginRefresh(after: 0, holder: "a", lease: .milliseconds(300))
@@ -187,8 +227,16 @@ struct PostgresSharedTokenStoreTests {
             let schemas = ["\(table)_a", "\(table)_b"]
             for schema in schemas { try await client.query(PostgresQuery(unsafeSQL: "CREATE SCHEMA \(schema)")) }
             do {
-                let waiter = try PostgresSharedTokenStore(client: client, table: "\(schemas[0]).tokens")
-                let other = try PostgresSharedTokenStore(client: client, table: "\(schemas[1]).tokens")
+                let waiter = try PostgresSharedTokenStore(
+                    client: client,
+                    table: "\(schemas[0]).tokens",
+                    sealingKey: PostgresTestServer.sealingKey
+                )
+                let other = try PostgresSharedTokenStore(
+                    client: client,
+                    table: "\(schemas[1]).tokens",
+                    sealingKey: PostgresTestServer.sealingKey
+                )
                 try await waiter.createTable()
                 try await other.createTable()
                 _ = try await waiter.beginRefresh(after: 0, holder: "holder", lease: .seconds(30))
@@ -204,8 +252,16 @@ struct PostgresSharedTokenStoreTests {
                 #expect(try await other.token()?.version ?? 0 > 1)
 
                 // One table spelled with its schema by one replica and without it by another: one token.
-                let plain = try PostgresSharedTokenStore(client: client, table: table)
-                let qualified = try PostgresSharedTokenStore(client: client, table: "public.\(table)")
+                let plain = try PostgresSharedTokenStore(
+                    client: client,
+                    table: table,
+                    sealingKey: PostgresTestServer.sealingKey
+                )
+                let qualified = try PostgresSharedTokenStore(
+                    client: client,
+                    table: "public.\(table)",
+                    sealingKey: PostgresTestServer.sealingKey
+                )
                 try await plain.createTable()
                 _ = try await plain.beginRefresh(after: 0, holder: "holder", lease: .seconds(30))
                 let woken = ContinuousClock.now
@@ -227,9 +283,14 @@ struct PostgresSharedTokenStoreTests {
     func oneRefreshAcrossReplicas() async throws {
         try await PostgresTestServer.withClient { client, table in
             let server = RotatingTokenServer()
-            try await PostgresSharedTokenStore(client: client, table: table).createTable()
+            try await PostgresSharedTokenStore(client: client, table: table, sealingKey: PostgresTestServer.sealingKey)
+                .createTable()
             let clients = try (0..<8).map { index in
-                let store = try PostgresSharedTokenStore(client: client, table: table)
+                let store = try PostgresSharedTokenStore(
+                    client: client,
+                    table: table,
+                    sealingKey: PostgresTestServer.sealingKey
+                )
                 let sharing = TokenRefresher.Sharing(store: store, holder: "replica-\(index)")
                 let refresher = TokenRefresher(token: RotatingTokenServer.token(1), sharing: sharing) { replaced in
                     try server.refresh(with: replaced.refreshToken)
@@ -252,7 +313,13 @@ struct PostgresSharedTokenStoreTests {
             #expect(ok == 400)
             #expect(server.refreshes == 1)
             #expect(server.reuses == 0)
-            #expect(try await PostgresSharedTokenStore(client: client, table: table).leasesTaken() == 1)
+            #expect(
+                try await PostgresSharedTokenStore(
+                    client: client,
+                    table: table,
+                    sealingKey: PostgresTestServer.sealingKey
+                ).leasesTaken() == 1
+            )
         }
     }
 
@@ -269,7 +336,11 @@ struct PostgresSharedTokenStoreTests {
             let server = RotatingTokenServer()
             let events = SharingEvents()
             let sharing = TokenRefresher.Sharing(
-                store: try PostgresSharedTokenStore(client: client, table: table),
+                store: try PostgresSharedTokenStore(
+                    client: client,
+                    table: table,
+                    sealingKey: PostgresTestServer.sealingKey
+                ),
                 storeTimeout: .seconds(1),
                 onEvent: events.record
             )

@@ -7,7 +7,8 @@ import Foundation
 ///
 /// ```swift
 /// let postgres = PostgresClient(configuration: configuration)   // run it: `await postgres.run()` in your service group
-/// let store = try PostgresSharedTokenStore(client: postgres, name: "billing-api")
+/// let key = try PostgresSharedTokenStore.SealingKey(base64: environment["TOKEN_SEALING_KEY"]!)
+/// let store = try PostgresSharedTokenStore(client: postgres, name: "billing-api", sealingKey: key)
 /// try await store.createTable()
 /// let auth = TokenRefresher(token: stored, sharing: .init(store: store)) { replaced in ... }
 /// ```
@@ -18,8 +19,22 @@ import Foundation
 /// (`clock_timestamp()`), never on the replicas'. A waiting replica `LISTEN`s on a channel named after the table
 /// and is woken by the `NOTIFY` that the holder's `finishRefresh` sends at its commit: no polling.
 ///
-/// The token and its refresh token are stored as given: protect the table like the service's other secrets
-/// (its own role, no access for readers of the rest of the database).
+/// The token and its refresh token are **sealed** (AES-256-GCM under a ``SealingKey`` every replica is given,
+/// which the database never sees): whoever reads the table, a backup or a replication stream without the key
+/// learns neither, and cannot alter them unnoticed. Each sealed value is bound to its place (the table, the
+/// token's name, the column, the row's version), so a value copied to another row, column or version does not
+/// open either. The version, the expiry and the lease are stored in clear: they are not secrets.
+///
+/// A stored value that does not open with the store's keys (a replica given another key, a value altered or
+/// moved) makes the step that reads it throw ``CourierError/Code/decodingFailed``, which the ``TokenRefresher``
+/// reports and handles like any store failure (``TokenRefresher/Sharing/Event/storeFailed(operation:error:)``):
+/// never a crash, never a value taken in clear. Such a replica takes no lease and never replaces the fleet's token
+/// through ``finishRefresh(_:holder:)``; ``replaceToken(_:)`` (a token set on a refresher) never opens the stored
+/// token, so it stores one sealed with the current key over one that does not open.
+///
+/// To rotate the key, give every replica the new key as `sealingKey` and the old one in `previousSealingKeys`:
+/// tokens are sealed with the new key from then on, and the stored one, sealed with the old key, still opens
+/// until the next refresh replaces it. Then drop the old key.
 public final class PostgresSharedTokenStore: SharedTokenStore {
     /// The token's name: several refreshers (one per API) share one table under different names.
     public let name: String
@@ -29,34 +44,50 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     private let client: PostgresClient
     private let tableName: PostgresTableName
     private let logger: Logger
-    /// Whether this store has made sure its row exists.
-    private let rowEnsured = LockedState(false)
+    private let sealer: PostgresTokenSealer
+    /// The table, schema-qualified as the database resolves it, once this store has made sure its row exists:
+    /// what the sealed values are bound to, however each replica spells the table.
+    private let resolvedTable = LockedState<String?>(nil)
 
-    /// Creates a store of the token `name` in `table` on `client`, which the caller runs.
+    /// Creates a store of the token `name` in `table` on `client`, which the caller runs, that seals the tokens
+    /// with `sealingKey`.
     ///
+    /// - Parameters:
+    ///   - sealingKey: The key every replica seals and opens the tokens with.
+    ///   - previousSealingKeys: Keys being rotated out: tokens sealed with them still open, none is sealed with
+    ///     them.
     /// - Throws: ``CourierError/Code/invalidRequest`` when `table` is not a plain, optionally schema-qualified,
     ///   lowercase identifier.
     public init(
         client: PostgresClient,
         name: String = "default",
         table: String = "courier_shared_tokens",
+        sealingKey: SealingKey,
+        previousSealingKeys: [SealingKey] = [],
         logger: Logger = Logger(label: "Courier.PostgresSharedTokenStore")
     ) throws(CourierError) {
         self.client = client
         self.name = name
         self.tableName = try PostgresTableName(table)
+        self.sealer = PostgresTokenSealer(current: sealingKey, previous: previousSealingKeys)
         self.logger = logger
     }
 
     /// The SQL that creates the table, as ``createTable()`` runs it.
+    ///
+    /// The token and its refresh token are in `sealed_value` and `sealed_refresh_token` (bytea: a format byte, the
+    /// nonce, the ciphertext and the tag). A table made before the tokens were sealed has clear-text `value` and
+    /// `refresh_token` columns instead, which this store never reads (every step fails on the missing columns):
+    /// with the replicas stopped, drop that table and make it again; the fleet's next refresh stores a sealed
+    /// token.
     public static func createTableSQL(table: String = "courier_shared_tokens") throws(CourierError) -> String {
         let table = try PostgresTableName(table)
         return """
             CREATE TABLE IF NOT EXISTS \(table) (
                 name text PRIMARY KEY,
                 version bigint NOT NULL DEFAULT 0,
-                value text,
-                refresh_token text,
+                sealed_value bytea,
+                sealed_refresh_token bytea,
                 expires_at timestamptz,
                 lease_holder text,
                 lease_expires_at timestamptz,
@@ -82,29 +113,36 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     }
 
     /// The current token, or `nil`.
+    ///
+    /// - Throws: ``CourierError/Code/decodingFailed`` when the stored token does not open with this store's keys.
     public func token() async throws -> SharedToken? {
-        try await ensureRow()
-        let rows = try await client.query(
-            "SELECT version, value, refresh_token, expires_at FROM \(unescaped: table) WHERE name = \(name)",
-            logger: logger
-        )
-        for try await (version, value, refreshToken, expiresAt) in rows.decode((Int, String?, String?, Date?).self) {
-            return value.map { SharedToken($0, refreshToken: refreshToken, expiresAt: expiresAt, version: version) }
-        }
-        return nil
+        let table = try await ensureRow()
+        let row = try await client.withConnection { try await self.row($0) }
+        return try opened(row, in: table)
     }
 
     /// Takes the lease in one transaction: the row locked, the version compared, the lease taken, the token read.
+    ///
+    /// - Throws: ``CourierError/Code/decodingFailed`` when the stored token does not open with this store's keys
+    ///   (then no lease is taken).
     public func beginRefresh(after version: Int, holder: String, lease: Duration) async throws -> SharedRefreshLease {
-        try await ensureRow()
+        let table = try await ensureRow()
         let milliseconds = Self.milliseconds(lease)
-        return try await client.withConnection { connection in
-            try await connection.withTransaction(logger: logger) { connection in
+        let lease = try await client.withConnection { connection in
+            try await connection.withTransaction(logger: logger) {
+                connection -> Result<SharedRefreshLease, CourierError> in
                 let row = try await self.lockedRow(connection)
-                if let token = row.token, token.version > version { return .newer(token) }
-                if let other = row.holder, other != holder, let left = row.leaseLeft, left > 0 {
-                    return .held(expiresIn: NetworkNumber.duration(seconds: left))
+                // Opened before the lease is taken: a token this replica cannot open takes no lease from the others.
+                let current = Result { () throws(CourierError) in try self.opened(row, in: table) }
+                switch current {
+                case .success(let token?) where token.version > version: return .success(.newer(token))
+                case .failure(let error) where row.version > version: return .failure(error)
+                default: break
                 }
+                if let other = row.holder, other != holder, let left = row.leaseLeft, left > 0 {
+                    return .success(.held(expiresIn: NetworkNumber.duration(seconds: left)))
+                }
+                guard case .success(let token) = current else { return current.map { .acquired($0) } }
                 try await connection.query(
                     """
                     UPDATE \(unescaped: self.table) SET lease_holder = \(holder),
@@ -114,9 +152,11 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
                     """,
                     logger: self.logger
                 )
-                return .acquired(row.token)
+                return .success(.acquired(token))
             }
         }
+        // Thrown outside the transaction, so that the caller sees this store's error, not a transaction's.
+        return try lease.get()
     }
 
     /// Extends `holder`'s lease to `lease` from now, on the database's clock, if the row still names `holder`.
@@ -136,23 +176,22 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
 
     /// Stores `token` if it is the next version and releases `holder`'s lease, in one transaction that notifies
     /// the waiters at its commit.
+    ///
+    /// - Throws: ``CourierError/Code/decodingFailed`` when the stored token does not open with this store's keys:
+    ///   then `token` is not stored (a replica given another key never replaces the fleet's token), and the lease
+    ///   is released all the same.
     @discardableResult
     public func finishRefresh(_ token: SharedToken?, holder: String) async throws -> SharedToken? {
-        try await ensureRow()
-        return try await client.withConnection { connection in
+        let table = try await ensureRow()
+        let current = try await client.withConnection { connection in
             try await connection.withTransaction(logger: logger) { connection in
                 let row = try await self.lockedRow(connection)
-                var current = row.token
-                if let token, token.version == (row.token?.version ?? row.version) + 1 {
-                    try await connection.query(
-                        """
-                        UPDATE \(unescaped: self.table) SET version = \(token.version), value = \(token.value),
-                            refresh_token = \(token.refreshToken), expires_at = \(token.expiresAt)
-                        WHERE name = \(self.name)
-                        """,
-                        logger: self.logger
-                    )
-                    current = token
+                // A replica that cannot open the fleet's token (given another key) never replaces it here.
+                let stored = Result { () throws(CourierError) in try self.opened(row, in: table) }
+                var current = stored
+                if let token, token.version == row.version + 1, case .success = stored {
+                    try await self.store(token, in: table, connection)
+                    current = .success(token)
                 }
                 if row.holder == holder {
                     try await connection.query(
@@ -167,23 +206,23 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
                 return current
             }
         }
+        // Thrown after the commit: the lease is released even when the stored token does not open.
+        return try current.get()
     }
 
-    /// Stores `token` as the next version and notifies the waiters.
+    /// Stores `token` as the next version and notifies the waiters, in one transaction; it never opens the stored
+    /// token, so it replaces one that does not open with this store's keys.
     public func replaceToken(_ token: SharedToken) async throws -> SharedToken {
-        try await ensureRow()
-        let rows = try await client.query(
-            """
-            UPDATE \(unescaped: table) SET version = version + 1, value = \(token.value),
-                refresh_token = \(token.refreshToken), expires_at = \(token.expiresAt)
-            WHERE name = \(name)
-            RETURNING version, pg_notify(\(channel), to_regclass(\(table))::oid::bigint || ' ' || \(name))
-            """,
-            logger: logger
-        )
-        var stored = token
-        for try await (version, _) in rows.decode((Int, String).self) { stored.version = version }
-        return stored
+        let table = try await ensureRow()
+        return try await client.withConnection { connection in
+            try await connection.withTransaction(logger: logger) { connection in
+                var stored = token
+                stored.version = try await self.lockedRow(connection).version + 1
+                try await self.store(stored, in: table, connection)
+                try await self.notify(connection)
+                return stored
+            }
+        }
     }
 
     /// `LISTEN`s on the table's channel, checks the row once listening (a change just before is not missed),
@@ -195,7 +234,7 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
             try await connection.listen(on: channel) { notifications in
                 let row = try await self.row(connection)
                 let leased = row.holder != nil && (row.leaseLeft ?? 0) > 0
-                if (row.token?.version ?? row.version) > version || !leased { return }
+                if row.version > version || !leased { return }
                 try await withThrowingTaskGroup(of: Void.self) { group in
                     group.addTask {
                         for try await change in notifications where change.payload == notification { return }
@@ -210,12 +249,54 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
 
     // MARK: Rows
 
+    /// The row as stored: its token still sealed.
     private struct Row {
+        /// The version of the token stored (0: none yet).
         var version: Int
-        var token: SharedToken?
+        var sealedValue: Data?
+        var sealedRefreshToken: Data?
+        var expiresAt: Date?
         var holder: String?
         /// Seconds until the lease ends, on the database's clock; negative once it has.
         var leaseLeft: Double?
+    }
+
+    /// Where the secret in `column` of this token's row at `version` belongs, in `table` as the database resolves
+    /// it.
+    private func place(
+        _ column: PostgresTokenSealer.Column,
+        version: Int,
+        in table: String
+    ) -> PostgresTokenSealer.Place {
+        PostgresTokenSealer.Place(table: table, name: name, column: column, version: version)
+    }
+
+    /// The token `row` holds, opened; `nil` when it holds none.
+    private func opened(_ row: Row, in table: String) throws(CourierError) -> SharedToken? {
+        guard let sealedValue = row.sealedValue else { return nil }
+        let value = try sealer.open(sealedValue, at: place(.value, version: row.version, in: table))
+        var refreshToken: String?
+        if let sealed = row.sealedRefreshToken {
+            refreshToken = try sealer.open(sealed, at: place(.refreshToken, version: row.version, in: table))
+        }
+        return SharedToken(value, refreshToken: refreshToken, expiresAt: row.expiresAt, version: row.version)
+    }
+
+    /// Writes `token`, sealed, as the row's token at its version.
+    private func store(_ token: SharedToken, in table: String, _ connection: PostgresConnection) async throws {
+        let value = try sealer.seal(token.value, at: place(.value, version: token.version, in: table))
+        var refreshToken: Data?
+        if let secret = token.refreshToken {
+            refreshToken = try sealer.seal(secret, at: place(.refreshToken, version: token.version, in: table))
+        }
+        try await connection.query(
+            """
+            UPDATE \(unescaped: self.table) SET version = \(token.version), sealed_value = \(value),
+                sealed_refresh_token = \(refreshToken), expires_at = \(token.expiresAt)
+            WHERE name = \(name)
+            """,
+            logger: logger
+        )
     }
 
     /// The notification channel: the table's name without its schema, since a channel is an identifier of at
@@ -253,29 +334,48 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     private func row(_ connection: PostgresConnection, suffix: String = "") async throws -> Row {
         let rows = try await connection.query(
             """
-            SELECT version, value, refresh_token, expires_at, lease_holder,
+            SELECT version, sealed_value, sealed_refresh_token, expires_at, lease_holder,
                 EXTRACT(EPOCH FROM (lease_expires_at - clock_timestamp()))::float8
             FROM \(unescaped: table) WHERE name = \(name)\(unescaped: suffix)
             """,
             logger: logger
         )
-        let columns = (Int, String?, String?, Date?, String?, Double?).self
+        let columns = (Int, Data?, Data?, Date?, String?, Double?).self
         for try await (version, value, refreshToken, expiresAt, holder, left) in rows.decode(columns) {
-            let token = value.map {
-                SharedToken($0, refreshToken: refreshToken, expiresAt: expiresAt, version: version)
-            }
-            return Row(version: version, token: token, holder: holder, leaseLeft: left)
+            return Row(
+                version: version,
+                sealedValue: value,
+                sealedRefreshToken: refreshToken,
+                expiresAt: expiresAt,
+                holder: holder,
+                leaseLeft: left
+            )
         }
         throw CourierError(.invalidRequest, message: "the shared token row \(name) is missing from \(table)")
     }
 
-    private func ensureRow() async throws {
-        if rowEnsured.withLock({ $0 }) { return }
+    /// Makes sure the row exists, once per store, and returns the table schema-qualified as the database resolves
+    /// it.
+    @discardableResult
+    private func ensureRow() async throws -> String {
+        if let resolved = resolvedTable.withLock({ $0 }) { return resolved }
         try await client.query(
             "INSERT INTO \(unescaped: table) (name) VALUES (\(name)) ON CONFLICT (name) DO NOTHING",
             logger: logger
         )
-        rowEnsured.withLock { $0 = true }
+        let rows = try await client.query(
+            """
+            SELECT n.nspname::text, c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE c.oid = to_regclass(\(table))
+            """,
+            logger: logger
+        )
+        for try await (schema, relation) in rows.decode((String, String).self) {
+            let resolved = "\(schema).\(relation)"
+            resolvedTable.withLock { $0 = resolved }
+            return resolved
+        }
+        throw CourierError(.invalidRequest, message: "the shared token table \(table) is missing")
     }
 }
 #endif
