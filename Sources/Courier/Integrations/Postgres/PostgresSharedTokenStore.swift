@@ -127,7 +127,7 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     ///   (then no lease is taken).
     public func beginRefresh(after version: Int, holder: String, lease: Duration) async throws -> SharedRefreshLease {
         let table = try await ensureRow()
-        let milliseconds = Self.milliseconds(lease)
+        let milliseconds = PostgresInterval.milliseconds(lease)
         let lease = try await client.withConnection { connection in
             try await connection.withTransaction(logger: logger) {
                 connection -> Result<SharedRefreshLease, CourierError> in
@@ -165,7 +165,7 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
         let rows = try await client.query(
             """
             UPDATE \(unescaped: table)
-            SET lease_expires_at = clock_timestamp() + (\(Self.milliseconds(lease))::bigint * interval '1 millisecond')
+            SET lease_expires_at = clock_timestamp() + (\(PostgresInterval.milliseconds(lease))::bigint * interval '1 millisecond')
             WHERE name = \(name) AND lease_holder = \(holder) RETURNING version
             """,
             logger: logger
@@ -317,14 +317,6 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
             "SELECT pg_notify(\(channel), to_regclass(\(table))::oid::bigint || ' ' || \(name))",
             logger: logger
         )
-    }
-
-    /// `lease` in whole milliseconds, for an interval computed on the database's clock; at least 1.
-    private static func milliseconds(_ lease: Duration) -> Int64 {
-        let (seconds, attoseconds) = lease.components
-        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
-        let (sum, sumOverflow) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
-        return max(1, overflow || sumOverflow ? .max : sum)
     }
 
     private func lockedRow(_ connection: PostgresConnection) async throws -> Row {
