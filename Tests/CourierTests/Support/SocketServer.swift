@@ -383,7 +383,7 @@ private struct Reader {
 }
 
 /// Small wrappers over socket calls that differ between platforms.
-private enum Glue {
+enum Glue {
     /// Writes all of `data`; `false` when the peer has gone.
     static func write(_ data: Data, to connection: Int32) -> Bool {
         #if canImport(Darwin)
