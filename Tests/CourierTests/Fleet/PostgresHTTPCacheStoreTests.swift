@@ -55,6 +55,23 @@ struct PostgresHTTPCacheStoreTests {
         }
     }
 
+    @Test("The Fleet article's SQL is what createTable() runs, comments aside")
+    func articleSQL() throws {
+        let article = try String(
+            contentsOf: packageRoot.appendingPathComponent("Sources/Courier/Documentation.docc/Fleet.md"),
+            encoding: .utf8
+        )
+        let blocks = article.components(separatedBy: "```sql\n").dropFirst().map {
+            $0.components(separatedBy: "```")[0]
+        }
+        let block = try #require(blocks.first { $0.contains("courier_http_cache") })
+        func normalized(_ sql: String) -> String {
+            sql.split(separator: "\n").map { line in line.components(separatedBy: "--")[0] }.joined(separator: " ")
+                .split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        }
+        #expect(normalized(block) == normalized(try PostgresHTTPCacheStore.createTableSQL()))
+    }
+
     @Test("A response round-trips exactly: status, headers, binary body, both dates to the last bit, variant")
     func roundTrip() async throws {
         try await PostgresTestServer.withClient { client, table in
@@ -185,6 +202,46 @@ struct PostgresHTTPCacheStoreTests {
             #expect(try await store.removeExpired(limit: 500) == 2)
             #expect(try await rowCount(client, table) == 2)
             #expect(try await store.responses(for: fresh).map(\.body) == [Data("fresh again".utf8)])
+        }
+    }
+
+    @Test("A cleanup skips expired rows another session holds and deletes the others without waiting")
+    func cleanupSkipsLockedRows() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let store = try PostgresHTTPCacheStore(client: client, table: table, cleanupInterval: .seconds(3600))
+            try await store.createTable()
+            // The first store cleans up: it stores a fresh row, so that the old ones are all there afterwards.
+            try await store.store(
+                response("fresh"),
+                for: HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            )
+            let old = Date().addingTimeInterval(-7200)
+            for index in 0..<3 {
+                let key = HTTPCacheKey(resource: "https://api.example.test/old/\(index)", partition: "GET")
+                try await store.store(response("old \(index)", received: old), for: key)
+            }
+            let (locked, lockTaken) = AsyncStream<Void>.makeStream()
+            let (release, releaseLock) = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await client.withConnection { connection in
+                    let logger = Logger(label: "lock")
+                    try await connection.withTransaction(logger: logger) { connection in
+                        _ = try await connection.query(
+                            "SELECT 1 FROM \(unescaped: table) ORDER BY keep_until LIMIT 1 FOR UPDATE",
+                            logger: logger
+                        )
+                        lockTaken.yield()
+                        for await _ in release { break }
+                    }
+                }
+            }
+            for await _ in locked { break }
+            let deleted = try await store.removeExpired()
+            releaseLock.finish()
+            try await holder.value
+            #expect(deleted == 2)
+            #expect(try await rowCount(client, table) == 2)
+            #expect(try await store.removeExpired() == 1)
         }
     }
 
