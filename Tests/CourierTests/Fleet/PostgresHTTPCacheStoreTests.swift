@@ -376,6 +376,125 @@ struct PostgresHTTPCacheStoreTests {
         }
     }
 
+    @Test("Fills: one holder at a time per key, released by its holder only, its waiters woken by NOTIFY")
+    func fillContract() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let a = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(30))
+            let b = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(30))
+            try await a.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            let otherKey = HTTPCacheKey(
+                resource: Self.url.absoluteString,
+                partition: "GET 0123456789abcdef0123456789abcdef"
+            )
+            #expect(try await a.beginFill(for: key, holder: "a") == nil)
+            let left = try #require(try await b.beginFill(for: key, holder: "b"))
+            #expect(left > .seconds(20) && left <= .seconds(30))
+            #expect(try await b.beginFill(for: otherKey, holder: "b") == nil, "another partition is another fill")
+            try await b.endFill(for: key, holder: "b")  // not b's: changes nothing
+            #expect(try await b.beginFill(for: key, holder: "b") != nil)
+
+            let start = ContinuousClock.now
+            async let waited: Void = b.waitForFill(of: key, timeout: .seconds(30))
+            // Ending before the waiter listens is fine too: it checks the row once listening.
+            try await a.endFill(for: key, holder: "a")
+            try await waited
+            #expect(ContinuousClock.now - start < .seconds(10))
+            #expect(try await b.beginFill(for: key, holder: "b") == nil)
+        }
+    }
+
+    @Test("A holder that died: its fill ends with its lease, on the database's clock, and the next replica takes it")
+    func fillLeaseExpires() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let store = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .milliseconds(300))
+            try await store.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            let start = ContinuousClock.now
+            #expect(try await store.beginFill(for: key, holder: "dead") == nil)
+            if let left = try await store.beginFill(for: key, holder: "next") {
+                #expect(left <= .milliseconds(300))
+                // Nothing notifies (the holder is dead): the wait ends at its timeout, when the lease has ended.
+                try await store.waitForFill(of: key, timeout: left + .milliseconds(50))
+                #expect(try await store.beginFill(for: key, holder: "next") == nil)
+            }
+            #expect(ContinuousClock.now - start >= .milliseconds(300))
+            // A cleanup deletes a dead holder's row.
+            #expect(
+                try await store.beginFill(
+                    for: HTTPCacheKey(resource: "https://x.test/", partition: "GET"),
+                    holder: "dead"
+                ) == nil
+            )
+            let fills = { () async throws -> Int in
+                let rows = try await client.query(
+                    PostgresQuery(unsafeSQL: "SELECT count(*)::bigint FROM \(table)_fills")
+                )
+                for try await count in rows.decode(Int.self) { return count }
+                return -1
+            }
+            #expect(try await fills() == 2)
+            try await store.waitForFill(
+                of: HTTPCacheKey(resource: "https://x.test/", partition: "GET"),
+                timeout: .milliseconds(350)
+            )
+            try await store.removeExpired()
+            #expect(try await fills() == 0)
+        }
+    }
+
+    @Test(
+        "8 replicas miss one credentialed response at the same moment: one origin fetch, every replica gets it",
+        arguments: [true, false]
+    )
+    func oneFetchForConcurrentMisses(coordinated: Bool) async throws {
+        try await PostgresTestServer.withClient { [secret] client, table in
+            try await PostgresHTTPCacheStore(client: client, table: table).createTable()
+            let arrived = Arrivals()
+            let release = Gate()
+            let transport = MockTransport { request in
+                arrived.arrive()
+                await release.wait()
+                return .status(
+                    200,
+                    body: "for \(request.header("Authorization") ?? "nobody")",
+                    headers: ["Cache-Control": "public, max-age=60"]
+                )
+            }
+            let waits = Arrivals()
+            let replicas = try (0..<8).map { _ in
+                let store = try PostgresHTTPCacheStore(
+                    client: client,
+                    table: table,
+                    fillLease: coordinated ? .seconds(30) : nil
+                )
+                let counted = WaitCountingStore(store, waits: waits)
+                return Client(
+                    transport: transport,
+                    middleware: [.caching(HTTPCache(store: counted, partitionSecret: secret))]
+                )
+            }
+            let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+                for replica in replicas {
+                    group.addTask { String(decoding: try await replica.send(request("alice")).0, as: UTF8.self) }
+                }
+                // The origin answers once seven replicas wait for the eighth, or once all eight asked it.
+                try await waitUntil { waits.count >= 7 || arrived.count >= 8 }
+                release.open()
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(bodies == Array(repeating: "for Bearer alice", count: 8))
+            if coordinated {
+                #expect(transport.callCount == 1)
+            } else {
+                #expect(transport.callCount == 8, "without coordination, each replica fetches")
+            }
+            // Bob's request still goes to the origin and gets Bob's body.
+            let bob = try await replicas[3].send(request("bob"))
+            #expect(String(decoding: bob.0, as: UTF8.self) == "for Bearer bob")
+        }
+    }
+
     @Test("A database that accepts connections and never answers: each operation gives up at the store's timeout")
     func silentDatabase() async throws {
         let silent = try SilentListener()
@@ -392,9 +511,10 @@ struct PostgresHTTPCacheStoreTests {
             let api = Client(transport: transport, middleware: [.caching(cache)])
             let (body, _) = try await clock.run { try await api.send(request(nil)) }
             #expect(String(decoding: body, as: UTF8.self) == "for nobody")
-            // A lookup, the shared call's second lookup and the store: one timeout each, no more.
-            #expect(clock.now.offset <= .seconds(3))
-            #expect(events.value == [.storeFailed, .storeFailed, .miss, .storeFailed])
+            // A lookup, the shared call's second lookup, the fill's begin (failed: fetched without a fill) and the
+            // store: one timeout each, no more.
+            #expect(clock.now.offset <= .seconds(4))
+            #expect(events.value == [.storeFailed, .storeFailed, .storeFailed, .miss, .storeFailed])
             #expect(transport.callCount == 1)
         }
     }
@@ -460,6 +580,35 @@ struct PostgresHTTPCacheStoreTests {
         }
         #expect(clock.now.offset == .seconds(1))
         #expect(transport.callCount == 0)
+    }
+}
+
+/// A store that counts the calls of `waitForFill` as they begin, and passes everything on.
+private struct WaitCountingStore: HTTPCacheStore {
+    let base: PostgresHTTPCacheStore
+    let waits: Arrivals
+
+    init(_ base: PostgresHTTPCacheStore, waits: Arrivals) {
+        self.base = base
+        self.waits = waits
+    }
+
+    func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] { try await base.responses(for: key) }
+    func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws {
+        try await base.store(response, for: key)
+    }
+    func removeResponses(forResource resource: String) async throws {
+        try await base.removeResponses(forResource: resource)
+    }
+    func beginFill(for key: HTTPCacheKey, holder: String) async throws -> Duration? {
+        try await base.beginFill(for: key, holder: holder)
+    }
+    func endFill(for key: HTTPCacheKey, holder: String) async throws {
+        try await base.endFill(for: key, holder: holder)
+    }
+    func waitForFill(of key: HTTPCacheKey, timeout: Duration) async throws {
+        waits.arrive()
+        try await base.waitForFill(of: key, timeout: timeout)
     }
 }
 

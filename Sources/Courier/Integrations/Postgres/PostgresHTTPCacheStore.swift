@@ -37,12 +37,19 @@ import Foundation
 /// **When the database is slow or down.** Every operation gives up after ``timeout`` (and at once when the
 /// caller is cancelled, whatever the connection does), and throws: the cache then goes to the server as if
 /// nothing were stored, or leaves the response unstored, and reports ``CacheEvent/Kind/storeFailed``. A call
-/// through the cache therefore waits for the database at most ``timeout`` per operation (a miss makes up to
-/// three: a lookup, a second lookup in the request all concurrent callers share, a store), and never past the
-/// caller's own deadline. Nothing needs resetting when the database returns.
+/// through the cache therefore waits for the database at most ``timeout`` per operation (with the database
+/// down, a miss makes four: a lookup, a second lookup in the request all concurrent callers share, the fill's
+/// start, the store), and never past the caller's own deadline. Nothing needs resetting when the database
+/// returns.
 ///
-/// Replicas that miss at the same moment each fetch from the server: the cache sends one request per process
-/// for concurrent misses, not one per fleet.
+/// **One fetch for the fleet.** When nothing fresh answers, the cache sends one request per process for
+/// concurrent misses; across processes this store lets one replica fetch (a lease row in the table
+/// `<table>_fills`, taken with one `INSERT … ON CONFLICT DO UPDATE` that succeeds only when nobody holds it or the
+/// holder's ``fillLease`` has ended) while the others `LISTEN` on a channel named after the table, are woken by
+/// the `NOTIFY` the holder sends once it has stored the response, and read it. A replica waits at most what the
+/// lease has left, and then fetches itself: a replica that dies while fetching holds the fleet back for no
+/// longer than its lease. A miss costs two more statements (the lease taken and released), a wait one connection
+/// for its duration.
 public final class PostgresHTTPCacheStore: HTTPCacheStore {
     /// The table's name.
     public var table: String { tableName.description }
@@ -56,9 +63,14 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     public let cleanupInterval: Duration
     /// The most expired rows one cleanup deletes.
     public let cleanupLimit: Int
+    /// How long one replica's fetch of a response keeps the others waiting for it; `nil` when replicas do not
+    /// coordinate their fetches.
+    public let fillLease: Duration?
 
     private let client: PostgresClient
     private let tableName: PostgresTableName
+    /// The table of fills in progress: the cache table's name with `_fills`.
+    private let fillsName: PostgresTableName
     private let logger: Logger
     private let sleep: @Sendable (Duration) async throws -> Void
     /// The time since this store was made, on its clock.
@@ -78,6 +90,10 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     ///   - maximumResponseBytes: The largest ``CachedResponse/size`` stored; 1 MiB by default.
     ///   - cleanupInterval: How often each replica deletes expired rows; every minute by default.
     ///   - cleanupLimit: The most rows one cleanup deletes; 500 by default.
+    ///   - fillLease: How long one replica's fetch of a response that nothing fresh answered keeps the others
+    ///     waiting for what it stores; 10 seconds by default. Make it longer than the server usually takes to
+    ///     answer: a fetch that takes longer lets the next replica fetch too. `nil` coordinates nothing: every
+    ///     replica that misses fetches.
     ///   - clock: Measures ``timeout`` and ``cleanupInterval``; tests pass a manual clock.
     /// - Throws: ``CourierError/Code/invalidRequest`` when `table` is not a plain, optionally schema-qualified,
     ///   lowercase identifier.
@@ -89,17 +105,20 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         maximumResponseBytes: Int = 1024 * 1024,
         cleanupInterval: Duration = .seconds(60),
         cleanupLimit: Int = 500,
+        fillLease: Duration? = .seconds(10),
         clock: some Clock<Duration> = ContinuousClock(),
         logger: Logger = Logger(label: "Courier.PostgresHTTPCacheStore")
     ) throws(CourierError) {
         precondition(timeout > .zero, "a store timeout must be longer than zero")
         self.client = client
         self.tableName = try PostgresTableName(table)
+        self.fillsName = try PostgresTableName(table + "_fills")
         self.timeout = timeout
         self.retention = max(.zero, retention)
         self.maximumResponseBytes = maximumResponseBytes
         self.cleanupInterval = cleanupInterval
         self.cleanupLimit = max(1, cleanupLimit)
+        self.fillLease = fillLease.map { max(.milliseconds(1), $0) }
         self.logger = logger
         self.sleep = { try await clock.sleep(for: $0) }
         let start = clock.now
@@ -108,10 +127,11 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     /// The SQL that creates the table and its index, as ``createTable()`` runs it.
     public static func createTableSQL(table: String = "courier_http_cache") throws(CourierError) -> String {
-        try createTableStatements(table: PostgresTableName(table)).map { $0 + ";" }.joined(separator: "\n")
+        try createTableStatements(table: PostgresTableName(table), fills: PostgresTableName(table + "_fills"))
+            .map { $0 + ";" }.joined(separator: "\n")
     }
 
-    private static func createTableStatements(table: PostgresTableName) -> [String] {
+    private static func createTableStatements(table: PostgresTableName, fills: PostgresTableName) -> [String] {
         [
             """
             CREATE TABLE IF NOT EXISTS \(table) (
@@ -125,12 +145,19 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             )
             """,
             "CREATE INDEX IF NOT EXISTS \(table.unqualified)_keep_until ON \(table) (keep_until)",
+            """
+            CREATE TABLE IF NOT EXISTS \(fills) (
+                fill_key bytea PRIMARY KEY,
+                holder text NOT NULL,
+                lease_expires_at timestamptz NOT NULL
+            )
+            """,
         ]
     }
 
-    /// Creates the table and its index if they do not exist.
+    /// Creates the table, its index and the table of fills if they do not exist.
     public func createTable() async throws {
-        for statement in Self.createTableStatements(table: tableName) {
+        for statement in Self.createTableStatements(table: tableName, fills: fillsName) {
             try await client.query(PostgresQuery(unsafeSQL: statement), logger: logger)
         }
     }
@@ -221,7 +248,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     @discardableResult
     public func removeExpired(limit: Int = 500) async throws -> Int {
         let limit = max(1, limit)
-        return try await bounded("remove expired responses") { [client, table, logger] in
+        return try await bounded("remove expired responses") { [client, table, fills, logger] in
             let rows = try await client.query(
                 """
                 DELETE FROM \(unescaped: table) WHERE ctid = ANY(ARRAY(
@@ -234,7 +261,103 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             )
             var deleted = 0
             for try await _ in rows.decode(Int.self) { deleted += 1 }
+            // And the fills of replicas that died while fetching.
+            _ = try await client.query(
+                "DELETE FROM \(unescaped: fills) WHERE lease_expires_at <= clock_timestamp()",
+                logger: logger
+            )
             return deleted
+        }
+    }
+
+    // MARK: Fills
+
+    /// Takes the fill of `key` for `holder` when nobody holds it or the holder's lease has ended (one
+    /// `INSERT … ON CONFLICT DO UPDATE … WHERE` the lease has ended), or returns what the other holder's lease has
+    /// left, on the database's clock. Returns `nil` at once when ``fillLease`` is `nil`.
+    public func beginFill(for key: HTTPCacheKey, holder: String) async throws -> Duration? {
+        guard let fillLease else { return nil }
+        let fillKey = Self.fillKey(key)
+        let milliseconds = Self.milliseconds(fillLease)
+        return try await bounded("begin a fill") { [client, fills, logger] in
+            let taken = try await client.query(
+                """
+                INSERT INTO \(unescaped: fills) AS fill (fill_key, holder, lease_expires_at)
+                VALUES (\(fillKey), \(holder), clock_timestamp() + (\(milliseconds)::bigint * interval '1 millisecond'))
+                ON CONFLICT (fill_key) DO UPDATE
+                SET holder = EXCLUDED.holder, lease_expires_at = EXCLUDED.lease_expires_at
+                WHERE fill.lease_expires_at <= clock_timestamp()
+                RETURNING holder
+                """,
+                logger: logger
+            )
+            for try await _ in taken.decode(String.self) { return nil }
+            let left = try await client.query(
+                """
+                SELECT EXTRACT(EPOCH FROM (lease_expires_at - clock_timestamp()))::float8
+                FROM \(unescaped: fills) WHERE fill_key = \(fillKey)
+                """,
+                logger: logger
+            )
+            for try await seconds in left.decode(Double.self) {
+                return NetworkNumber.duration(seconds: max(0, seconds))
+            }
+            return .zero  // ended just now: look again
+        }
+    }
+
+    /// Releases `holder`'s fill of `key`, if it still holds it, and then notifies the waiters (at the commit).
+    public func endFill(for key: HTTPCacheKey, holder: String) async throws {
+        guard fillLease != nil else { return }
+        let fillKey = Self.fillKey(key)
+        let channel = tableName.unqualified
+        let payload = Self.hex(fillKey)
+        try await bounded("end a fill") { [client, fills, logger] in
+            _ = try await client.query(
+                """
+                WITH ended AS (
+                    DELETE FROM \(unescaped: fills) WHERE fill_key = \(fillKey) AND holder = \(holder) RETURNING 1
+                )
+                SELECT pg_notify(\(channel), \(payload)) FROM ended
+                """,
+                logger: logger
+            )
+        }
+    }
+
+    /// `LISTEN`s on a channel named after the table, checks once listening that the fill of `key` is still held
+    /// (one that ended just before is not waited for), then returns at its end's notification or after `timeout`.
+    public func waitForFill(of key: HTTPCacheKey, timeout: Duration) async throws {
+        guard fillLease != nil, timeout > .zero else { return }
+        let fillKey = Self.fillKey(key)
+        let channel = tableName.unqualified
+        let payload = Self.hex(fillKey)
+        let sleep = self.sleep
+        try await bounded("wait for a fill", limit: timeout + self.timeout) { [client, fills, logger] in
+            try await client.withConnection { connection in
+                try await connection.listen(on: channel) { notifications in
+                    let held = try await connection.query(
+                        """
+                        SELECT 1 FROM \(unescaped: fills)
+                        WHERE fill_key = \(fillKey) AND lease_expires_at > clock_timestamp()
+                        """,
+                        logger: logger
+                    )
+                    var isHeld = false
+                    for try await _ in held.decode(Int.self) { isHeld = true }
+                    guard isHeld else { return }
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for try await notification in notifications where notification.payload == payload {
+                                return
+                            }
+                        }
+                        group.addTask { try await sleep(timeout) }
+                        defer { group.cancelAll() }
+                        try await group.next()
+                    }
+                }
+            }
         }
     }
 
@@ -254,6 +377,30 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         Data(SHA256.hash(text.utf8))
     }
 
+    /// What the table of fills keeps of a key: the SHA-256 of its resource's hash and its partition.
+    static func fillKey(_ key: HTTPCacheKey) -> Data {
+        Data(SHA256.hash(SHA256.hash(key.resource.utf8) + Array(key.partition.utf8)))
+    }
+
+    /// The fills table's name, for SQL text.
+    private var fills: String { fillsName.description }
+
+    /// `bytes` as lowercase hexadecimal digits: a fill's notification payload.
+    static func hex(_ bytes: Data) -> String {
+        bytes.map { byte in
+            let digits = String(byte, radix: 16)
+            return digits.count == 1 ? "0" + digits : digits
+        }.joined()
+    }
+
+    /// `duration` in whole milliseconds, for an interval computed on the database's clock; at least 1.
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+        let (sum, sumOverflow) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
+        return max(1, overflow || sumOverflow ? .max : sum)
+    }
+
     /// Whether this store's next cleanup is due, marking it started when it is.
     private func isCleanupDue() -> Bool {
         let now = elapsed()
@@ -266,11 +413,13 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     private func bounded<Value: Sendable>(
         _ operation: String,
+        limit: Duration? = nil,
         _ body: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
-        try await BoundedStoreCall.run(
-            limit: timeout,
-            message: "the PostgreSQL cache store did not \(operation) within \(timeout)",
+        let limit = limit ?? timeout
+        return try await BoundedStoreCall.run(
+            limit: limit,
+            message: "the PostgreSQL cache store did not \(operation) within \(limit)",
             sleep: sleep,
             body
         )
