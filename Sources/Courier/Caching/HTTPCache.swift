@@ -184,16 +184,18 @@ public final class HTTPCache: Sendable {
 
     /// Asks the store whether this process fetches the lookup's key (``HTTPCacheStore/beginFill(for:holder:)``).
     /// While another process does, waits for it, at most what its lease has left, and looks again: a fresh
-    /// response stored meanwhile answers. After two such waits, or when the store fails, fetches anyway.
+    /// response stored meanwhile answers. After two such waits, or when the store fails, fetches anyway. A fill
+    /// taken is followed by one more lookup (``heldFill(_:holder:)``).
     private func fillTurn(_ lookup: Lookup, stored: CachedResponse?) async throws -> FillTurn {
         var stored = stored
         let holder = UUID().uuidString
         for _ in 0..<2 {
             do {
-                guard let left = try await store.beginFill(for: lookup.key, holder: holder) else {
-                    return .fetch(holder: holder, stored: stored)
+                if let left = try await store.beginFill(for: lookup.key, holder: holder) {
+                    try await store.waitForFill(of: lookup.key, timeout: left)
+                } else {
+                    return try await heldFill(lookup, holder: holder)
                 }
-                try await store.waitForFill(of: lookup.key, timeout: left)
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -210,6 +212,22 @@ public final class HTTPCache: Sendable {
             }
         }
         return .fetch(holder: nil, stored: stored)
+    }
+
+    /// The fill is this process's: looks the key up once more under it, since another process may have stored a
+    /// fresh response between this one's lookup and now (its fill then ended, and this one began); that response
+    /// answers and the fill ends unused. Otherwise this process fetches.
+    private func heldFill(_ lookup: Lookup, holder: String) async throws -> FillTurn {
+        let latest = try await self.stored(lookup)
+        if let latest {
+            let now = now()
+            if HTTPCachePolicy.isFresh(latest, requested: lookup.directives, now: now) {
+                await endFill(lookup, holder: holder)
+                emit(.hit, lookup)
+                return .served(served(latest, lookup, now: now))
+            }
+        }
+        return .fetch(holder: holder, stored: latest)
     }
 
     /// Ends this process's fill of the lookup's key; a failure is reported, not thrown (the lease then ends on

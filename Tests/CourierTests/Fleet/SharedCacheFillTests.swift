@@ -15,6 +15,7 @@ private final class ScriptedFillStore: HTTPCacheStore {
     private let script: Locked<[Duration?]>
     private let failBegin: Bool
     private let duringWait: @Sendable () async throws -> Void
+    private let duringBegin: @Sendable () async throws -> Void
     let calls = Locked<[String]>([])
     /// The holders named to beginFill and endFill, in order.
     let holders = Locked<[String]>([])
@@ -24,10 +25,12 @@ private final class ScriptedFillStore: HTTPCacheStore {
     init(
         _ script: [Duration?],
         failBegin: Bool = false,
+        duringBegin: @escaping @Sendable () async throws -> Void = {},
         duringWait: @escaping @Sendable () async throws -> Void = {}
     ) {
         self.script = Locked(script)
         self.failBegin = failBegin
+        self.duringBegin = duringBegin
         self.duringWait = duringWait
     }
 
@@ -43,6 +46,7 @@ private final class ScriptedFillStore: HTTPCacheStore {
         calls.withLock { $0.append("begin") }
         holders.withLock { $0.append(holder) }
         if failBegin { throw CourierError(.transport, message: "the database is down") }
+        try await duringBegin()
         return script.withLock { $0.isEmpty ? nil : $0.removeFirst() }
     }
 
@@ -80,6 +84,7 @@ struct SharedCacheFillTests {
         #expect(String(decoding: body, as: UTF8.self) == "fresh")
         #expect(store.calls.value == ["begin", "end"])
         #expect(Set(store.holders.value).count == 1)
+        #expect(store.holders.value.count == 2)
         #expect(store.storedAtEnd.value == [1], "ended after storing")
         #expect(events.value == ["miss", "stored"])
         #expect(transport.callCount == 1)
@@ -103,6 +108,27 @@ struct SharedCacheFillTests {
         #expect(transport.callCount == 0)
         #expect(other.callCount == 1)
         #expect(store.calls.value == ["begin", "wait 5.0 seconds"])
+        #expect(events.value == ["hit"])
+    }
+
+    @Test("Another replica stored the response between this one's lookup and its fill: it is read under the fill")
+    func readAgainUnderTheFill() async throws {
+        let other = origin("from the other replica")
+        let shared = Locked<ScriptedFillStore?>(nil)
+        let store = ScriptedFillStore(
+            [nil],
+            duringBegin: {
+                let store = try #require(shared.value)
+                _ = try await client(store.inner, other, events: Locked([])).send(URLRequest(url: Self.url))
+            }
+        )
+        shared.withLock { $0 = store }
+        let transport = origin("from this replica")
+        let events = Locked<[String]>([])
+        let (body, _) = try await client(store, transport, events: events).send(URLRequest(url: Self.url))
+        #expect(String(decoding: body, as: UTF8.self) == "from the other replica")
+        #expect(transport.callCount == 0)
+        #expect(store.calls.value == ["begin", "end"])
         #expect(events.value == ["hit"])
     }
 

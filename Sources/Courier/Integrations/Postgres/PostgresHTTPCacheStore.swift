@@ -48,8 +48,8 @@ import Foundation
 /// holder's ``fillLease`` has ended) while the others `LISTEN` on a channel named after the table, are woken by
 /// the `NOTIFY` the holder sends once it has stored the response, and read it. A replica waits at most what the
 /// lease has left, and then fetches itself: a replica that dies while fetching holds the fleet back for no
-/// longer than its lease. A miss costs two more statements (the lease taken and released), a wait one connection
-/// for its duration.
+/// longer than its lease. A miss costs two more statements (the lease taken and released) and the cache's lookup
+/// under the lease, a wait one connection for its duration.
 public final class PostgresHTTPCacheStore: HTTPCacheStore {
     /// The table's name.
     public var table: String { tableName.description }
