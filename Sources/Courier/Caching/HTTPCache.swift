@@ -153,7 +153,7 @@ public final class HTTPCache: Sendable {
             }
         }
         // A request that refuses stored responses has nothing to gain from another process's fetch.
-        guard !lookup.directives.noCache, lookup.directives.maxAge != 0 else {
+        guard store.coordinatesFills, !lookup.directives.noCache, lookup.directives.maxAge != 0 else {
             return try await fetch(lookup, stored: stored, next: next)
         }
         let holder: String?
@@ -184,18 +184,21 @@ public final class HTTPCache: Sendable {
 
     /// Asks the store whether this process fetches the lookup's key (``HTTPCacheStore/beginFill(for:holder:)``).
     /// While another process does, waits for it, at most what its lease has left, and looks again: a fresh
-    /// response stored meanwhile answers. After two such waits, or when the store fails, fetches anyway. A fill
-    /// taken is followed by one more lookup (``heldFill(_:holder:)``).
+    /// response stored meanwhile answers. When the holder ended its fetch without storing one, when the store
+    /// fails, or after a second wait (a holder that died lets the next one take over when its lease ends), fetches
+    /// without a fill. A fill taken is followed by one more lookup (``heldFill(_:holder:)``).
     private func fillTurn(_ lookup: Lookup, stored: CachedResponse?) async throws -> FillTurn {
         var stored = stored
         let holder = UUID().uuidString
         for _ in 0..<2 {
+            let woken: Bool
             do {
-                if let left = try await store.beginFill(for: lookup.key, holder: holder) {
-                    try await store.waitForFill(of: lookup.key, timeout: left)
-                } else {
+                guard let left = try await store.beginFill(for: lookup.key, holder: holder) else {
                     return try await heldFill(lookup, holder: holder)
                 }
+                let start = now()
+                try await store.waitForFill(of: lookup.key, timeout: left)
+                woken = now().timeIntervalSince(start) < left.timeInterval
             } catch is CancellationError {
                 throw CancellationError()
             } catch {
@@ -210,6 +213,9 @@ public final class HTTPCache: Sendable {
                     return .served(served(stored, lookup, now: now))
                 }
             }
+            // The holder ended its fetch and stored nothing fresh for this request (a response that may not be
+            // stored, an error): another turn would only queue this fetch behind the next replica's.
+            if woken { break }
         }
         return .fetch(holder: nil, stored: stored)
     }

@@ -3,7 +3,9 @@
 /// ``InMemoryHTTPCacheStore`` is the default. Conform your own type to share one cache between the replicas
 /// of a service, in a database or key-value store they already run: ``CachedResponse`` is `Codable`, and a
 /// store only needs to keep, per ``HTTPCacheKey``, one response per ``CachedResponse/variant``, and to remove
-/// every key of a resource at once. The cache makes its decisions itself; a store needs no HTTP knowledge.
+/// every key of a resource at once. The cache makes its decisions itself; a store needs no HTTP knowledge. A
+/// shared store may also coordinate the processes' fetches (``beginFill(for:holder:)``), so that a response
+/// they all miss at once is fetched by one of them; by default it does not.
 ///
 /// A store that throws makes the cache pass the request to the server as if nothing were stored (a failed
 /// lookup), or leave the response unstored (a failed write); the error is reported as a
@@ -30,6 +32,10 @@ public protocol HTTPCacheStore: Sendable {
     /// holds the others back for no longer than that.
     func beginFill(for key: HTTPCacheKey, holder: String) async throws -> Duration?
 
+    /// Whether this store coordinates fills at all; `false` by default. When it is `false`, the cache asks
+    /// nothing about fills and a miss costs what it cost before fills existed.
+    var coordinatesFills: Bool { get }
+
     /// Ends `holder`'s fetch of `key` (its response stored or not) and wakes those waiting for it. The default
     /// does nothing.
     func endFill(for key: HTTPCacheKey, holder: String) async throws
@@ -40,6 +46,9 @@ public protocol HTTPCacheStore: Sendable {
 }
 
 extension HTTPCacheStore {
+    /// `false`: the store coordinates nothing.
+    public var coordinatesFills: Bool { false }
+
     /// Coordinates nothing: every process that misses fetches.
     public func beginFill(for key: HTTPCacheKey, holder: String) async throws -> Duration? { nil }
 

@@ -238,7 +238,7 @@ struct PostgresHTTPCacheStoreTests {
             for await _ in locked { break }
             let deleted = try await store.removeExpired()
             releaseLock.finish()
-            try await holder.value
+            try await holder.join()
             #expect(deleted == 2)
             #expect(try await rowCount(client, table) == 2)
             #expect(try await store.removeExpired() == 1)
@@ -559,7 +559,7 @@ struct PostgresHTTPCacheStoreTests {
                 throw error
             }
             releaseLock.finish()
-            try await holder.value
+            try await holder.join()
         }
     }
 
@@ -592,6 +592,8 @@ private struct WaitCountingStore: HTTPCacheStore {
         self.base = base
         self.waits = waits
     }
+
+    var coordinatesFills: Bool { base.coordinatesFills }
 
     func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] { try await base.responses(for: key) }
     func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws {

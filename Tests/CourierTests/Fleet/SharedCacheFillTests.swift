@@ -9,12 +9,13 @@ import FoundationNetworking
 #endif
 
 /// A store that answers `beginFill` from a script (`nil`, "fetch", once the script is used up) and records
-/// every fill call; `duringWait` runs inside `waitForFill`, as another replica's fetch would.
+/// every fill call; `duringWait` runs inside `waitForFill` (given its timeout), as another replica's fetch would,
+/// and `duringBegin` inside `beginFill`.
 private final class ScriptedFillStore: HTTPCacheStore {
     let inner = InMemoryHTTPCacheStore()
     private let script: Locked<[Duration?]>
     private let failBegin: Bool
-    private let duringWait: @Sendable () async throws -> Void
+    private let duringWait: @Sendable (Duration) async throws -> Void
     private let duringBegin: @Sendable () async throws -> Void
     let calls = Locked<[String]>([])
     /// The holders named to beginFill and endFill, in order.
@@ -26,13 +27,15 @@ private final class ScriptedFillStore: HTTPCacheStore {
         _ script: [Duration?],
         failBegin: Bool = false,
         duringBegin: @escaping @Sendable () async throws -> Void = {},
-        duringWait: @escaping @Sendable () async throws -> Void = {}
+        duringWait: @escaping @Sendable (Duration) async throws -> Void = { _ in }
     ) {
         self.script = Locked(script)
         self.failBegin = failBegin
         self.duringBegin = duringBegin
         self.duringWait = duringWait
     }
+
+    var coordinatesFills: Bool { true }
 
     func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] { try await inner.responses(for: key) }
     func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws {
@@ -58,7 +61,7 @@ private final class ScriptedFillStore: HTTPCacheStore {
 
     func waitForFill(of key: HTTPCacheKey, timeout: Duration) async throws {
         calls.withLock { $0.append("wait \(timeout)") }
-        try await duringWait()
+        try await duringWait(timeout)
     }
 }
 
@@ -70,8 +73,17 @@ struct SharedCacheFillTests {
         MockTransport { _ in .status(200, body: body, headers: ["Cache-Control": "public, max-age=60"]) }
     }
 
-    private func client(_ store: some HTTPCacheStore, _ transport: MockTransport, events: Locked<[String]>) -> Client {
-        let cache = HTTPCache(store: store, onEvent: { event in events.withLock { $0.append(event.kind.rawValue) } })
+    private func client(
+        _ store: some HTTPCacheStore,
+        _ transport: MockTransport,
+        events: Locked<[String]>,
+        clock: ManualClock = ManualClock()
+    ) -> Client {
+        let cache = HTTPCache(
+            store: store,
+            clock: clock,
+            onEvent: { event in events.withLock { $0.append(event.kind.rawValue) } }
+        )
         return Client(transport: transport, middleware: [.caching(cache)])
     }
 
@@ -95,11 +107,14 @@ struct SharedCacheFillTests {
         let other = origin("from the other replica")
         let otherEvents = Locked<[String]>([])
         let shared = Locked<ScriptedFillStore?>(nil)
-        let store = ScriptedFillStore([.seconds(5)]) {
-            // The other replica shares the store's responses, and fetches without coordinating.
-            let store = try #require(shared.value)
-            _ = try await client(store.inner, other, events: otherEvents).send(URLRequest(url: Self.url))
-        }
+        let store = ScriptedFillStore(
+            [.seconds(5)],
+            duringWait: { _ in
+                // The other replica shares the store's responses, and fetches without coordinating.
+                let store = try #require(shared.value)
+                _ = try await client(store.inner, other, events: otherEvents).send(URLRequest(url: Self.url))
+            }
+        )
         shared.withLock { $0 = store }
         let transport = origin("from this replica")
         let events = Locked<[String]>([])
@@ -132,24 +147,40 @@ struct SharedCacheFillTests {
         #expect(events.value == ["hit"])
     }
 
-    @Test("Nothing fresh after the wait: it asks again, and fetches as the holder when it gets the fill")
-    func asksAgainAfterAWaitInVain() async throws {
-        let store = ScriptedFillStore([.seconds(1), nil])
+    @Test("A wait that ran to its end (the holder may have died): it asks again, and fetches as the holder")
+    func asksAgainAfterTheLease() async throws {
+        let clock = ManualClock()
+        let store = ScriptedFillStore([.seconds(1), nil], duringWait: { timeout in clock.advance(by: timeout) })
         let transport = origin("mine")
-        let events = Locked<[String]>([])
-        _ = try await client(store, transport, events: events).send(URLRequest(url: Self.url))
+        _ = try await client(store, transport, events: Locked([]), clock: clock).send(URLRequest(url: Self.url))
         #expect(store.calls.value == ["begin", "wait 1.0 seconds", "begin", "end"])
         let holders = store.holders.value
         #expect(holders.count == 3 && holders[1] == holders[2])
         #expect(transport.callCount == 1)
     }
 
-    @Test("A fill held through two waits: the cache fetches without it rather than wait any longer")
-    func fetchesAfterTwoWaits() async throws {
-        let store = ScriptedFillStore([.seconds(1), .seconds(2)])
+    @Test("Woken by a holder that stored nothing fresh: it fetches at once, without queueing for the fill again")
+    func wokenWithNothingStored() async throws {
+        let clock = ManualClock()
+        let store = ScriptedFillStore([.seconds(5), nil], duringWait: { _ in clock.advance(by: .seconds(1)) })
         let transport = origin("mine")
         let events = Locked<[String]>([])
-        _ = try await client(store, transport, events: events).send(URLRequest(url: Self.url))
+        _ = try await client(store, transport, events: events, clock: clock).send(URLRequest(url: Self.url))
+        #expect(store.calls.value == ["begin", "wait 5.0 seconds"])
+        #expect(transport.callCount == 1)
+        #expect(events.value == ["miss", "stored"])
+    }
+
+    @Test("A fill held through two whole waits: the cache fetches without it rather than wait any longer")
+    func fetchesAfterTwoWaits() async throws {
+        let clock = ManualClock()
+        let store = ScriptedFillStore(
+            [.seconds(1), .seconds(2)],
+            duringWait: { timeout in clock.advance(by: timeout) }
+        )
+        let transport = origin("mine")
+        let events = Locked<[String]>([])
+        _ = try await client(store, transport, events: events, clock: clock).send(URLRequest(url: Self.url))
         #expect(store.calls.value == ["begin", "wait 1.0 seconds", "begin", "wait 2.0 seconds"])
         #expect(transport.callCount == 1)
         #expect(events.value == ["miss", "stored"])

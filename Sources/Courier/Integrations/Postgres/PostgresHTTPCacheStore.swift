@@ -272,6 +272,9 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     // MARK: Fills
 
+    /// Whether replicas coordinate their fetches: when ``fillLease`` is not `nil`.
+    public var coordinatesFills: Bool { fillLease != nil }
+
     /// Takes the fill of `key` for `holder` when nobody holds it or the holder's lease has ended (one
     /// `INSERT … ON CONFLICT DO UPDATE … WHERE` the lease has ended), or returns what the other holder's lease has
     /// left, on the database's clock. Returns `nil` at once when ``fillLease`` is `nil`.
