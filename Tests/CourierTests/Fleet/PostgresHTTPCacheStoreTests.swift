@@ -50,7 +50,10 @@ struct PostgresHTTPCacheStoreTests {
         let sql = try PostgresHTTPCacheStore.createTableSQL(table: "ops.courier_cache")
         #expect(sql.contains("CREATE TABLE IF NOT EXISTS ops.courier_cache ("))
         #expect(sql.contains("CREATE INDEX IF NOT EXISTS courier_cache_keep_until ON ops.courier_cache (keep_until)"))
-        for bad in ["cache; DROP TABLE users", "Cache", "\"cache\"", "1cache", "a.b.c", ""] {
+        #expect(try PostgresHTTPCacheStore.createTableSQL(table: String(repeating: "c", count: 57)).contains("_fills"))
+        for bad in [
+            "cache; DROP TABLE users", "Cache", "\"cache\"", "1cache", "a.b.c", "", String(repeating: "c", count: 58),
+        ] {
             #expect(throws: CourierError.self, "\(bad)") { try PostgresHTTPCacheStore.createTableSQL(table: bad) }
         }
     }

@@ -25,17 +25,19 @@ private final class ScriptedFillStore: HTTPCacheStore {
 
     init(
         _ script: [Duration?],
+        coordinates: Bool = true,
         failBegin: Bool = false,
         duringBegin: @escaping @Sendable () async throws -> Void = {},
         duringWait: @escaping @Sendable (Duration) async throws -> Void = { _ in }
     ) {
         self.script = Locked(script)
+        self.coordinatesFills = coordinates
         self.failBegin = failBegin
         self.duringBegin = duringBegin
         self.duringWait = duringWait
     }
 
-    var coordinatesFills: Bool { true }
+    let coordinatesFills: Bool
 
     func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] { try await inner.responses(for: key) }
     func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws {
@@ -206,6 +208,17 @@ struct SharedCacheFillTests {
             try await client(store, transport, events: events).send(URLRequest(url: Self.url))
         }
         #expect(store.calls.value == ["begin", "end"])
+    }
+
+    @Test("A store that does not coordinate fills is asked nothing about them")
+    func storeWithoutFills() async throws {
+        let store = ScriptedFillStore([.seconds(5)], coordinates: false)
+        let transport = origin("mine")
+        let events = Locked<[String]>([])
+        _ = try await client(store, transport, events: events).send(URLRequest(url: Self.url))
+        #expect(store.calls.value == [])
+        #expect(events.value == ["miss", "stored"])
+        #expect(transport.callCount == 1)
     }
 
     @Test("A request that refuses stored responses (no-cache, max-age=0) neither waits nor takes a fill")

@@ -96,7 +96,8 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     ///     replica that misses fetches.
     ///   - clock: Measures ``timeout`` and ``cleanupInterval``; tests pass a manual clock.
     /// - Throws: ``CourierError/Code/invalidRequest`` when `table` is not a plain, optionally schema-qualified,
-    ///   lowercase identifier.
+    ///   lowercase identifier of at most 57 characters (the table of fills adds `_fills` to it, within
+    ///   PostgreSQL's 63).
     public init(
         client: PostgresClient,
         table: String = "courier_http_cache",
