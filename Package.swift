@@ -65,7 +65,7 @@ let package = Package(
             name: "Postgres",
             description:
                 "PostgreSQL stores for a fleet of replicas (vapor/postgres-nio): one token refresh, its tokens sealed "
-                + "with AES-GCM (apple/swift-crypto), and one quota."
+                + "with AES-GCM (apple/swift-crypto), one quota and one cache."
         ),
         .default(enabledTraits: []),
     ],

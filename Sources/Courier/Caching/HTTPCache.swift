@@ -39,7 +39,10 @@ import FoundationNetworking
 ///   served instead only if it said so with `stale-if-error=<seconds>` and is not stale by more than that,
 ///   and never if it says `must-revalidate` or `no-cache`.
 /// - **Concurrent misses** for the same request go to the server once (the ``RequestCoalescer`` machinery);
-///   every caller gets the result, and a cancelled caller stops waiting without cancelling the others.
+///   every caller gets the result, and a cancelled caller stops waiting without cancelling the others. Across
+///   the processes that share a store, a store that coordinates fills (``HTTPCacheStore/beginFill(for:holder:)``)
+///   lets one of them fetch while the others wait for what it stores, each no longer than its lease, and never
+///   past a caller's deadline.
 ///
 /// Each lookup or store is one call to the ``HTTPCacheStore``; a fresh hit costs that lookup, and sends nothing.
 /// What a stored response's fields say, and the `HTTPURLResponse` served from it, are worked out once per entry
@@ -141,7 +144,7 @@ public final class HTTPCache: Sendable {
     /// response can be revalidated; stores, updates or falls back on the stored response with what comes back.
     private func fetch(_ lookup: Lookup, next: Next) async throws -> (Data, HTTPURLResponse) {
         // Looked up again: another caller's shared call may have stored a response since this caller looked.
-        let stored = try await self.stored(lookup)
+        var stored = try await self.stored(lookup)
         if let stored {
             let now = now()
             if HTTPCachePolicy.isFresh(stored, requested: lookup.directives, now: now) {
@@ -149,6 +152,109 @@ public final class HTTPCache: Sendable {
                 return served(stored, lookup, now: now)
             }
         }
+        // A request that refuses stored responses has nothing to gain from another process's fetch.
+        guard store.coordinatesFills, !lookup.directives.noCache, lookup.directives.maxAge != 0 else {
+            return try await fetch(lookup, stored: stored, next: next)
+        }
+        let holder: String?
+        switch try await fillTurn(lookup, stored: stored) {
+        case .served(let response):
+            return response
+        case .fetch(let fill, let latest):
+            (holder, stored) = (fill, latest)
+        }
+        guard let holder else { return try await fetch(lookup, stored: stored, next: next) }
+        let result: (Data, HTTPURLResponse)
+        do {
+            result = try await fetch(lookup, stored: stored, next: next)
+        } catch {
+            await endFill(lookup, holder: holder)
+            throw error
+        }
+        await endFill(lookup, holder: holder)
+        return result
+    }
+
+    /// What ``fillTurn(_:stored:)`` decided: a response another process's fetch stored, or to fetch (as the
+    /// holder of the fill, or without one) with what is stored now.
+    private enum FillTurn {
+        case served((Data, HTTPURLResponse))
+        case fetch(holder: String?, stored: CachedResponse?)
+    }
+
+    /// Asks the store whether this process fetches the lookup's key (``HTTPCacheStore/beginFill(for:holder:)``).
+    /// While another process does, waits for it, at most what its lease has left, and looks again: a fresh
+    /// response stored meanwhile answers. When the holder ended its fetch without storing one, when the store
+    /// fails, or after a second wait (a holder that died lets the next one take over when its lease ends), fetches
+    /// without a fill. A fill taken is followed by one more lookup (``heldFill(_:holder:)``).
+    private func fillTurn(_ lookup: Lookup, stored: CachedResponse?) async throws -> FillTurn {
+        var stored = stored
+        let holder = UUID().uuidString
+        for _ in 0..<2 {
+            let woken: Bool
+            do {
+                guard let left = try await store.beginFill(for: lookup.key, holder: holder) else {
+                    return try await heldFill(lookup, holder: holder)
+                }
+                let start = now()
+                try await store.waitForFill(of: lookup.key, timeout: left)
+                woken = now().timeIntervalSince(start) < left.timeInterval
+            } catch is CancellationError {
+                throw CancellationError()
+            } catch {
+                emit(.storeFailed, lookup)
+                return .fetch(holder: nil, stored: stored)
+            }
+            stored = try await self.stored(lookup)
+            if let stored {
+                let now = now()
+                if HTTPCachePolicy.isFresh(stored, requested: lookup.directives, now: now) {
+                    emit(.hit, lookup)
+                    return .served(served(stored, lookup, now: now))
+                }
+            }
+            // The holder ended its fetch and stored nothing fresh for this request (a response that may not be
+            // stored, an error): another turn would only queue this fetch behind the next replica's.
+            if woken { break }
+        }
+        return .fetch(holder: nil, stored: stored)
+    }
+
+    /// The fill is this process's: looks the key up once more under it, since another process may have stored a
+    /// fresh response between this one's lookup and now (its fill then ended, and this one began); that response
+    /// answers and the fill ends unused. Otherwise this process fetches.
+    private func heldFill(_ lookup: Lookup, holder: String) async throws -> FillTurn {
+        let latest = try await self.stored(lookup)
+        if let latest {
+            let now = now()
+            if HTTPCachePolicy.isFresh(latest, requested: lookup.directives, now: now) {
+                await endFill(lookup, holder: holder)
+                emit(.hit, lookup)
+                return .served(served(latest, lookup, now: now))
+            }
+        }
+        return .fetch(holder: holder, stored: latest)
+    }
+
+    /// Ends this process's fill of the lookup's key; a failure is reported, not thrown (the lease then ends on
+    /// its own), and a cancelled task leaves it to the lease.
+    private func endFill(_ lookup: Lookup, holder: String) async {
+        do {
+            try await store.endFill(for: lookup.key, holder: holder)
+        } catch is CancellationError {
+            return
+        } catch {
+            emit(.storeFailed, lookup)
+        }
+    }
+
+    /// Sends the request (conditionally when `stored` can be revalidated) and stores, updates or falls back on
+    /// the stored response with what comes back.
+    private func fetch(
+        _ lookup: Lookup,
+        stored: CachedResponse?,
+        next: Next
+    ) async throws -> (Data, HTTPURLResponse) {
         if stored == nil { emit(.miss, lookup) }
         let conditions = stored.map(HTTPCachePolicy.conditionalHeaders) ?? []
         var outgoing = lookup.request

@@ -109,7 +109,7 @@ extension FleetProcessTests {
                     try await Task.sleep(for: .milliseconds(50))
                 }
                 stop.withLock { $0 = true }
-                await workers.value
+                await workers.join()
 
                 let all = calls.withLock { $0 }
                 let slowest = all.map(\.duration).max() ?? .zero
