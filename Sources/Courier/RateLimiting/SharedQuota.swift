@@ -128,16 +128,21 @@ final class SharedQuota: Sendable {
     /// Takes a slot of `partition`'s shared window for `request`, waiting for a reservation or for the next
     /// window when needed; call ``finished(_:)`` when the request ends.
     ///
+    /// `arrival` is when the request reached the limiter (``now()``), so that ``RateLimitPolicy/maximumWait``
+    /// bounds its whole wait: for the server's or client limit's slot, then for this one.
+    ///
     /// - Throws: ``CourierError/Code/timedOut`` when the slot would come after the call's deadline,
-    ///   ``CourierError/Code/rateLimited`` when it would come after ``RateLimitPolicy/maximumWait``, and
-    ///   `CancellationError` when the task is cancelled.
-    func take(_ request: URLRequest, partition: String) async throws {
-        let start = elapsed()
+    ///   ``CourierError/Code/rateLimited`` when it would come (or a reservation would end) after
+    ///   ``RateLimitPolicy/maximumWait``, and `CancellationError` when the task is cancelled.
+    func take(_ request: URLRequest, partition: String, arrival: Duration? = nil) async throws {
+        let now = elapsed()
+        let start = arrival ?? now
         let deadline = Deadline.current
-        let deadlineOffset = deadline.map { start + $0.timeLeft }
+        let deadlineOffset = deadline.map { now + $0.timeLeft }
         var arriving = true
         var gone = false
-        defer { if !gone { blocks.withLock { blocks in blocks[partition]?.pending -= 1 } } }
+        // `pending` counts the request from its first step on: a task cancelled before that counts nothing.
+        defer { if !gone, !arriving { blocks.withLock { blocks in blocks[partition]?.pending -= 1 } } }
         while true {
             try Task.checkCancellation()
             let now = elapsed()
@@ -159,10 +164,19 @@ final class SharedQuota: Sendable {
                 try await sleepUntil(until)
             case .wait(let reserve):
                 if let reserve { startReservation(of: reserve, in: partition) }
-                try await waitForReservation(in: partition, request: request, deadline: deadlineOffset, deadline)
+                try await waitForReservation(
+                    in: partition,
+                    request: request,
+                    deadline: deadlineOffset,
+                    deadline,
+                    maximumWaitEnds: policy.maximumWait.map { start + $0 }
+                )
             }
         }
     }
+
+    /// The limiter's clock now: a request's ``take(_:partition:arrival:)`` arrival.
+    func now() -> Duration { elapsed() }
 
     /// The block of `partition`, if it was used (for tests and diagnostics).
     func block(_ partition: String) -> Block? {
@@ -269,12 +283,14 @@ final class SharedQuota: Sendable {
     }
 
     /// Waits until the reservation under way for `partition` ends, or throws when the call's deadline
-    /// (`deadlineOffset`) passes first or the task is cancelled.
+    /// (`deadlineOffset`) or the request's maximum wait (`maximumWaitEnds`) passes first or the task is
+    /// cancelled.
     private func waitForReservation(
         in partition: String,
         request: URLRequest,
         deadline deadlineOffset: Duration?,
-        _ deadline: Deadline?
+        _ deadline: Deadline?,
+        maximumWaitEnds: Duration?
     ) async throws {
         let id = LockedState<Int?>(nil)
         let timer = LockedState<Task<Void, Never>?>(nil)
@@ -293,14 +309,25 @@ final class SharedQuota: Sendable {
                     return Task.isCancelled
                         ? continuation.resume(throwing: CancellationError()) : continuation.resume()
                 }
-                guard let deadlineOffset else { return }
+                // The earlier of the deadline and the end of the maximum wait, and what passing it means.
+                let end: (at: Duration, rejection: RateLimiter.Machine.Rejection)
+                switch (deadlineOffset, maximumWaitEnds, policy.maximumWait) {
+                case (let deadlineOffset?, let waitEnds?, let maximum?) where waitEnds < deadlineOffset:
+                    end = (waitEnds, .waitTooLong(opensIn: nil, maximum: maximum))
+                case (let deadlineOffset?, _, _):
+                    end = (deadlineOffset, .pastDeadline(opensIn: nil))
+                case (nil, let waitEnds?, let maximum?):
+                    end = (waitEnds, .waitTooLong(opensIn: nil, maximum: maximum))
+                default:
+                    return
+                }
                 let sleepUntil = sleepUntil
                 timer.withLock { timer in
                     timer = SharedWork.start { [weak self] in
-                        guard (try? await sleepUntil(deadlineOffset)) != nil, let self,
+                        guard (try? await sleepUntil(end.at)) != nil, let self,
                             let waiter = self.remove(id, from: partition)
                         else { return }
-                        waiter.resume(throwing: self.reject(.pastDeadline(opensIn: nil), partition, request, deadline))
+                        waiter.resume(throwing: self.reject(end.rejection, partition, request, deadline))
                     }
                 }
             }
