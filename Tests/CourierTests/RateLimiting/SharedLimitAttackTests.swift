@@ -37,6 +37,27 @@ private final class ReleasingRateLimitStore: RateLimitStore {
     }
 }
 
+/// A store whose writes wait at a gate, counting how many run at once.
+private final class GatedWriteStore: RateLimitStore {
+    let gate = Gate()
+    let active = Locked(0)
+    let peak = Locked(0)
+    let written = Locked<[String]>([])
+
+    func quota(for partition: String) async throws -> RateLimitQuota? { nil }
+
+    func record(_ quota: RateLimitQuota, for partition: String) async throws {
+        let now = active.withLock { active in
+            active += 1
+            return active
+        }
+        peak.withLock { $0 = max($0, now) }
+        await gate.wait()
+        written.withLock { $0.append("\(partition)=\(quota.remaining)") }
+        active.withLock { $0 -= 1 }
+    }
+}
+
 /// Findings of a hostile review of the shared limit (issue 28): each test failed on 6da3b83.
 @Suite("A shared limit under attack: counters, waits and slots", .timeLimit(.minutes(1)))
 struct SharedLimitAttackTests {
@@ -421,5 +442,42 @@ struct SharedLimitAttackTests {
             counts[number, default: 0] += 1
         }
         #expect(counts.values.allSatisfy { $0 <= maxRequests }, "seed \(seed): \(counts)")
+    }
+
+    @Test("Quota writes go one at a time, and only a partition's latest quota when several came meanwhile")
+    func writesCoalesce() async throws {
+        let store = GatedWriteStore()
+        // A timeout on a clock nobody moves: it never fires.
+        let writer = StoreWriter(store: store, timeout: .seconds(1)) { [clock] in try await clock.sleep(for: $0) }
+        func quota(_ remaining: Int) -> RateLimitQuota {
+            RateLimitQuota(limit: 10, remaining: remaining, resetsAt: nil, window: nil)
+        }
+        writer.write(quota(9), for: "a")
+        try await waitUntil { store.active.withLock { $0 } == 1 }
+        writer.write(quota(8), for: "a")
+        writer.write(quota(1), for: "b")
+        writer.write(quota(7), for: "a")
+        store.gate.open()
+        await writer.settled()
+        #expect(store.written.withLock { $0 } == ["a=9", "a=7", "b=1"])
+        #expect(store.peak.withLock { $0 } == 1)
+    }
+
+    @Test("A replica sending one request at a time reserves one slot per request and holds none")
+    func oneAtATimeHoldsNothing() async throws {
+        let store = RecordingRateLimitStore(currentDate: currentDate)
+        let limiter = RateLimiter(
+            RateLimitPolicy(sharedLimit: .init(maxRequests: 100, per: .seconds(2)), currentDate: currentDate),
+            store: store,
+            clock: clock
+        )
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: MockTransport { _ in .ok },
+            middleware: [.rateLimiting(limiter)]
+        )
+        for _ in 0..<5 { _ = try await client.send(URLRequest(url: url)) }
+        #expect(store.reservations.withLock { $0.map(\.granted) } == [1, 1, 1, 1, 1])
+        #expect(limiter.shared?.block(partition)?.left == 0)
     }
 }
