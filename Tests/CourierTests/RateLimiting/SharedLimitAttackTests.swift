@@ -58,6 +58,39 @@ private final class GatedWriteStore: RateLimitStore {
     }
 }
 
+/// A store that answers every reservation with the same made-up numbers.
+private final class LyingRateLimitStore: RateLimitStore {
+    let granted: Int
+    let endsIn: Double
+    let window: Int
+    let calls = Locked(0)
+    let currentDate: @Sendable () -> Date
+
+    init(granted: Int, endsIn: Double, window: Int, currentDate: @escaping @Sendable () -> Date) {
+        (self.granted, self.endsIn, self.window, self.currentDate) = (granted, endsIn, window, currentDate)
+    }
+
+    func quota(for partition: String) async throws -> RateLimitQuota? { nil }
+    func record(_ quota: RateLimitQuota, for partition: String) async throws {}
+
+    func reserve(
+        _ count: Int,
+        in partition: String,
+        limit: Int,
+        window: Duration
+    ) async throws
+        -> RateLimitReservation
+    {
+        calls.withLock { $0 += 1 }
+        return RateLimitReservation(
+            partition: partition,
+            granted: granted,
+            windowEndsAt: currentDate().addingTimeInterval(endsIn),
+            window: self.window
+        )
+    }
+}
+
 /// Findings of a hostile review of the shared limit (issue 28): each test failed on 6da3b83.
 @Suite("A shared limit under attack: counters, waits and slots", .timeLimit(.minutes(1)))
 struct SharedLimitAttackTests {
@@ -479,5 +512,56 @@ struct SharedLimitAttackTests {
         for _ in 0..<5 { _ = try await client.send(URLRequest(url: url)) }
         #expect(store.reservations.withLock { $0.map(\.granted) } == [1, 1, 1, 1, 1])
         #expect(limiter.shared?.block(partition)?.left == 0)
+    }
+
+    @Test(
+        "A store that lies about a reservation neither hangs a caller, nor spins on the store, nor lets more go than asked for",
+        arguments: [
+            (Int.max, 1e12, Int.min), (-5, Double.nan, -1), (Int.min, Double.infinity, 0), (3, -1e12, Int.max),
+            (1_000, 0.0, 7), (0, -Double.infinity, 7),
+        ]
+    )
+    func lyingStore(granted: Int, endsIn: Double, window: Int) async throws {
+        let store = LyingRateLimitStore(granted: granted, endsIn: endsIn, window: window, currentDate: currentDate)
+        let limit = RateLimitPolicy.SharedLimit(maxRequests: 4, per: .seconds(2), blockSize: 4)
+        let limiter = RateLimiter(
+            RateLimitPolicy(sharedLimit: limit, maximumWait: nil, currentDate: currentDate),
+            store: store,
+            clock: clock
+        )
+        let sends = Locked<[Duration]>([])
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: MockTransport { [clock] _ in
+                sends.withLock { $0.append(clock.now.offset) }
+                return .ok
+            },
+            middleware: [.timeout(.seconds(3), clock: clock), .rateLimiting(limiter)]
+        )
+        let outcomes = try await clock.run {
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<6 {
+                    group.addTask {
+                        do {
+                            _ = try await client.send(URLRequest(url: url))
+                            return "sent"
+                        } catch let error as CourierError {
+                            return "\(error.code)"
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
+        #expect(outcomes.allSatisfy { $0 == "sent" || $0 == "timedOut" }, "\(outcomes)")
+        #expect(clock.now.offset <= .seconds(3))
+        #expect(sends.withLock { $0 }.allSatisfy { $0 <= .seconds(3) })
+        // A window the store says ended is waited for a hundredth of a window, not spun on.
+        #expect(store.calls.withLock { $0 } <= 6 * 3 * 100 / 2)
+        // Never more than asked for: at most a block (4) per reservation.
+        #expect(sends.withLock { $0.count } <= 4 * store.calls.withLock { $0 })
+        let block = try #require(limiter.shared?.block(partition))
+        #expect(block.inFlight == 0 && block.pending == 0 && block.waiters.isEmpty)
+        #expect(limiter.state(for: partition)?.inFlight == 0)
     }
 }
