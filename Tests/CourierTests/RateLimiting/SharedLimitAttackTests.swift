@@ -328,7 +328,7 @@ struct SharedLimitAttackTests {
 
     @Test(
         "Seeded model with deadlines, cancellations and a store that fails or hangs for a while: counters back to 0, no caller past its deadline or maximum wait, windows kept while the store answers",
-        arguments: 0..<16
+        arguments: 0..<64
     )
     func seededModelUnderFire(seed: UInt64) async throws {
         var random = SplitMix64(seed: 0xBAD_5EED &+ seed)
