@@ -132,7 +132,7 @@ struct SharedLimitAttackTests {
         _ = try await clock.run { try await client.send(URLRequest(url: url)) }
         // In a task of its own: the middleware cancels the task it runs in.
         let task = Task { try await cancelled.send(URLRequest(url: url)) }
-        await #expect(throws: CancellationError.self) { try await task.value }
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(sent.withLock { $0 } == 1)
         let block = try #require(limiter.shared?.block(partition))
         // On 6da3b83: -1, and the next reservation asked the store for 0 slots, again and again.
@@ -303,8 +303,8 @@ struct SharedLimitAttackTests {
         let second = Task { try await a.send(URLRequest(url: url)) }
         try await waitUntil { sends.withLock { $0.count } == 2 }
         gate.open()
-        _ = try await first.value
-        _ = try await second.value
+        _ = try await first.join()
+        _ = try await second.join()
         // Replica B: 8 requests; the fleet has sent 2 of the window's 10.
         try await clock.run {
             try await withThrowingTaskGroup(of: Void.self) { group in
