@@ -53,6 +53,8 @@ extension Middleware {
     public static func rateLimiting(_ limiter: RateLimiter) -> Middleware {
         Middleware(name: "rateLimiting") { request, next in
             // A request to an unlimited partition goes without an await, a clock read or a deadline lookup.
+            // With a shared limit, the maximum wait counts from here: the limiter's wait and the shared one.
+            let arrival = limiter.shared?.now()
             let lease: RateLimiter.Lease
             switch limiter.admit(request) {
             case .lease(let atOnce): lease = atOnce
@@ -61,7 +63,7 @@ extension Middleware {
             // With a shared limit, the request also takes a slot of the fleet's window (SharedQuota).
             if let shared = limiter.shared {
                 do {
-                    try await shared.take(request, partition: lease.partition)
+                    try await shared.take(request, partition: lease.partition, arrival: arrival)
                 } catch {
                     limiter.returnUnused(lease)
                     throw error

@@ -18,7 +18,7 @@ extension RateLimitPolicy {
     ///
     /// Each request takes a slot of the fleet's current window before it is sent. A replica takes its slots
     /// from the store in blocks (``RateLimitStore/reserve(_:in:limit:window:)``), as many as it has requests
-    /// in flight and waiting, up to ``blockSize``, so most requests pay no round trip to the store: one that
+    /// waiting, up to ``blockSize``, so most requests pay no round trip to the store: one that
     /// finds a slot left in its replica's block pays none. When the window is used up, requests wait for the
     /// next one, in the limits of ``RateLimitPolicy/maximumWait`` and the call's deadline, like any other wait
     /// of the limiter.
@@ -35,7 +35,10 @@ extension RateLimitPolicy {
     /// for one window, paced only by what the server says, as without a shared limit; then it asks the store
     /// again. A caller never waits for the store past its deadline.
     ///
-    /// The limit applies with the server's own numbers: a request waits until both allow it.
+    /// The limit applies with the server's own numbers (and a ``RateLimitPolicy/clientLimit``): a request takes
+    /// their slot first, then the fleet's. It holds the first while it waits for the second, so when both bind at
+    /// once, requests that waited through a window of the fleet go together when the next opens, and may exceed
+    /// the server's or client limit for that moment; the server's `429` then paces the partition again.
     public struct SharedLimit: Sendable, Hashable {
         /// The most requests the fleet sends per window; at least 1.
         public var maxRequests: Int
@@ -128,16 +131,21 @@ final class SharedQuota: Sendable {
     /// Takes a slot of `partition`'s shared window for `request`, waiting for a reservation or for the next
     /// window when needed; call ``finished(_:)`` when the request ends.
     ///
+    /// `arrival` is when the request reached the limiter (``now()``), so that ``RateLimitPolicy/maximumWait``
+    /// bounds its whole wait: for the server's or client limit's slot, then for this one.
+    ///
     /// - Throws: ``CourierError/Code/timedOut`` when the slot would come after the call's deadline,
-    ///   ``CourierError/Code/rateLimited`` when it would come after ``RateLimitPolicy/maximumWait``, and
-    ///   `CancellationError` when the task is cancelled.
-    func take(_ request: URLRequest, partition: String) async throws {
-        let start = elapsed()
+    ///   ``CourierError/Code/rateLimited`` when it would come (or a reservation would end) after
+    ///   ``RateLimitPolicy/maximumWait``, and `CancellationError` when the task is cancelled.
+    func take(_ request: URLRequest, partition: String, arrival: Duration? = nil) async throws {
+        let now = elapsed()
+        let start = arrival ?? now
         let deadline = Deadline.current
-        let deadlineOffset = deadline.map { start + $0.timeLeft }
+        let deadlineOffset = deadline.map { now + $0.timeLeft }
         var arriving = true
         var gone = false
-        defer { if !gone { blocks.withLock { blocks in blocks[partition]?.pending -= 1 } } }
+        // `pending` counts the request from its first step on: a task cancelled before that counts nothing.
+        defer { if !gone, !arriving { blocks.withLock { blocks in blocks[partition]?.pending -= 1 } } }
         while true {
             try Task.checkCancellation()
             let now = elapsed()
@@ -159,10 +167,19 @@ final class SharedQuota: Sendable {
                 try await sleepUntil(until)
             case .wait(let reserve):
                 if let reserve { startReservation(of: reserve, in: partition) }
-                try await waitForReservation(in: partition, request: request, deadline: deadlineOffset, deadline)
+                try await waitForReservation(
+                    in: partition,
+                    request: request,
+                    deadline: deadlineOffset,
+                    deadline,
+                    maximumWaitEnds: policy.maximumWait.map { start + $0 }
+                )
             }
         }
     }
+
+    /// The limiter's clock now: a request's ``take(_:partition:arrival:)`` arrival.
+    func now() -> Duration { elapsed() }
 
     /// The block of `partition`, if it was used (for tests and diagnostics).
     func block(_ partition: String) -> Block? {
@@ -202,8 +219,9 @@ final class SharedQuota: Sendable {
             return .sleep(until: block.windowEndsAt)
         }
         block.fetching = true
-        // As many slots as requests want now (those asking and those whose responses will bring more).
-        return .wait(reserve: min(limit.blockSize, block.pending + block.inFlight))
+        // As many slots as requests ask for now: a slot reserved for a request that may never come would be
+        // stranded in this replica until the window ends (slots are never given back).
+        return .wait(reserve: min(limit.blockSize, block.pending))
     }
 
     /// Asks the store for `count` slots of `partition`'s window, in a task of its own, and wakes every request
@@ -269,12 +287,14 @@ final class SharedQuota: Sendable {
     }
 
     /// Waits until the reservation under way for `partition` ends, or throws when the call's deadline
-    /// (`deadlineOffset`) passes first or the task is cancelled.
+    /// (`deadlineOffset`) or the request's maximum wait (`maximumWaitEnds`) passes first or the task is
+    /// cancelled.
     private func waitForReservation(
         in partition: String,
         request: URLRequest,
         deadline deadlineOffset: Duration?,
-        _ deadline: Deadline?
+        _ deadline: Deadline?,
+        maximumWaitEnds: Duration?
     ) async throws {
         let id = LockedState<Int?>(nil)
         let timer = LockedState<Task<Void, Never>?>(nil)
@@ -293,14 +313,25 @@ final class SharedQuota: Sendable {
                     return Task.isCancelled
                         ? continuation.resume(throwing: CancellationError()) : continuation.resume()
                 }
-                guard let deadlineOffset else { return }
+                // The earlier of the deadline and the end of the maximum wait, and what passing it means.
+                let end: (at: Duration, rejection: RateLimiter.Machine.Rejection)
+                switch (deadlineOffset, maximumWaitEnds, policy.maximumWait) {
+                case (let deadlineOffset?, let waitEnds?, let maximum?) where waitEnds < deadlineOffset:
+                    end = (waitEnds, .waitTooLong(opensIn: nil, maximum: maximum))
+                case (let deadlineOffset?, _, _):
+                    end = (deadlineOffset, .pastDeadline(opensIn: nil))
+                case (nil, let waitEnds?, let maximum?):
+                    end = (waitEnds, .waitTooLong(opensIn: nil, maximum: maximum))
+                default:
+                    return
+                }
                 let sleepUntil = sleepUntil
                 timer.withLock { timer in
                     timer = SharedWork.start { [weak self] in
-                        guard (try? await sleepUntil(deadlineOffset)) != nil, let self,
+                        guard (try? await sleepUntil(end.at)) != nil, let self,
                             let waiter = self.remove(id, from: partition)
                         else { return }
-                        waiter.resume(throwing: self.reject(.pastDeadline(opensIn: nil), partition, request, deadline))
+                        waiter.resume(throwing: self.reject(end.rejection, partition, request, deadline))
                     }
                 }
             }
@@ -310,9 +341,15 @@ final class SharedQuota: Sendable {
     }
 
     /// Takes the waiter `id` out of `partition`'s queue, if it is still there.
+    ///
+    /// The id is read under the blocks' lock, where the waiter registers it: a cancellation handler that runs
+    /// while the waiter registers either comes first (and the waiter, seeing the task cancelled, does not
+    /// register) or finds the id.
     private func remove(_ id: LockedState<Int?>, from partition: String) -> CheckedContinuation<Void, any Error>? {
-        guard let number = id.withLock({ $0 }) else { return nil }
-        return blocks.withLock { blocks in blocks[partition]?.waiters.removeValue(forKey: number) }
+        blocks.withLock { blocks in
+            guard let number = id.withLock({ $0 }) else { return nil }
+            return blocks[partition]?.waiters.removeValue(forKey: number)
+        }
     }
 
     /// The error for `rejection`, reported as an event.

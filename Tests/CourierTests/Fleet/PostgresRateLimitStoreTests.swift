@@ -70,6 +70,22 @@ struct PostgresRateLimitStoreTests {
         }
     }
 
+    @Test("An extreme window is clamped, not an error; a deleted row is made again at the next reservation")
+    func extremesAndDeletedRow() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let store = try PostgresRateLimitStore(client: client, table: table)
+            try await store.createTable()
+            let long = try await store.reserve(1, in: "p", limit: 5, window: .seconds(Int64.max))
+            #expect(long.granted == 1)
+            #expect(long.windowEndsAt.timeIntervalSinceNow > 50 * 365 * 86_400)
+            _ = try await client.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"))
+            await #expect(throws: CourierError.self) {
+                try await store.reserve(1, in: "p", limit: 5, window: .seconds(1))
+            }
+            #expect(try await store.reserve(1, in: "p", limit: 5, window: .seconds(1)).granted == 1)
+        }
+    }
+
     @Test("What a server said round-trips; a row that does not decode is nothing known")
     func quotas() async throws {
         try await PostgresTestServer.withClient { client, table in

@@ -109,6 +109,8 @@ public final class PostgresRateLimitStore: RateLimitStore {
                 window: number
             )
         }
+        // The row was deleted since this process made sure of it: made again at the next reservation.
+        rowsEnsured.withLock { _ = $0.remove(partition) }
         throw CourierError(.invalidRequest, message: "the rate-limit row of \(partition) is missing from \(table)")
     }
 
@@ -162,12 +164,17 @@ public final class PostgresRateLimitStore: RateLimitStore {
 
 /// Durations as PostgreSQL intervals.
 enum PostgresInterval {
-    /// `duration` in whole milliseconds, for an interval computed on the database's clock; at least 1.
+    /// The longest interval Courier computes, in milliseconds: 100 years, well inside what PostgreSQL's
+    /// `timestamptz` arithmetic accepts, so that an extreme duration is clamped instead of failing every query.
+    static let maximumMilliseconds: Int64 = 100 * 366 * 86_400 * 1000
+
+    /// `duration` in whole milliseconds, for an interval computed on the database's clock; at least 1, at most
+    /// ``maximumMilliseconds``.
     static func milliseconds(_ duration: Duration) -> Int64 {
         let (seconds, attoseconds) = duration.components
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1000)
         let (sum, sumOverflow) = product.addingReportingOverflow(attoseconds / 1_000_000_000_000_000)
-        return max(1, overflow || sumOverflow ? .max : sum)
+        return min(max(1, overflow || sumOverflow ? .max : sum), maximumMilliseconds)
     }
 }
 #endif
