@@ -84,6 +84,8 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     /// Creates a store in `table` on `client`, which the caller runs.
     ///
     /// - Parameters:
+    ///   - client: The PostgreSQL client, which the caller runs.
+    ///   - table: The table's name, `courier_http_cache` by default.
     ///   - timeout: The longest one operation may take; one second by default. Keep it well below what a request
     ///     to the server costs: a lookup slower than the server is no use.
     ///   - retention: How long a row stays after its response went stale, for revalidation; one hour by default.
@@ -95,6 +97,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     ///     answer: a fetch that takes longer lets the next replica fetch too. `nil` coordinates nothing: every
     ///     replica that misses fetches.
     ///   - clock: Measures ``timeout`` and ``cleanupInterval``; tests pass a manual clock.
+    ///   - logger: Where the store's queries are logged (at trace level, by postgres-nio).
     /// - Throws: ``CourierError/Code/invalidRequest`` when `table` is not a plain, optionally schema-qualified,
     ///   lowercase identifier of at most 57 characters (the table of fills adds `_fills` to it, within
     ///   PostgreSQL's 63).

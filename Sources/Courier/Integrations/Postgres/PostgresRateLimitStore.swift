@@ -35,6 +35,10 @@ public final class PostgresRateLimitStore: RateLimitStore {
 
     /// Creates a store in `table` on `client`, which the caller runs.
     ///
+    /// - Parameters:
+    ///   - client: The PostgreSQL client, which the caller runs.
+    ///   - table: The table's name, `courier_rate_limits` by default.
+    ///   - logger: Where the store's queries are logged (at trace level, by postgres-nio).
     /// - Throws: ``CourierError/Code/invalidRequest`` when `table` is not a plain, optionally schema-qualified,
     ///   lowercase identifier.
     public init(

@@ -53,9 +53,13 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     /// with `sealingKey`.
     ///
     /// - Parameters:
+    ///   - client: The PostgreSQL client, which the caller runs.
+    ///   - name: The token's name: one row per name, so several refreshers share a table.
+    ///   - table: The table's name, `courier_shared_tokens` by default.
     ///   - sealingKey: The key every replica seals and opens the tokens with.
     ///   - previousSealingKeys: Keys being rotated out: tokens sealed with them still open, none is sealed with
     ///     them.
+    ///   - logger: Where the store's queries are logged (at trace level, by postgres-nio).
     /// - Throws: ``CourierError/Code/invalidRequest`` when `table` is not a plain, optionally schema-qualified,
     ///   lowercase identifier.
     public init(
