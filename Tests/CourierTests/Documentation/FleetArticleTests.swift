@@ -77,7 +77,7 @@ struct FleetArticleTests {
             let quotas = try PostgresRateLimitStore(client: postgres)
             try await quotas.createTable()
             let limiter = RateLimiter(
-                RateLimitPolicy(sharedLimit: .init(maxRequests: 100, per: .seconds(2))),
+                RateLimitPolicy(sharedLimit: .init(maxRequests: 6_000, per: .seconds(60))),
                 store: quotas
             )
             let client = Client(baseURL: apiURL, middleware: [.retry(.default), .rateLimiting(limiter)])
