@@ -135,6 +135,11 @@ public final class RateLimiter: Sendable {
     public let policy: RateLimitPolicy
 
     private let store: any RateLimitStore
+    /// The store when it is the default in-memory one, which is read and written at once (decided once here,
+    /// not by a cast on each response).
+    private let inMemoryStore: InMemoryRateLimitStore?
+    /// Sleeps for a duration on the limiter's clock: the bound of each call to a store other than in memory.
+    private let sleepFor: @Sendable (Duration) async throws -> Void
     /// The fleet's quota, when the policy has a ``RateLimitPolicy/sharedLimit``.
     let shared: SharedQuota?
     /// Writes quotas to a store other than the in-memory one.
@@ -171,11 +176,21 @@ public final class RateLimiter: Sendable {
         let sleepUntil = { @Sendable (offset: Duration) in
             try await clock.sleep(until: start.advanced(by: offset), tolerance: nil)
         }
+        let sleepFor = { @Sendable (duration: Duration) in try await sleepUntil(elapsed() + duration) }
         self.elapsed = elapsed
         self.sleepUntil = sleepUntil
-        self.writer = StoreWriter(store: store, timeout: policy.storeTimeout) { try await sleepUntil(elapsed() + $0) }
+        self.sleepFor = sleepFor
+        self.inMemoryStore = store as? InMemoryRateLimitStore
+        self.writer = StoreWriter(store: store, timeout: policy.storeTimeout, sleep: sleepFor)
         self.shared = policy.sharedLimit.map { limit in
-            SharedQuota(limit, store: store, policy: policy, elapsed: elapsed, sleepUntil: sleepUntil)
+            SharedQuota(
+                limit,
+                store: store,
+                policy: policy,
+                elapsed: elapsed,
+                sleepUntil: sleepUntil,
+                sleepFor: sleepFor
+            )
         }
     }
 
@@ -375,8 +390,8 @@ public final class RateLimiter: Sendable {
     /// default in-memory store is written at once; any other store by ``StoreWriter``, off the response's path,
     /// so that a response never waits for a round trip to a shared store.
     func record(_ quota: RateLimitQuota, for partition: String) async {
-        if let inMemory = store as? InMemoryRateLimitStore {
-            await inMemory.record(quota, for: partition)
+        if let inMemoryStore {
+            await inMemoryStore.record(quota, for: partition)
         } else {
             writer.write(quota, for: partition)
         }
@@ -390,13 +405,12 @@ public final class RateLimiter: Sendable {
     /// What the store holds for `partition`, or `nil` when it holds nothing, fails, or does not answer within
     /// ``RateLimitPolicy/storeTimeout``.
     private func readQuota(_ partition: String) async -> RateLimitQuota? {
-        let (store, sleepUntil, elapsed) = (store, sleepUntil, elapsed)
-        if let inMemory = store as? InMemoryRateLimitStore { return await inMemory.quota(for: partition) }
-        let sleep = { @Sendable (duration: Duration) in try await sleepUntil(elapsed() + duration) }
+        if let inMemoryStore { return await inMemoryStore.quota(for: partition) }
+        let store = store
         let read = try? await StoreCall.bounded(
             "the rate-limit store did not answer a read",
             limit: policy.storeTimeout,
-            sleep: sleep
+            sleep: sleepFor
         ) { try await store.quota(for: partition) }
         return read ?? nil
     }

@@ -112,6 +112,8 @@ final class SharedQuota: Sendable {
     private let policy: RateLimitPolicy
     private let elapsed: @Sendable () -> Duration
     private let sleepUntil: @Sendable (Duration) async throws -> Void
+    /// Sleeps for a duration on the same clock: the bound of a reservation.
+    private let sleepFor: @Sendable (Duration) async throws -> Void
     private let blocks = LockedState<[String: Block]>([:])
 
     init(
@@ -119,13 +121,15 @@ final class SharedQuota: Sendable {
         store: any RateLimitStore,
         policy: RateLimitPolicy,
         elapsed: @escaping @Sendable () -> Duration,
-        sleepUntil: @escaping @Sendable (Duration) async throws -> Void
+        sleepUntil: @escaping @Sendable (Duration) async throws -> Void,
+        sleepFor: @escaping @Sendable (Duration) async throws -> Void
     ) {
         self.limit = limit
         self.store = store
         self.policy = policy
         self.elapsed = elapsed
         self.sleepUntil = sleepUntil
+        self.sleepFor = sleepFor
     }
 
     /// Takes a slot of `partition`'s shared window for `request`, waiting for a reservation or for the next
@@ -227,8 +231,7 @@ final class SharedQuota: Sendable {
     /// Asks the store for `count` slots of `partition`'s window, in a task of its own, and wakes every request
     /// waiting for it when it ends.
     private func startReservation(of count: Int, in partition: String) {
-        let (store, limit, policy, elapsed) = (store, limit, policy, elapsed)
-        let sleepUntil = sleepUntil
+        let (store, limit, policy, elapsed, sleepFor) = (store, limit, policy, elapsed, sleepFor)
         SharedWork.start {
             await SharedWork.withoutCallContext {
                 let result: Result<RateLimitReservation, any Error>
@@ -237,7 +240,7 @@ final class SharedQuota: Sendable {
                         try await StoreCall.bounded(
                             "the rate-limit store did not answer a reservation",
                             limit: policy.storeTimeout,
-                            sleep: { [elapsed] in try await sleepUntil(elapsed() + $0) }
+                            sleep: sleepFor
                         ) {
                             try await store.reserve(
                                 count,
