@@ -55,18 +55,32 @@ extension Middleware {
             // A request to an unlimited partition goes without an await, a clock read or a deadline lookup.
             // With a shared limit, the maximum wait counts from here: the limiter's wait and the shared one.
             let arrival = limiter.shared?.now()
-            let lease: RateLimiter.Lease
+            var lease: RateLimiter.Lease
             switch limiter.admit(request) {
             case .lease(let atOnce): lease = atOnce
-            case .acquire(let partition): lease = try await limiter.acquire(request, partition: partition)
+            case .acquire(let partition):
+                lease = try await limiter.acquire(request, partition: partition, since: arrival)
             }
-            // With a shared limit, the request also takes a slot of the fleet's window (SharedQuota).
+            // With a shared limit, the request also takes a slot of the fleet's window (SharedQuota). While it
+            // waits for the fleet's next window, it holds no slot the limiter paces: it gives it back and asks again.
             if let shared = limiter.shared {
-                do {
-                    try await shared.take(request, partition: lease.partition, arrival: arrival)
-                } catch {
+                while true {
+                    let opening: Duration?
+                    do {
+                        opening = try await shared.take(
+                            request,
+                            partition: lease.partition,
+                            arrival: arrival,
+                            paced: limiter.paces(lease)
+                        )
+                    } catch {
+                        limiter.returnUnused(lease)
+                        throw error
+                    }
+                    guard let opening else { break }
                     limiter.returnUnused(lease)
-                    throw error
+                    try await shared.sleep(until: opening)
+                    lease = try await limiter.acquire(request, partition: lease.partition, since: arrival)
                 }
             }
             defer { limiter.shared?.finished(lease.partition) }

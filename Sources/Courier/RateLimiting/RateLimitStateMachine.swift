@@ -157,18 +157,19 @@ struct RateLimitStateMachine<Waiter> {
         self.resetAt = resetAt
     }
 
-    /// A request arrives at `now`; `deadline` is its call's deadline.
-    mutating func acquire(now: Duration, deadline: Duration?) -> AcquireAction {
+    /// A request arrives at `now`; `deadline` is its call's deadline, and `since` when it first asked the limiter
+    /// (earlier than `now` after it waited for a shared window), from which the maximum wait counts.
+    mutating func acquire(now: Duration, since: Duration? = nil, deadline: Duration?) -> AcquireAction {
         roll(now)
         if entries.isEmpty, let ticket = take(now) { return .send(ticket) }
-        if let rejection = check(position: entries.count, since: now, deadline: deadline, now: now) {
+        if let rejection = check(position: entries.count, since: since ?? now, deadline: deadline, now: now) {
             return .reject(rejection)
         }
         lastID += 1
         return .suspend(id: lastID)
     }
 
-    /// ``acquire(now:deadline:)`` without the time, for a partition where it cannot matter: unlimited, nobody
+    /// ``acquire(now:since:deadline:)`` without the time, for a partition where it cannot matter: unlimited, nobody
     /// waiting, no reset pending. Returns the ticket `acquire` would return at any time, or `nil` (changing nothing)
     /// when the time or the deadline may matter.
     mutating func acquireUntimed() -> Ticket? {
@@ -183,16 +184,18 @@ struct RateLimitStateMachine<Waiter> {
         _ waiter: Waiter,
         id: Int,
         now: Duration,
+        since: Duration? = nil,
         deadline: Duration?,
         isCancelled: Bool
     ) -> EnqueueAction {
         if isCancelled { return .cancelled }
         roll(now)
         if entries.isEmpty, let ticket = take(now) { return .send(ticket) }
-        if let rejection = check(position: entries.count, since: now, deadline: deadline, now: now) {
+        let since = since ?? now
+        if let rejection = check(position: entries.count, since: since, deadline: deadline, now: now) {
             return .reject(rejection)
         }
-        entries.append(Entry(id: id, waiter: waiter, since: now, deadline: deadline))
+        entries.append(Entry(id: id, waiter: waiter, since: since, deadline: deadline))
         return .waiting(scheduleTick: tickToSchedule(now: now))
     }
 

@@ -253,13 +253,17 @@ public final class RateLimiter: Sendable {
     }
 
     /// Waits for a slot for `request` in `partition`, or throws.
-    func acquire(_ request: URLRequest, partition: String) async throws -> Lease {
+    ///
+    /// `since` is when the request first reached the limiter, when that was earlier than now (it waited for a
+    /// window of the fleet in between): ``RateLimitPolicy/maximumWait`` bounds the whole wait from then.
+    func acquire(_ request: URLRequest, partition: String, since: Duration? = nil) async throws -> Lease {
         let deadline = Deadline.current
         let start = elapsed()
+        let since = since ?? start
         let deadlineOffset = deadline.map { start + $0.timeLeft }
         var found = lock.withLock { _ in
             partitions.value.slot(partition).map { slot in
-                (slot: slot, action: slot.value.acquire(now: start, deadline: deadlineOffset))
+                (slot: slot, action: slot.value.acquire(now: start, since: since, deadline: deadlineOffset))
             }
         }
         if found == nil {
@@ -278,7 +282,7 @@ public final class RateLimiter: Sendable {
                     slot = Slot(machine)
                     partitions.value.slots[partition] = slot
                 }
-                return (slot: slot, action: slot.value.acquire(now: now, deadline: deadlineOffset))
+                return (slot: slot, action: slot.value.acquire(now: now, since: since, deadline: deadlineOffset))
             }
         }
         let (slot, action) = found!
@@ -295,6 +299,7 @@ public final class RateLimiter: Sendable {
                     partition: partition,
                     slot: slot,
                     request: request,
+                    since: since,
                     deadline: deadlineOffset,
                     timeout: deadline?.timeout
                 )
@@ -315,6 +320,7 @@ public final class RateLimiter: Sendable {
         partition: String,
         slot: Slot,
         request: URLRequest,
+        since: Duration,
         deadline: Duration?,
         timeout: Duration?
     ) async throws -> Machine.Ticket {
@@ -330,6 +336,7 @@ public final class RateLimiter: Sendable {
                         waiter,
                         id: id,
                         now: now,
+                        since: since,
                         deadline: deadline,
                         isCancelled: Task.isCancelled
                     )
@@ -415,6 +422,12 @@ public final class RateLimiter: Sendable {
         return read ?? nil
     }
 
+    /// Whether `lease`'s partition is paced (by the server's numbers or a client limit): a slot that must not be
+    /// held through a wait for the fleet's next window.
+    func paces(_ lease: Lease) -> Bool {
+        lock.withLock { _ in !lease.slot.value.isUnlimited }
+    }
+
     /// Gives back the slot of a request that was never sent.
     func returnUnused(_ lease: Lease) {
         let now = elapsed()
@@ -444,12 +457,15 @@ public final class RateLimiter: Sendable {
     }
 
     /// Wakes the partition at `offset`: one task per window (or deadline), not per request. The task holds
-    /// the limiter weakly, so a limiter no longer used is freed without waiting for it.
+    /// the limiter weakly, so a limiter no longer used is freed without waiting for it. It is shared work
+    /// (``SharedWork``), so that a manual clock's run sees the waiters it wakes before it moves time again.
     private func schedule(_ offset: Duration, for partition: String) {
         let sleepUntil = self.sleepUntil
-        Task.detached { [weak self] in
-            try? await sleepUntil(offset)
-            self?.tick(partition)
+        SharedWork.start { [weak self] in
+            await SharedWork.withoutCallContext {
+                try? await sleepUntil(offset)
+                self?.tick(partition)
+            }
         }
     }
 

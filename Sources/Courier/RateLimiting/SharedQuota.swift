@@ -36,9 +36,10 @@ extension RateLimitPolicy {
     /// again. A caller never waits for the store past its deadline.
     ///
     /// The limit applies with the server's own numbers (and a ``RateLimitPolicy/clientLimit``): a request takes
-    /// their slot first, then the fleet's. It holds the first while it waits for the second, so when both bind at
-    /// once, requests that waited through a window of the fleet go together when the next opens, and may exceed
-    /// the server's or client limit for that moment; the server's `429` then paces the partition again.
+    /// their slot first, then the fleet's. When the fleet's window is used up, it gives the first back while it
+    /// waits for the next window and takes both again then, so requests that waited through a window of the fleet
+    /// go at the limiter's pace when the next opens, not all at once. It keeps the first only while its replica
+    /// asks the store for a block (at most ``RateLimitPolicy/storeTimeout``).
     public struct SharedLimit: Sendable, Hashable {
         /// The most requests the fleet sends per window; at least 1.
         public var maxRequests: Int
@@ -132,16 +133,31 @@ final class SharedQuota: Sendable {
         self.sleepFor = sleepFor
     }
 
-    /// Takes a slot of `partition`'s shared window for `request`, waiting for a reservation or for the next
-    /// window when needed; call ``finished(_:)`` when the request ends.
+    /// Takes a slot of `partition`'s shared window for `request`, waiting for a reservation when needed; call
+    /// ``finished(_:)`` when the request ends.
+    ///
+    /// When the window is used up and `paced` (the request holds a slot the limiter paces: the server's numbers or
+    /// a client limit), it does not wait for the next window: it returns when that opens, for the caller to give
+    /// back the limiter's slot, ``sleep(until:)``, and ask both again. A request waiting for the fleet's next window
+    /// then holds no slot of the server's or client limit, so requests that waited through a window do not all go
+    /// at once when the next opens, past the limiter's pace. A request the limiter does not pace waits here, still
+    /// counted among the requests asking for a slot, so the next window's first block is sized for all of them.
     ///
     /// `arrival` is when the request reached the limiter (``now()``), so that ``RateLimitPolicy/maximumWait``
     /// bounds its whole wait: for the server's or client limit's slot, then for this one.
     ///
+    /// - Returns: `nil` when the request holds a slot (or goes without one while the store is bypassed), or, when
+    ///   `paced`, the time on the limiter's clock when the next window opens, checked against the deadline and the
+    ///   maximum wait.
     /// - Throws: ``CourierError/Code/timedOut`` when the slot would come after the call's deadline,
     ///   ``CourierError/Code/rateLimited`` when it would come (or a reservation would end) after
     ///   ``RateLimitPolicy/maximumWait``, and `CancellationError` when the task is cancelled.
-    func take(_ request: URLRequest, partition: String, arrival: Duration? = nil) async throws {
+    func take(
+        _ request: URLRequest,
+        partition: String,
+        arrival: Duration? = nil,
+        paced: Bool = false
+    ) async throws -> Duration? {
         let now = elapsed()
         let start = arrival ?? now
         let deadline = Deadline.current
@@ -160,7 +176,7 @@ final class SharedQuota: Sendable {
             switch step {
             case .go:
                 gone = true
-                return
+                return nil
             case .sleep(let until):
                 if let deadlineOffset, until >= deadlineOffset {
                     throw reject(.pastDeadline(opensIn: until - now), partition, request, deadline)
@@ -168,6 +184,7 @@ final class SharedQuota: Sendable {
                 if let maximum = policy.maximumWait, until - start > maximum {
                     throw reject(.waitTooLong(opensIn: until - now, maximum: maximum), partition, request, deadline)
                 }
+                if paced { return until }
                 try await sleepUntil(until)
             case .wait(let reserve):
                 if let reserve { startReservation(of: reserve, in: partition) }
@@ -182,8 +199,14 @@ final class SharedQuota: Sendable {
         }
     }
 
-    /// The limiter's clock now: a request's ``take(_:partition:arrival:)`` arrival.
+    /// The limiter's clock now: a request's ``take(_:partition:arrival:paced:)`` arrival.
     func now() -> Duration { elapsed() }
+
+    /// Sleeps until `offset` on the limiter's clock, the opening of a window ``take(_:partition:arrival:paced:)``
+    /// returned; throws `CancellationError` at once when the task is cancelled.
+    func sleep(until offset: Duration) async throws {
+        try await sleepUntil(offset)
+    }
 
     /// The block of `partition`, if it was used (for tests and diagnostics).
     func block(_ partition: String) -> Block? {

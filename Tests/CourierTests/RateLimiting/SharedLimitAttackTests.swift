@@ -188,6 +188,36 @@ struct SharedLimitAttackTests {
         #expect(limiter.state(for: partition)?.inFlight == 0)
     }
 
+    // After a request slept through a window of the fleet, it gives the limiter's slot back and asks the limiter
+    // again (the middleware passes its arrival): the maximum wait still counts from the arrival.
+    @Test("Asking the limiter again after a shared wait: refused when the whole wait would pass maximumWait")
+    func maximumWaitCountsFromArrivalWhenAskingAgain() async throws {
+        let limiter = RateLimiter(
+            RateLimitPolicy(
+                clientLimit: .init(maxRequests: 1, per: .seconds(1)),
+                maximumWait: .milliseconds(800),
+                currentDate: currentDate
+            ),
+            clock: clock
+        )
+        let request = URLRequest(url: url)
+        let first = try await limiter.acquire(request, partition: partition)
+        // 600 ms later, a request that arrived at 0 asks again: the next slot, at 1 s, is 1 s after its arrival.
+        clock.advance(by: .milliseconds(600))
+        let outcome = try await clock.run {
+            do {
+                let lease = try await limiter.acquire(request, partition: partition, since: .zero)
+                limiter.returnUnused(lease)
+                return "slot at \(clock.now.offset)"
+            } catch let error as CourierError {
+                return "\(error.code) at \(clock.now.offset)"
+            }
+        }
+        #expect(outcome == "rateLimited at 0.6 seconds")
+        limiter.returnUnused(first)
+        #expect(limiter.state(for: partition)?.inFlight == 0)
+    }
+
     @Test("maximumWait bounds the wait for a reservation from a store that does not answer")
     func maximumWaitBoundsReservation() async throws {
         let store = RecordingRateLimitStore(currentDate: currentDate)
@@ -224,12 +254,9 @@ struct SharedLimitAttackTests {
         #expect(limiter.state(for: partition)?.inFlight == 0)
     }
 
-    @Test(
-        "A request that waited for the shared window still keeps the client limit's window it is sent in",
-        .disabled(
-            "finding: the limiter's slot is taken before the shared one and held through the shared wait; requests leased in earlier client-limit (or server) windows go together when the shared window opens: 15 in one second at 10 per second"
-        )
-    )
+    // Finding 5: the limiter's slot was held through the wait for the fleet's next window, so requests leased in
+    // earlier client-limit windows went together when it opened: 15 in one second at 10 per second.
+    @Test("A request that waited for the shared window still keeps the client limit's window it is sent in")
     func sharedWaitKeepsClientLimit() async throws {
         let store = RecordingRateLimitStore(currentDate: currentDate)
         let limiter = RateLimiter(

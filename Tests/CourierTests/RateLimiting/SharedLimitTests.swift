@@ -16,6 +16,8 @@ final class RecordingRateLimitStore: RateLimitStore {
     let inner: InMemoryRateLimitStore
     let reservations = Locked<[RateLimitReservation]>([])
     let mode = Locked(Mode.normal)
+    /// Opened when a reservation is first asked for.
+    let reserving = Gate()
 
     init(currentDate: @escaping @Sendable () -> Date) {
         inner = InMemoryRateLimitStore(currentDate: currentDate)
@@ -50,6 +52,7 @@ final class RecordingRateLimitStore: RateLimitStore {
     ) async throws
         -> RateLimitReservation
     {
+        reserving.open()
         try await obey(reserving: true)
         let reservation = await inner.reserve(count, in: partition, limit: limit, window: window)
         reservations.withLock { $0.append(reservation) }
@@ -87,9 +90,12 @@ struct SharedLimitTests {
         limit: RateLimitPolicy.SharedLimit,
         events: Locked<[RateLimitEvent]> = Locked([]),
         maximumWait: Duration? = nil,
-        storeTimeout: Duration = .seconds(1)
+        storeTimeout: Duration = .seconds(1),
+        clientLimit: RateLimitPolicy.ClientLimit? = nil,
+        clientWindows: Locked<[(replica: Int, endsAt: Duration)]>? = nil
     ) -> (Client, RateLimiter) {
         var policy = RateLimitPolicy(
+            clientLimit: clientLimit,
             sharedLimit: limit,
             maximumWait: maximumWait,
             onEvent: { event in events.withLock { $0.append(event) } },
@@ -97,10 +103,17 @@ struct SharedLimitTests {
         )
         policy.storeTimeout = storeTimeout
         let limiter = RateLimiter(policy, store: store, clock: clock)
+        // Inside the limiter, as a request is sent: the end of the client limit's window it is sent in.
+        let clientWindow = Middleware(name: "clientWindow") { [clock, partition] request, next in
+            if let clientWindows, let resetIn = limiter.state(for: partition)?.resetIn {
+                clientWindows.withLock { $0.append((index, clock.now.offset + resetIn)) }
+            }
+            return try await next(request)
+        }
         let client = Client(
             baseURL: URL(string: "https://api.example.test")!,
             transport: origin.transport(index, clock: clock),
-            middleware: [.rateLimiting(limiter)]
+            middleware: [.rateLimiting(limiter), clientWindow]
         )
         return (client, limiter)
     }
@@ -330,7 +343,9 @@ struct SharedLimitTests {
         let limit = RateLimitPolicy.SharedLimit(maxRequests: 10, per: .seconds(2))
         let (client, limiter) = replica(0, store: store, origin: origin, limit: limit)
         let task = Task { try await client.send(URLRequest(url: url)) }
-        // The fetch's store timeout sleeps on the clock once the request waits.
+        // The reservation is asked for once the request waits for it (the first read of the quota, before, has a
+        // store timeout of its own that sleeps on the clock too), and its store timeout sleeps on the clock.
+        await store.reserving.wait()
         await clock.waitForSleepers(count: 1)
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.join() }
@@ -340,7 +355,7 @@ struct SharedLimitTests {
     }
 
     @Test(
-        "Seeded model: random replicas, limits, blocks and arrivals never exceed a window or send in a margin",
+        "Seeded model: random replicas, limits, client limits, blocks and arrivals never exceed a window or send in a margin",
         arguments: 0..<12
     )
     func seededModel(seed: UInt64) async throws {
@@ -352,9 +367,26 @@ struct SharedLimitTests {
             per: .milliseconds(Int64.random(in: 500...3000, using: &random)),
             blockSize: Int.random(in: 1...maxRequests, using: &random)
         )
+        // Half the seeds give every replica a client limit too: both bind, and each must be kept.
+        let clientLimit =
+            Bool.random(using: &random)
+            ? RateLimitPolicy.ClientLimit(
+                maxRequests: Int.random(in: 1...maxRequests, using: &random),
+                per: .milliseconds(Int64.random(in: 200...2000, using: &random))
+            ) : nil
+        let clientWindows = Locked<[(replica: Int, endsAt: Duration)]>([])
         let store = RecordingRateLimitStore(currentDate: currentDate)
         let origin = Origin()
-        let replicas = (0..<replicaCount).map { replica($0, store: store, origin: origin, limit: limit) }
+        let replicas = (0..<replicaCount).map {
+            replica(
+                $0,
+                store: store,
+                origin: origin,
+                limit: limit,
+                clientLimit: clientLimit,
+                clientWindows: clientWindows
+            )
+        }
         // Each request arrives at a random time in the first 6 seconds.
         let plan = replicas.indices.flatMap { index in
             (0..<Int.random(in: 0...(2 * maxRequests), using: &random)).map { _ in
@@ -377,6 +409,14 @@ struct SharedLimitTests {
         let sends = origin.sends.withLock { $0 }
         #expect(sends.count == plan.count)
         _ = checkWindows(sends, store.reservations.withLock { $0 }, limit)
+        if let clientLimit {
+            // Every replica's requests, by the client limit's window they were sent in.
+            let perWindow = Dictionary(grouping: clientWindows.withLock { $0 }) { "\($0.replica)@\($0.endsAt)" }
+            #expect(perWindow.values.map(\.count).reduce(0, +) == plan.count, "seed \(seed)")
+            for (window, sent) in perWindow {
+                #expect(sent.count <= clientLimit.maxRequests, "seed \(seed): \(sent.count) sent in \(window)")
+            }
+        }
         for (_, limiter) in replicas where !plan.isEmpty {
             if let block = limiter.shared?.block(partition) {
                 #expect(block.inFlight == 0 && block.pending == 0 && block.waiters.isEmpty, "seed \(seed)")
