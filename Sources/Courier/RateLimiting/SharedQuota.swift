@@ -17,11 +17,13 @@ extension RateLimitPolicy {
     /// ```
     ///
     /// Each request takes a slot of the fleet's current window before it is sent. A replica takes its slots
-    /// from the store in blocks (``RateLimitStore/reserve(_:in:limit:window:)``), as many as it has requests
-    /// waiting, up to ``blockSize``, so most requests pay no round trip to the store: one that
-    /// finds a slot left in its replica's block pays none. When the window is used up, requests wait for the
-    /// next one, in the limits of ``RateLimitPolicy/maximumWait`` and the call's deadline, like any other wait
-    /// of the limiter.
+    /// from the store in blocks (``RateLimitStore/reserve(_:in:limit:window:)``), up to ``blockSize``, so most
+    /// requests pay no round trip to the store: one that finds a slot left in its replica's block pays none. A
+    /// block holds as many slots as requests are waiting, or, when one is, twice as many as the last block gave
+    /// (1, 2, 4, … for a replica sending one request at a time). A replica that has sent nothing for a twentieth
+    /// of the window gives back the slots left in its block (``RateLimitStore/release(_:of:)``). When the window
+    /// is used up, requests wait for the next one, in the limits of ``RateLimitPolicy/maximumWait`` and the
+    /// call's deadline, like any other wait of the limiter.
     ///
     /// **Windows and their margin.** The store opens a window with the first reservation after the last one
     /// ended. Replicas send a window's requests only during its first `window` and then leave a ``margin`` of
@@ -95,6 +97,14 @@ final class SharedQuota: Sendable {
         /// Requests waiting for the reservation under way, by id.
         var waiters: [Int: CheckedContinuation<Void, any Error>] = [:]
         var nextWaiter = 0
+        /// The reservation the block's slots came from: what an idle replica gives back its unused slots of.
+        var reservation: RateLimitReservation?
+        /// Slots taken from the block since it was reserved; the next block asks for twice as many.
+        var taken = 0
+        /// When a request of the partition last took a slot or ended.
+        var lastActive: Duration = .zero
+        /// Whether a task will give back the block's slots once the replica has been idle long enough.
+        var givingBack = false
     }
 
     /// What a request does next.
@@ -213,9 +223,75 @@ final class SharedQuota: Sendable {
         blocks.withLock { blocks in blocks[partition] }
     }
 
-    /// Records that a request that took a slot of `partition` ended.
+    /// Records that a request that took a slot of `partition` ended. When it was the last one and slots are left
+    /// in the block, they go back to the store once the replica has sent nothing for ``idleBeforeGivingBack``.
     func finished(_ partition: String) {
-        blocks.withLock { blocks in blocks[partition]?.inFlight -= 1 }
+        let now = elapsed()
+        let giveBack = blocks.withLock { blocks -> Bool in
+            guard var block = blocks[partition] else { return false }
+            defer { blocks[partition] = block }
+            block.inFlight -= 1
+            block.lastActive = now
+            guard block.inFlight == 0, block.pending == 0, block.left > 0, !block.givingBack else { return false }
+            block.givingBack = true
+            return true
+        }
+        if giveBack { startGivingBack(partition, idleSince: now) }
+    }
+
+    /// Gives back the slots left in `partition`'s block once no request has taken one or ended for
+    /// ``idleBeforeGivingBack``, in a task of its own, bounded by the store timeout.
+    private func startGivingBack(_ partition: String, idleSince: Duration) {
+        let (store, policy, sleepUntil, sleepFor, elapsed, idle) = (
+            store, policy, sleepUntil, sleepFor, elapsed, idleBeforeGivingBack
+        )
+        SharedWork.start { [weak self] in
+            await SharedWork.withoutCallContext {
+                var wake = idleSince + idle
+                while true {
+                    guard (try? await sleepUntil(wake)) != nil, let self else { return }
+                    let now = elapsed()
+                    enum Next {
+                        case stop
+                        case sleep(Duration)
+                        case giveBack(Int, RateLimitReservation)
+                    }
+                    let next = self.blocks.withLock { blocks -> Next in
+                        guard var block = blocks[partition] else { return .stop }
+                        defer { blocks[partition] = block }
+                        guard block.inFlight == 0, block.pending == 0, !block.fetching, block.left > 0,
+                            block.usableUntil > now, let reservation = block.reservation
+                        else {
+                            // Busy again (the last request to end starts this again), or nothing worth giving back.
+                            block.givingBack = false
+                            return .stop
+                        }
+                        if now - block.lastActive < idle { return .sleep(block.lastActive + idle) }
+                        let count = block.left
+                        (block.left, block.taken, block.givingBack) = (0, 0, false)
+                        return .giveBack(count, reservation)
+                    }
+                    switch next {
+                    case .stop:
+                        return
+                    case .sleep(let until):
+                        wake = until
+                    case .giveBack(let count, let reservation):
+                        do {
+                            try await StoreCall.bounded(
+                                "the rate-limit store did not answer a release",
+                                limit: policy.storeTimeout,
+                                sleep: sleepFor
+                            ) { try await store.release(count, of: reservation) }
+                        } catch {
+                            let message = Redaction.redactedText(String(describing: error))
+                            policy.onEvent?(.storeFailed(partition: partition, message: message))
+                        }
+                        return
+                    }
+                }
+            }
+        }
     }
 
     /// What a request of `block` does at `now`.
@@ -238,6 +314,8 @@ final class SharedQuota: Sendable {
         if block.fetching { return .wait(reserve: nil) }
         if block.usableUntil > now, block.left > 0 {
             block.left -= 1
+            block.taken += 1
+            block.lastActive = now
             block.pending -= 1
             block.inFlight += 1
             return .go
@@ -246,10 +324,24 @@ final class SharedQuota: Sendable {
             return .sleep(until: block.windowEndsAt)
         }
         block.fetching = true
-        // As many slots as requests ask for now: a slot reserved for a request that may never come would be
-        // stranded in this replica until the window ends (slots are never given back).
-        return .wait(reserve: min(limit.blockSize, block.pending))
+        return .wait(reserve: blockToAsk(block, limit))
     }
+
+    /// How many slots to ask the store for, up to the block size: as many as requests ask for now, or, when only
+    /// one does, twice as many as the last block gave. A replica sending one request at a time asks for 1, 2, 4, …
+    /// slots, so its round trips to the store fall as it keeps sending; the slots it does not use go back once it
+    /// has been idle for a while (``finished(_:)``), so they are not stranded in it until the window ends. A
+    /// replica with several requests asking gets blocks of that many, and no more: under load the fleet's window
+    /// is what runs short, and a slot reserved for a request that is not there would be missed by another replica.
+    static func blockToAsk(_ block: Block, _ limit: RateLimitPolicy.SharedLimit) -> Int {
+        guard block.pending == 1 else { return min(limit.blockSize, block.pending) }
+        let (doubled, overflow) = block.taken.multipliedReportingOverflow(by: 2)
+        return min(limit.blockSize, max(1, overflow ? limit.blockSize : doubled))
+    }
+
+    /// How long a replica sends nothing in a partition before it gives back the slots left in its block: a
+    /// twentieth of the window.
+    var idleBeforeGivingBack: Duration { limit.window / 20 }
 
     /// Asks the store for `count` slots of `partition`'s window, in a task of its own, and wakes every request
     /// waiting for it when it ends.
@@ -295,6 +387,8 @@ final class SharedQuota: Sendable {
                         let windowLength = limit.window + limit.margin
                         let endsIn = min(max(endsIn, windowLength / 100), windowLength)
                         block.left = granted
+                        block.taken = 0
+                        block.reservation = reservation
                         block.usedUp = granted < count
                         block.windowEndsAt = now + endsIn
                         block.usableUntil = now + endsIn - limit.margin

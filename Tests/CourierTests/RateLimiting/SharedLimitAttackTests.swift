@@ -37,6 +37,37 @@ private final class ReleasingRateLimitStore: RateLimitStore {
     }
 }
 
+/// A store that records how many slots each reservation asked for, and passes every call on.
+private final class CountingReservations: RateLimitStore {
+    let inner: any RateLimitStore
+    let asked: Locked<[Int]>
+
+    init(_ inner: any RateLimitStore, _ asked: Locked<[Int]>) {
+        (self.inner, self.asked) = (inner, asked)
+    }
+
+    func quota(for partition: String) async throws -> RateLimitQuota? { try await inner.quota(for: partition) }
+    func record(_ quota: RateLimitQuota, for partition: String) async throws {
+        try await inner.record(quota, for: partition)
+    }
+
+    func reserve(
+        _ count: Int,
+        in partition: String,
+        limit: Int,
+        window: Duration
+    ) async throws
+        -> RateLimitReservation
+    {
+        asked.withLock { $0.append(count) }
+        return try await inner.reserve(count, in: partition, limit: limit, window: window)
+    }
+
+    func release(_ count: Int, of reservation: RateLimitReservation) async throws {
+        try await inner.release(count, of: reservation)
+    }
+}
+
 /// A store whose writes wait at a gate, counting how many run at once.
 private final class GatedWriteStore: RateLimitStore {
     let gate = Gate()
@@ -290,7 +321,7 @@ struct SharedLimitAttackTests {
         #expect(perSecond.values.allSatisfy { $0 <= 10 }, "sent per second: \(perSecond.sorted { $0.key < $1.key })")
     }
 
-    @Test("A replica reserves no slot it will not use, so another replica can fill the window")
+    @Test("A replica gives back the slots it did not use once idle, so another replica can fill the window")
     func unusedSlotsGoBack() async throws {
         let store = ReleasingRateLimitStore(currentDate: currentDate)
         let limit = RateLimitPolicy.SharedLimit(maxRequests: 10, per: .seconds(2), blockSize: 10)
@@ -319,7 +350,8 @@ struct SharedLimitAttackTests {
         }
         let a = replica(0, held: true)
         let b = replica(1, held: false)
-        // Replica A: one request in flight, then a second, which reserves for both (2 slots) and uses one.
+        // Replica A: one request in flight, then a second, which asks for twice the first block (2 slots) and
+        // uses one.
         let first = Task { try await a.send(URLRequest(url: url)) }
         try await waitUntil { sends.withLock { $0.count } == 1 }
         let second = Task { try await a.send(URLRequest(url: url)) }
@@ -327,6 +359,10 @@ struct SharedLimitAttackTests {
         gate.open()
         _ = try await first.join()
         _ = try await second.join()
+        // A has sent nothing for a twentieth of the window: its unused slot goes back.
+        #expect(store.released.withLock { $0 } == 0)
+        clock.advance(by: .milliseconds(100))
+        try await waitUntil { store.released.withLock { $0 } == 1 }
         // Replica B: 8 requests; the fleet has sent 2 of the window's 10.
         try await clock.run {
             try await withThrowingTaskGroup(of: Void.self) { group in
@@ -335,7 +371,10 @@ struct SharedLimitAttackTests {
             }
         }
         let fromB = sends.withLock { $0 }.filter { $0.replica == 1 }
-        #expect(fromB.count == 8 && fromB.allSatisfy { $0.at == .zero }, "B sent at \(fromB.map(\.at))")
+        #expect(
+            fromB.count == 8 && fromB.allSatisfy { $0.at == .milliseconds(100) },
+            "B sent at \(fromB.map(\.at))"
+        )
     }
 
     /// One request of the seeded model: when it arrives, at which replica, and how it may end early.
@@ -518,12 +557,19 @@ struct SharedLimitAttackTests {
         #expect(store.peak.withLock { $0 } == 1)
     }
 
-    @Test("A replica sending one request at a time reserves one slot per request and holds none")
-    func oneAtATimeHoldsNothing() async throws {
-        let store = RecordingRateLimitStore(currentDate: currentDate)
+    @Test("A replica sending one request at a time asks for blocks of 1, 2, 4, 8 slots and gives back what it left")
+    func oneAtATimeGrowsBlocksAndGivesBack() async throws {
+        let store = ReleasingRateLimitStore(currentDate: currentDate)
+        let reservations = Locked<[Int]>([])
         let limiter = RateLimiter(
-            RateLimitPolicy(sharedLimit: .init(maxRequests: 100, per: .seconds(2)), currentDate: currentDate),
-            store: store,
+            RateLimitPolicy(
+                sharedLimit: .init(maxRequests: 100, per: .seconds(2)),
+                onEvent: { event in
+                    if case .storeFailed = event { Issue.record("\(event)") }
+                },
+                currentDate: currentDate
+            ),
+            store: CountingReservations(store, reservations),
             clock: clock
         )
         let client = Client(
@@ -531,9 +577,23 @@ struct SharedLimitAttackTests {
             transport: MockTransport { _ in .ok },
             middleware: [.rateLimiting(limiter)]
         )
-        for _ in 0..<5 { _ = try await client.send(URLRequest(url: url)) }
-        #expect(store.reservations.withLock { $0.map(\.granted) } == [1, 1, 1, 1, 1])
+        // 12 requests, one at a time: 1 + 2 + 4 + 8 slots, so four round trips instead of twelve.
+        for _ in 0..<12 {
+            _ = try await client.send(URLRequest(url: url))
+            clock.advance(by: .milliseconds(10))
+        }
+        #expect(reservations.withLock { $0 } == [1, 2, 4, 8])
+        #expect(limiter.shared?.block(partition)?.left == 3)
+        // Idle for a twentieth of the window (100 ms) since the last request: the 3 slots left go back, and the
+        // next request starts again from a block of 1.
+        clock.advance(by: .milliseconds(89))
+        await Task.yield()
+        #expect(store.released.withLock { $0 } == 0)
+        clock.advance(by: .milliseconds(1))
+        try await waitUntil { store.released.withLock { $0 } == 3 }
         #expect(limiter.shared?.block(partition)?.left == 0)
+        _ = try await client.send(URLRequest(url: url))
+        #expect(reservations.withLock { $0 } == [1, 2, 4, 8, 1])
     }
 
     @Test(

@@ -15,6 +15,8 @@ final class RecordingRateLimitStore: RateLimitStore {
 
     let inner: InMemoryRateLimitStore
     let reservations = Locked<[RateLimitReservation]>([])
+    /// Slots given back, with the reservation they came from.
+    let releases = Locked<[(count: Int, of: RateLimitReservation)]>([])
     let mode = Locked(Mode.normal)
     /// Opened when a reservation is first asked for.
     let reserving = Gate()
@@ -57,6 +59,12 @@ final class RecordingRateLimitStore: RateLimitStore {
         let reservation = await inner.reserve(count, in: partition, limit: limit, window: window)
         reservations.withLock { $0.append(reservation) }
         return reservation
+    }
+
+    func release(_ count: Int, of reservation: RateLimitReservation) async throws {
+        try await obey(reserving: true)
+        releases.withLock { $0.append((count, reservation)) }
+        await inner.release(count, of: reservation)
     }
 }
 
@@ -125,6 +133,7 @@ struct SharedLimitTests {
         _ sends: [(at: Duration, replica: Int)],
         _ reservations: [RateLimitReservation],
         _ limit: RateLimitPolicy.SharedLimit,
+        releases: [(count: Int, of: RateLimitReservation)] = [],
         sourceLocation: SourceLocation = #_sourceLocation
     ) -> [Int: Int] {
         let length = limit.window + limit.margin
@@ -151,11 +160,12 @@ struct SharedLimitTests {
         for (number, count) in counts {
             #expect(count <= limit.maxRequests, "window \(number): \(count) requests", sourceLocation: sourceLocation)
         }
-        let granted = Dictionary(grouping: reservations, by: \.window).mapValues { $0.reduce(0) { $0 + $1.granted } }
+        var granted = Dictionary(grouping: reservations, by: \.window).mapValues { $0.reduce(0) { $0 + $1.granted } }
+        for release in releases { granted[release.of.window, default: 0] -= release.count }
         for (number, total) in granted {
             #expect(
                 total <= limit.maxRequests,
-                "window \(number): \(total) slots granted",
+                "window \(number): \(total) slots granted and not given back",
                 sourceLocation: sourceLocation
             )
         }
@@ -179,7 +189,12 @@ struct SharedLimitTests {
             }
         }
         #expect(statuses.count == 240 && statuses.allSatisfy { $0 == 200 })
-        let counts = checkWindows(origin.sends.withLock { $0 }, store.reservations.withLock { $0 }, limit)
+        let counts = checkWindows(
+            origin.sends.withLock { $0 },
+            store.reservations.withLock { $0 },
+            limit,
+            releases: store.releases.withLock { $0 }
+        )
         // 240 requests at 50 a window: four full windows and one of 40.
         #expect(counts.values.sorted() == [40, 50, 50, 50, 50])
         // Blocks, not a round trip per request.
@@ -408,7 +423,7 @@ struct SharedLimitTests {
         #expect(statuses.count == plan.count && statuses.allSatisfy { $0 == 200 }, "seed \(seed)")
         let sends = origin.sends.withLock { $0 }
         #expect(sends.count == plan.count)
-        _ = checkWindows(sends, store.reservations.withLock { $0 }, limit)
+        _ = checkWindows(sends, store.reservations.withLock { $0 }, limit, releases: store.releases.withLock { $0 })
         if let clientLimit {
             // Every replica's requests, by the client limit's window they were sent in.
             let perWindow = Dictionary(grouping: clientWindows.withLock { $0 }) { "\($0.replica)@\($0.endsAt)" }
