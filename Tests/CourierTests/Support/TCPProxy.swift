@@ -12,6 +12,10 @@ final class TCPProxy: Sendable {
     private let listener: Int32
     /// Whether the proxy is down, and the open connections' descriptors, by pair (client, upstream).
     private let state = Locked((down: false, pairs: [Int: (Int32, Int32)](), nextPair: 0, closed: false))
+    private let forwarded = Locked(0)
+
+    /// Bytes forwarded so far from clients to the server: what a client sent (a query, a ping), whole.
+    var bytesToServer: Int { forwarded.withLock { $0 } }
 
     /// Starts a proxy to `upstreamPort` on 127.0.0.1.
     init(upstreamPort: Int) throws {
@@ -87,12 +91,12 @@ final class TCPProxy: Sendable {
                     close(upstream)
                 }
             }
-            Thread.detachNewThread {
-                Self.pump(from: client, to: upstream)
+            Thread.detachNewThread { [forwarded] in
+                Self.pump(from: client, to: upstream, counting: forwarded)
                 end()
             }
             Thread.detachNewThread {
-                Self.pump(from: upstream, to: client)
+                Self.pump(from: upstream, to: client, counting: nil)
                 end()
             }
         }
@@ -117,13 +121,15 @@ final class TCPProxy: Sendable {
         return descriptor
     }
 
-    /// Copies bytes from `source` to `destination` until either ends.
-    private static func pump(from source: Int32, to destination: Int32) {
+    /// Copies bytes from `source` to `destination` until either ends, adding each count read to `counter`.
+    private static func pump(from source: Int32, to destination: Int32, counting counter: Locked<Int>?) {
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = buffer.withUnsafeMutableBytes { recv(source, $0.baseAddress, $0.count, 0) }
             if count < 0 && errno == EINTR { continue }
-            guard count > 0, Glue.write(Data(buffer[0..<count]), to: destination) else { return }
+            guard count > 0 else { return }
+            counter?.withLock { $0 += count }
+            guard Glue.write(Data(buffer[0..<count]), to: destination) else { return }
         }
     }
 }
