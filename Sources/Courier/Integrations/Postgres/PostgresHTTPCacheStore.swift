@@ -168,7 +168,8 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     // MARK: HTTPCacheStore
 
-    /// The responses stored for `key` whose rows have not expired: one `SELECT` by primary key.
+    /// The responses stored for `key` whose rows have not expired: one `SELECT` by primary key. A row whose fields
+    /// do not decode is skipped (and logged), so that one bad row does not hide the key's others.
     public func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] {
         let resource = Self.hash(key.resource)
         let partition = key.partition
@@ -182,7 +183,14 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             )
             var responses: [CachedResponse] = []
             for try await (fields, body) in rows.decode((Data, Data).self) {
-                responses.append(try StoredForm.decode(fields: fields, body: body))
+                // A row this version cannot read (written by another version, or by hand) is skipped, not thrown:
+                // thrown, it would fail every lookup of the key until the row expires, since a store replaces
+                // only the row of its own variant.
+                do {
+                    responses.append(try StoredForm.decode(fields: fields, body: body))
+                } catch {
+                    logger.warning("skipped a row of \(table) that does not decode: \(error)")
+                }
             }
             return responses
         }

@@ -1,0 +1,218 @@
+#if Postgres
+import CourierTesting
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An adversarial review of the PostgreSQL cache store, its fill coordination and the sealed token store: each
+/// test is an attack, the failing ones found a bug that the commit beside them fixed.
+@Suite(
+    "Attacks on the PostgreSQL cache and token stores",
+    .enabled(if: PostgresTestServer.url != nil, PostgresTestServer.skipReason),
+    .timeLimit(.minutes(2))
+)
+struct PostgresStoreAttackTests {
+    private static let url = URL(string: "https://api.example.test/attack")!
+    private static let secret = HTTPCache.PartitionSecret(Array("the attack suite's partition secret".utf8))
+
+    /// Runs `body` with a client and a fresh table name (`attack_…`), dropping the table, its table of fills and
+    /// the schemas `body` made (named `<table>_…`) afterwards.
+    private static func withTables<Result: Sendable>(
+        configuration: PostgresClient.Configuration = PostgresTestServer.configuration(),
+        _ body: @escaping @Sendable (PostgresClient, String) async throws -> Result
+    ) async throws -> Result {
+        try await PostgresTestServer.withClient(configuration: configuration, dropTable: false) { client, _ in
+            let table = "attack_\(UInt32.random(in: .min ... .max))"
+            let cleanUp = { @Sendable () async in
+                for sql in [
+                    "DROP TABLE IF EXISTS \(table)", "DROP TABLE IF EXISTS \(table)_fills",
+                    "DROP SCHEMA IF EXISTS \(table)_a CASCADE", "DROP SCHEMA IF EXISTS \(table)_b CASCADE",
+                ] {
+                    _ = try? await client.query(PostgresQuery(unsafeSQL: sql))
+                }
+            }
+            do {
+                let result = try await body(client, table)
+                await cleanUp()
+                return result
+            } catch {
+                await cleanUp()
+                throw error
+            }
+        }
+    }
+
+    private static func execute(_ client: PostgresClient, _ sql: String) async throws {
+        try await client.query(PostgresQuery(unsafeSQL: sql))
+    }
+
+    private static func response(_ body: String, variant: String = "") -> CachedResponse {
+        CachedResponse(
+            statusCode: 200,
+            headers: ["Cache-Control": "public, max-age=60"],
+            body: Data(body.utf8),
+            requestDate: Date(),
+            responseDate: Date(),
+            variant: variant
+        )
+    }
+
+    private static func request(_ token: String?) -> URLRequest {
+        var request = URLRequest(url: url)
+        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
+        return request
+    }
+
+    /// An origin whose body names the credential it was sent, cacheable by a shared cache for a minute.
+    private static func origin() -> MockTransport {
+        MockTransport { request in
+            .status(
+                200,
+                body: "for \(request.header("Authorization") ?? "nobody")",
+                headers: ["Cache-Control": "public, max-age=60"]
+            )
+        }
+    }
+
+    /// Writes a row for `key` as a replica of another version, a partial write or someone with access to the
+    /// table could: `fields` as given, under its own variant.
+    private static func insertRow(
+        _ client: PostgresClient,
+        table: String,
+        key: HTTPCacheKey,
+        variant: String,
+        fields: Data,
+        body: Data = Data("hostile".utf8)
+    ) async throws {
+        let resource = PostgresHTTPCacheStore.hash(key.resource)
+        let variantHash = PostgresHTTPCacheStore.hash(variant)
+        try await client.query(
+            """
+            INSERT INTO \(unescaped: table) (resource_hash, partition, variant_hash, fields, body, keep_until)
+            VALUES (
+                \(resource), \(key.partition), \(variantHash), \(fields), \(body), clock_timestamp() + interval '1 day'
+            )
+            """
+        )
+    }
+
+    // MARK: Hostile rows
+
+    @Test("One row that does not decode is skipped: the key's other rows still answer, and the cache still caches")
+    func undecodableRowDoesNotPoisonTheKey() async throws {
+        try await Self.withTables { client, table in
+            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            try await store.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            let good = Self.response("good")
+            try await store.store(good, for: key)
+            // A row of the same key under another variant, whose fields are not what this version writes.
+            for fields in [Data("not json".utf8), Data(#"{"statusCode":"two hundred"}"#.utf8), Data()] {
+                try await Self.insertRow(
+                    client,
+                    table: table,
+                    key: key,
+                    variant: "accept:\(fields.count)",
+                    fields: fields
+                )
+            }
+            #expect(try await store.responses(for: key) == [good])
+
+            // Through a cache: the resource is served from the table, not fetched on every call.
+            let transport = Self.origin()
+            let api = Client(transport: transport, middleware: [.caching(HTTPCache(store: store))])
+            try await store.removeResponses(forResource: key.resource)
+            try await Self.insertRow(client, table: table, key: key, variant: "x", fields: Data("{".utf8))
+            for _ in 0..<3 { _ = try await api.send(URLRequest(url: Self.url)) }
+            #expect(transport.callCount == 1)
+        }
+    }
+
+    @Test("A row with NaN, infinite or extreme dates and status decodes and is served or refetched, never a trap")
+    func extremeNumbersInARow() async throws {
+        try await Self.withTables { client, table in
+            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            try await store.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            let dates: [Double] = [.nan, .infinity, -.infinity, .greatestFiniteMagnitude, -1e300, 0]
+            for (index, (requested, received)) in zip(dates, dates.reversed()).enumerated() {
+                let fields = """
+                    {"statusCode":\(index == 0 ? Int.max : 200),"headers":{"Cache-Control":"max-age=999999999999999",\
+                    "Age":"99999999999999999999","Date":"Thu, 01 Jan 1970 00:00:00 GMT"},\
+                    "requestDate":\(requested.bitPattern),"responseDate":\(received.bitPattern),"variant":""}
+                    """
+                try await Self.execute(client, "DELETE FROM \(table)")
+                try await Self.insertRow(client, table: table, key: key, variant: "", fields: Data(fields.utf8))
+                #expect(try await store.responses(for: key).count == 1)
+                let transport = Self.origin()
+                let (_, response) = try await Client(
+                    transport: transport,
+                    middleware: [.caching(HTTPCache(store: store))]
+                ).send(URLRequest(url: Self.url))
+                #expect(response.statusCode == (transport.callCount == 0 && index == 0 ? Int.max : 200))
+            }
+        }
+    }
+
+    // MARK: Sealing
+
+    @Test("Two seals of one secret at one place never share a nonce, and both open")
+    func freshNonces() throws {
+        let key = try PostgresSharedTokenStore.SealingKey(Array(repeating: 7, count: 32))
+        let sealer = PostgresTokenSealer(current: key, previous: [])
+        let place = PostgresTokenSealer.Place(table: "public.t", name: "api", column: .value, version: 3)
+        var nonces = Set<Data>()
+        for _ in 0..<200 {
+            let sealed = try sealer.seal("the same token", at: place)
+            nonces.insert(sealed.subdata(in: 1..<13))
+            #expect(try sealer.open(sealed, at: place) == "the same token")
+        }
+        #expect(nonces.count == 200)
+    }
+
+    @Test("Sealed values lengthened, cut to any length, emptied or of another format never open, and never trap")
+    func malformedSealedValues() throws {
+        let key = try PostgresSharedTokenStore.SealingKey(Array(repeating: 7, count: 32))
+        let sealer = PostgresTokenSealer(current: key, previous: [])
+        let place = PostgresTokenSealer.Place(table: "public.t", name: "api", column: .value, version: 1)
+        let sealed = try sealer.seal("secret-token-value", at: place)
+        var malformed = (0..<sealed.count).map { sealed.prefix($0) }
+        malformed += [sealed + Data([0]), sealed + sealed, Data([2]) + sealed.dropFirst(), Data([1])]
+        for value in malformed {
+            #expect(throws: CourierError.self) { try sealer.open(Data(value), at: place) }
+        }
+    }
+
+    @Test(
+        "A key of the wrong length or not base64 is a clear error that never quotes the text",
+        arguments: [0, 1, 16, 31, 33, 64]
+    )
+    func wrongKeys(length: Int) {
+        let bytes = Array(repeating: UInt8(65), count: length)
+        #expect(throws: CourierError.self) { try PostgresSharedTokenStore.SealingKey(bytes) }
+        let text = Data(bytes).base64EncodedString()
+        do {
+            _ = try PostgresSharedTokenStore.SealingKey(base64: text)
+            Issue.record("a \(length)-byte key was accepted")
+        } catch {
+            #expect(error.code == .invalidRequest)
+            #expect(error.message.contains("\(length)"))
+            #expect(length == 0 || !"\(error)".contains(text))
+        }
+        let notBase64 = "this is not base64 but looks like a secret!"
+        do {
+            _ = try PostgresSharedTokenStore.SealingKey(base64: notBase64)
+            Issue.record("text that is not base64 was accepted")
+        } catch {
+            #expect(!"\(error)".contains("looks like a secret"))
+        }
+    }
+}
+#endif
