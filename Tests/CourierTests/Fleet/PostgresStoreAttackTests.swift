@@ -161,6 +161,49 @@ struct PostgresStoreAttackTests {
         }
     }
 
+    // MARK: Fills
+
+    /// Waits until a session of the server has run the check `waitForFill` makes once it listens on the channel of
+    /// `table`: the waiter is then waiting for a notification.
+    private static func waitUntilListening(_ observer: PostgresClient, table: String) async throws {
+        while true {
+            try Task.checkCancellation()
+            let rows = try await observer.query(
+                """
+                SELECT count(*)::bigint FROM pg_stat_activity
+                WHERE query LIKE \("%FROM \(table)_fills%lease_expires_at > clock_timestamp()%") AND state = 'idle'
+                """
+            )
+            for try await count in rows.decode(Int.self) where count > 0 { return }
+            await Task.yield()
+        }
+    }
+
+    @Test("A waiter cancelled while it waits for a fill gives its connection back at once, not at the lease's end")
+    func cancelledWaiterFreesItsConnection() async throws {
+        var one = PostgresTestServer.configuration()
+        one.options.maximumConnections = 1
+        try await Self.withTables(configuration: one) { client, table in
+            try await PostgresTestServer.withClient(dropTable: false) { observer, _ in
+                let store = try PostgresHTTPCacheStore(
+                    client: client,
+                    table: table,
+                    timeout: .seconds(5),
+                    fillLease: .seconds(60)
+                )
+                try await store.createTable()
+                let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+                #expect(try await store.beginFill(for: key, holder: "another replica") == nil)
+                let waiter = Task { try await store.waitForFill(of: key, timeout: .seconds(60)) }
+                try await Self.waitUntilListening(observer, table: table)
+                waiter.cancel()
+                await #expect(throws: CancellationError.self) { try await waiter.join() }
+                // The pool's one connection: free again, so the next lookup does not wait for the lease.
+                #expect(try await store.responses(for: key).isEmpty)
+            }
+        }
+    }
+
     // MARK: Sealing
 
     @Test("Two seals of one secret at one place never share a nonce, and both open")

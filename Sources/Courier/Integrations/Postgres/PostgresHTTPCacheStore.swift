@@ -348,7 +348,9 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         let channel = tableName.unqualified
         let payload = Self.hex(fillKey)
         let sleep = self.sleep
-        try await bounded("wait for a fill", limit: timeout + self.timeout) { [client, fills, logger] in
+        // A cancelled waiter's wait is cancelled with it: it would hold a connection of the pool until its limit.
+        try await bounded("wait for a fill", limit: timeout + self.timeout, cancelsWithCaller: true) {
+            [client, fills, logger] in
             try await client.withConnection { connection in
                 try await connection.listen(on: channel) { notifications in
                     let held = try await connection.query(
@@ -429,6 +431,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     private func bounded<Value: Sendable>(
         _ operation: String,
         limit: Duration? = nil,
+        cancelsWithCaller: Bool = false,
         _ body: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         let limit = limit ?? timeout
@@ -436,6 +439,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             "the PostgreSQL cache store did not \(operation)",
             limit: limit,
             sleep: sleep,
+            cancelsWithCaller: cancelsWithCaller,
             body
         )
     }
