@@ -204,6 +204,143 @@ struct PostgresStoreAttackTests {
         }
     }
 
+    @Test("A replica whose fetch is cancelled ends its fill: the next replica fetches without waiting for the lease")
+    func cancelledFillerEndsItsFill() async throws {
+        try await Self.withTables { client, table in
+            let lease = Duration.seconds(40)
+            let a = try PostgresHTTPCacheStore(client: client, table: table, fillLease: lease)
+            let b = try PostgresHTTPCacheStore(client: client, table: table, fillLease: lease)
+            try await a.createTable()
+            let arrived = Arrivals()
+            let hanging = MockTransport.hanging(counting: arrived)
+            let replicaA = Client(
+                transport: hanging,
+                middleware: [.caching(HTTPCache(store: a, partitionSecret: Self.secret))]
+            )
+            let fetch = Task { try await replicaA.send(Self.request("alice")) }
+            try await waitUntil { arrived.count == 1 }
+            fetch.cancel()
+            _ = await fetch.result
+
+            let transport = Self.origin()
+            let replicaB = Client(
+                transport: transport,
+                middleware: [.caching(HTTPCache(store: b, partitionSecret: Self.secret))]
+            )
+            let start = ContinuousClock.now
+            let (body, _) = try await replicaB.send(Self.request("alice"))
+            #expect(String(decoding: body, as: UTF8.self) == "for Bearer alice")
+            #expect(ContinuousClock.now - start < lease / 2, "waited for a fill nobody was fetching")
+            #expect(transport.callCount == 1)
+        }
+    }
+
+    // MARK: A seeded model of the fleet
+
+    /// One call of the model: through which replica, with which credential, and whether (after how many yields)
+    /// it is cancelled.
+    private struct ModelCall: Sendable {
+        var replica: Int
+        var credential: String
+        var cancelAfterYields: Int?
+    }
+
+    @Test(
+        "Seeded fleets: every caller gets its own credential's body, one fetch per credential when nothing fails",
+        .serialized,
+        arguments: 0..<12 as Range<UInt64>
+    )
+    func seededFleet(seed: UInt64) async throws {
+        // One seed at a time, on a pool of its own of at most 12 connections: the suites that run beside this one
+        // share the server's 100.
+        var configuration = PostgresTestServer.configuration()
+        configuration.options.maximumConnections = 12
+        try await Self.withTables(configuration: configuration) { client, table in
+            var random = SplitMix64(seed: seed &* 0x9E37_79B9 &+ 7)
+            let cancels = seed % 3 == 1
+            let failsFirst = seed % 3 == 2
+            let lease = Duration.seconds(30)
+            try await PostgresHTTPCacheStore(client: client, table: table).createTable()
+            let fetches = Locked<[String: Int]>([:])
+            let latency = Duration.milliseconds(Int.random(in: 0...40, using: &random))
+            let transport = MockTransport { request in
+                let credential = request.header("Authorization") ?? "nobody"
+                let count = fetches.withLock { counts in
+                    counts[credential, default: 0] += 1
+                    return counts[credential]!
+                }
+                try await Task.sleep(for: latency)
+                if failsFirst && count == 1 {
+                    return .status(503, body: "down", headers: ["Cache-Control": "no-store"])
+                }
+                return .status(200, body: "for \(credential)", headers: ["Cache-Control": "public, max-age=60"])
+            }
+            // The store's timeout is generous: on a loaded machine a statement abandoned at a short one may commit
+            // afterwards (a fill taken for a holder that no longer knows it), which is not what this model is about.
+            let failures = Locked<[String]>([])
+            let replicas = try (0..<Int.random(in: 2...4, using: &random)).map { index in
+                let store = try PostgresHTTPCacheStore(
+                    client: client,
+                    table: table,
+                    timeout: .seconds(10),
+                    fillLease: lease
+                )
+                let cache = HTTPCache(
+                    store: store,
+                    onEvent: { event in
+                        if event.kind == .storeFailed { failures.withLock { $0.append("replica \(index)") } }
+                    },
+                    partitionSecret: Self.secret
+                )
+                return Client(transport: transport, middleware: [.caching(cache)])
+            }
+            let calls = (0..<Int.random(in: 4...12, using: &random)).map { _ in
+                ModelCall(
+                    replica: Int.random(in: 0..<replicas.count, using: &random),
+                    credential: Bool.random(using: &random) ? "alice" : "bob",
+                    cancelAfterYields: cancels && Int.random(in: 0..<3, using: &random) == 0
+                        ? Int.random(in: 0..<50, using: &random) : nil
+                )
+            }
+            let start = ContinuousClock.now
+            let tasks = calls.map { call in
+                Task { () -> (Int, String) in
+                    let (body, response) = try await replicas[call.replica].send(Self.request(call.credential))
+                    return (response.statusCode, String(decoding: body, as: UTF8.self))
+                }
+            }
+            for (call, task) in zip(calls, tasks) {
+                guard let yields = call.cancelAfterYields else { continue }
+                for _ in 0..<yields { await Task.yield() }
+                task.cancel()
+            }
+            for (call, task) in zip(calls, tasks) {
+                switch await task.result {
+                case .success((let status, let body)):
+                    if status == 200 {
+                        #expect(body == "for Bearer \(call.credential)", "seed \(seed)")
+                    } else {
+                        #expect(failsFirst && status == 503 && body == "down", "seed \(seed): \(status) \(body)")
+                    }
+                case .failure(let error):
+                    #expect(call.cancelAfterYields != nil, "seed \(seed): \(error)")
+                    #expect(error is CancellationError, "seed \(seed): \(error)")
+                }
+            }
+            // Nobody waited out a lease: a cancelled or failed fetch ends its fill, which wakes the others.
+            #expect(ContinuousClock.now - start < lease / 2, "seed \(seed); store failures: \(failures.value)")
+            for credential in ["Bearer alice", "Bearer bob"] {
+                let count = fetches.withLock { $0[credential, default: 0] }
+                let asked = calls.filter { "Bearer \($0.credential)" == credential }.count
+                if cancels || failsFirst {
+                    #expect(count <= asked, "seed \(seed): \(credential)")
+                } else {
+                    #expect(count == (asked > 0 ? 1 : 0), "seed \(seed): \(credential) fetched \(count) times")
+                }
+            }
+        }
+    }
+
     // MARK: Sealing
 
     @Test("Two seals of one secret at one place never share a nonce, and both open")
