@@ -235,6 +235,52 @@ struct PostgresStoreAttackTests {
         }
     }
 
+    @Test("A waiter is woken by its own table's fills only, not by a same-named table's in another schema")
+    func fillNotificationsPerTable() async throws {
+        try await Self.withTables { client, table in
+            let schemas = ["\(table)_a", "\(table)_b"]
+            for schema in schemas { try await Self.execute(client, "CREATE SCHEMA \(schema)") }
+            let mine = try PostgresHTTPCacheStore(client: client, table: "\(schemas[0]).cache", fillLease: .seconds(30))
+            let other = try PostgresHTTPCacheStore(
+                client: client,
+                table: "\(schemas[1]).cache",
+                fillLease: .seconds(30)
+            )
+            try await mine.createTable()
+            try await other.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            #expect(try await mine.beginFill(for: key, holder: "holder") == nil)
+            // The same key's fill begins and ends over and over in the other schema's table.
+            let noise = Task {
+                while !Task.isCancelled {
+                    _ = try await other.beginFill(for: key, holder: "noise")
+                    try await other.endFill(for: key, holder: "noise")
+                }
+            }
+            let start = ContinuousClock.now
+            try await mine.waitForFill(of: key, timeout: .seconds(1))
+            let waited = ContinuousClock.now - start
+            noise.cancel()
+            _ = await noise.result
+            #expect(waited >= .seconds(1), "woken by another schema's fill")
+
+            // Its own table, spelled without the schema by one replica and with it by the other: woken.
+            let plain = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(30))
+            let qualified = try PostgresHTTPCacheStore(
+                client: client,
+                table: "public.\(table)",
+                fillLease: .seconds(30)
+            )
+            try await plain.createTable()
+            #expect(try await qualified.beginFill(for: key, holder: "holder") == nil)
+            let woken = ContinuousClock.now
+            async let waitedForOwn: Void = plain.waitForFill(of: key, timeout: .seconds(30))
+            try await qualified.endFill(for: key, holder: "holder")
+            try await waitedForOwn
+            #expect(ContinuousClock.now - woken < .seconds(15))
+        }
+    }
+
     // MARK: A seeded model of the fleet
 
     /// One call of the model: through which replica, with which credential, and whether (after how many yields)

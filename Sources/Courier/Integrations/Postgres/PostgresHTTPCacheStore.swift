@@ -322,18 +322,22 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     }
 
     /// Releases `holder`'s fill of `key`, if it still holds it, and then notifies the waiters (at the commit).
+    ///
+    /// The notification names the table of fills by its object identifier and the key by its hash: the channel is
+    /// named after the table without its schema, so a same-named table in another schema shares it, and its
+    /// fills must not wake this table's waiters (each woken waiter would fetch on its own).
     public func endFill(for key: HTTPCacheKey, holder: String) async throws {
         guard fillLease != nil else { return }
         let fillKey = Self.fillKey(key)
         let channel = tableName.unqualified
-        let payload = Self.hex(fillKey)
+        let payload = " " + Self.hex(fillKey)
         try await bounded("end a fill") { [client, fills, logger] in
             _ = try await client.query(
                 """
                 WITH ended AS (
                     DELETE FROM \(unescaped: fills) WHERE fill_key = \(fillKey) AND holder = \(holder) RETURNING 1
                 )
-                SELECT pg_notify(\(channel), \(payload)) FROM ended
+                SELECT pg_notify(\(channel), to_regclass(\(fills))::oid::text || \(payload)) FROM ended
                 """,
                 logger: logger
             )
@@ -346,23 +350,25 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         guard fillLease != nil, timeout > .zero else { return }
         let fillKey = Self.fillKey(key)
         let channel = tableName.unqualified
-        let payload = Self.hex(fillKey)
+        let hash = Self.hex(fillKey)
         let sleep = self.sleep
         // A cancelled waiter's wait is cancelled with it: it would hold a connection of the pool until its limit.
         try await bounded("wait for a fill", limit: timeout + self.timeout, cancelsWithCaller: true) {
             [client, fills, logger] in
             try await client.withConnection { connection in
                 try await connection.listen(on: channel) { notifications in
+                    // Whether the fill is still held, and the table's object identifier its end's notification
+                    // names (``endFill(for:holder:)``).
                     let held = try await connection.query(
                         """
-                        SELECT 1 FROM \(unescaped: fills)
+                        SELECT to_regclass(\(fills))::oid::bigint FROM \(unescaped: fills)
                         WHERE fill_key = \(fillKey) AND lease_expires_at > clock_timestamp()
                         """,
                         logger: logger
                     )
-                    var isHeld = false
-                    for try await _ in held.decode(Int.self) { isHeld = true }
-                    guard isHeld else { return }
+                    var payload: String?
+                    for try await oid in held.decode(Int.self) { payload = "\(oid) \(hash)" }
+                    guard let payload else { return }
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for try await notification in notifications where notification.payload == payload {
