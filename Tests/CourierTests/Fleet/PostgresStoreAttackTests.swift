@@ -281,6 +281,26 @@ struct PostgresStoreAttackTests {
         }
     }
 
+    @Test(
+        "A holder's far longer lease (another configuration, a hand-written row) is waited out no longer than our own"
+    )
+    func foreignLeaseIsClamped() async throws {
+        try await Self.withTables { client, table in
+            let store = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(5))
+            try await store.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            let fillKey = PostgresHTTPCacheStore.fillKey(key)
+            try await client.query(
+                """
+                INSERT INTO \(unescaped: table)_fills (fill_key, holder, lease_expires_at)
+                VALUES (\(fillKey), 'a replica with a one-day lease', clock_timestamp() + interval '1 day')
+                """
+            )
+            let left = try #require(try await store.beginFill(for: key, holder: "me"))
+            #expect(left <= .seconds(5))
+        }
+    }
+
     // MARK: A seeded model of the fleet
 
     /// One call of the model: through which replica, with which credential, and whether (after how many yields)

@@ -289,7 +289,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     /// Takes the fill of `key` for `holder` when nobody holds it or the holder's lease has ended (one
     /// `INSERT … ON CONFLICT DO UPDATE … WHERE` the lease has ended), or returns what the other holder's lease has
-    /// left, on the database's clock. Returns `nil` at once when ``fillLease`` is `nil`.
+    /// left, on the database's clock, and at most ``fillLease``. Returns `nil` at once when ``fillLease`` is `nil`.
     public func beginFill(for key: HTTPCacheKey, holder: String) async throws -> Duration? {
         guard let fillLease else { return nil }
         let fillKey = Self.fillKey(key)
@@ -315,7 +315,9 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
                 logger: logger
             )
             for try await seconds in left.decode(Double.self) {
-                return NetworkNumber.duration(seconds: max(0, seconds))
+                // No longer than this replica's own lease: a holder given a far longer one (or a row written by
+                // hand) holds this replica back no more than its own fetch would hold the others.
+                return min(fillLease, NetworkNumber.duration(seconds: max(0, seconds)))
             }
             return .zero  // ended just now: look again
         }
