@@ -47,9 +47,11 @@ import Foundation
 /// `<table>_fills`, taken with one `INSERT … ON CONFLICT DO UPDATE` that succeeds only when nobody holds it or the
 /// holder's ``fillLease`` has ended) while the others `LISTEN` on a channel named after the table, are woken by
 /// the `NOTIFY` the holder sends once it has stored the response, and read it. A replica waits at most what the
-/// lease has left, and then fetches itself: a replica that dies while fetching holds the fleet back for no
-/// longer than its lease. A miss costs two more statements (the lease taken and released) and the cache's lookup
-/// under the lease, a wait one connection for its duration.
+/// lease has left (and no longer than its own ``fillLease``: give every replica the same), and then fetches
+/// itself: a replica that dies while fetching holds the fleet back for no longer than its lease. One whose fetch
+/// is cancelled (every caller left) or fails ends its fill at once, and the waiters fetch. A miss costs two more
+/// statements (the lease taken and released) and the cache's lookup under the lease, a wait one connection for its
+/// duration (a cancelled waiter gives it back at once).
 public final class PostgresHTTPCacheStore: HTTPCacheStore {
     /// The table's name.
     public var table: String { tableName.description }
