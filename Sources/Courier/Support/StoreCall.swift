@@ -44,9 +44,10 @@ package enum StoreCall {
                 } catch {
                     return
                 }
+                // The caller is told first: cancelled first, an operation that ends at once would answer with its
+                // cancellation error (a CancellationError, which the caller takes for its own cancellation).
+                finish(.failure(CourierError(.timedOut, message: "\(what) within \(limit)")))
                 work.cancel()
-                let message = "\(what) within \(limit)"
-                finish(.failure(CourierError(.timedOut, message: message)))
             }
             let finished = timer.withLock { timer in
                 timer = sleeper

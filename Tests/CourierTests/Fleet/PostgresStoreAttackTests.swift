@@ -461,4 +461,32 @@ struct PostgresStoreAttackTests {
         }
     }
 }
+
+/// ``StoreCall/bounded(_:limit:sleep:cancelsWithCaller:_:)`` at its limit, without a database.
+@Suite("A bounded store call at its limit", .timeLimit(.minutes(1)))
+struct StoreCallLimitTests {
+    @Test("At the limit the caller gets timedOut, never the error the cancelled operation throws (500 runs)")
+    func limitIsTimedOut() async throws {
+        for _ in 0..<500 {
+            let clock = ManualClock()
+            let call = Task {
+                try await StoreCall.bounded("answer", limit: .seconds(1), sleep: { try await clock.sleep(for: $0) }) {
+                    // An operation that ends at once when cancelled, with CancellationError, as most do.
+                    try await Task.sleep(for: .seconds(3600))
+                }
+            }
+            await clock.waitForSleepers(count: 1)
+            clock.advance(by: .seconds(1))
+            do {
+                try await call.join()
+                Issue.record("answered")
+            } catch let error as CourierError {
+                #expect(error.code == .timedOut)
+            } catch {
+                Issue.record("the caller got \(error), not timedOut: a store that timed out looks cancelled")
+                return
+            }
+        }
+    }
+}
 #endif
