@@ -301,6 +301,83 @@ struct PostgresStoreAttackTests {
         }
     }
 
+    /// How many sessions are running an `INSERT` into the table of fills of `table`.
+    private static func insertsInFills(_ client: PostgresClient, table: String) async throws -> Int {
+        let rows = try await client.query(
+            """
+            SELECT count(*)::bigint FROM pg_stat_activity
+            WHERE query LIKE \("INSERT INTO \(table)_fills%") AND state = 'active'
+            """
+        )
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    /// How many fills of `table` are held.
+    private static func fillHolders(_ client: PostgresClient, table: String) async throws -> Int {
+        let rows = try await client.query(PostgresQuery(unsafeSQL: "SELECT count(*)::bigint FROM \(table)_fills"))
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    @Test(
+        "A fill whose start the store abandoned at its timeout (the statement stuck behind a lock) is not taken later",
+        .disabled(
+            """
+            the abandoned INSERT runs on in the server (postgres-nio does not cancel it) and takes the fill for a \
+            holder that was told it failed; releasing it from the abandoned task fixed it in some runs only, since \
+            the client may give up before the INSERT lands (see PostgresHTTPCacheStore, "When the database is slow")
+            """
+        )
+    )
+    func abandonedBeginTakesNoFill() async throws {
+        try await Self.withTables { client, table in
+            let clock = ManualClock()
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: .seconds(1),
+                fillLease: .seconds(30),
+                clock: clock
+            )
+            try await store.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            // Another session holds the table of fills: the fill's INSERT waits behind it.
+            let (locked, lockTaken) = AsyncStream<Void>.makeStream()
+            let (release, releaseLock) = AsyncStream<Void>.makeStream()
+            let holder = Task {
+                try await client.withConnection { connection in
+                    let logger = Logger(label: "lock")
+                    try await connection.withTransaction(logger: logger) { connection in
+                        _ = try await connection.query(
+                            "LOCK TABLE \(unescaped: table)_fills IN ACCESS EXCLUSIVE MODE",
+                            logger: logger
+                        )
+                        lockTaken.yield()
+                        for await _ in release { break }
+                    }
+                }
+            }
+            for await _ in locked { break }
+            let begun = Task { try await store.beginFill(for: key, holder: "told it failed") }
+            await clock.waitForSleepers(count: 1)
+            // The INSERT is in the server, waiting for the lock, when the store gives up on it.
+            while try await Self.insertsInFills(client, table: table) == 0 { await Task.yield() }
+            clock.advance(by: .seconds(1))
+            await #expect(throws: CourierError.self) { try await begun.join() }
+            releaseLock.finish()
+            try await holder.join()
+            // The abandoned statement ends once the lock is gone; then, within the store's timeout of real time (on a
+            // busy machine, five seconds), nobody holds the fill: the next replica takes it.
+            while try await Self.insertsInFills(client, table: table) > 0 { await Task.yield() }
+            let start = ContinuousClock.now
+            while try await Self.fillHolders(client, table: table) > 0, ContinuousClock.now - start < .seconds(5) {
+                await Task.yield()
+            }
+            #expect(try await store.beginFill(for: key, holder: "next") == nil)
+        }
+    }
+
     // MARK: A seeded model of the fleet
 
     /// One call of the model: through which replica, with which credential, and whether (after how many yields)

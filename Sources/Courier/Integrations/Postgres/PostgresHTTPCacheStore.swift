@@ -40,7 +40,10 @@ import Foundation
 /// through the cache therefore waits for the database at most ``timeout`` per operation (with the database
 /// down, a miss makes four: a lookup, a second lookup in the request all concurrent callers share, the fill's
 /// start, the store), and never past the caller's own deadline. Nothing needs resetting when the database
-/// returns.
+/// returns. One thing a timeout does not undo: a fill's start given up on while its statement waited in the
+/// server (behind a lock, on a stalled database) may still take the fill there afterwards, since postgres-nio
+/// does not cancel a statement in flight; that fill is then held for nobody, and the replicas that miss the
+/// resource wait for it at most its lease (``fillLease``) before one of them takes it over.
 ///
 /// **One fetch for the fleet.** When nothing fresh answers, the cache sends one request per process for
 /// concurrent misses; across processes this store lets one replica fetch (a lease row in the table
