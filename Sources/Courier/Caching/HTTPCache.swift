@@ -224,7 +224,13 @@ public final class HTTPCache: Sendable {
     /// fresh response between this one's lookup and now (its fill then ended, and this one began); that response
     /// answers and the fill ends unused. Otherwise this process fetches.
     private func heldFill(_ lookup: Lookup, holder: String) async throws -> FillTurn {
-        let latest = try await self.stored(lookup)
+        let latest: CachedResponse?
+        do {
+            latest = try await self.stored(lookup)
+        } catch {
+            await endFill(lookup, holder: holder)  // cancelled: the fill is not left to its lease
+            throw error
+        }
         if let latest {
             let now = now()
             if HTTPCachePolicy.isFresh(latest, requested: lookup.directives, now: now) {
@@ -237,8 +243,15 @@ public final class HTTPCache: Sendable {
     }
 
     /// Ends this process's fill of the lookup's key; a failure is reported, not thrown (the lease then ends on
-    /// its own), and a cancelled task leaves it to the lease.
+    /// its own). A cancelled task (every caller of the fetch left) ends it all the same, in shared work of its own
+    /// that it does not wait for: left to its lease, the fill would keep every other process waiting that long
+    /// for a response nobody is fetching.
     private func endFill(_ lookup: Lookup, holder: String) async {
+        if Task.isCancelled {
+            let (store, key) = (self.store, lookup.key)
+            SharedWork.start { try? await store.endFill(for: key, holder: holder) }
+            return
+        }
         do {
             try await store.endFill(for: lookup.key, holder: holder)
         } catch is CancellationError {

@@ -4,11 +4,15 @@ package enum StoreCall {
     /// error whose message is `what` and the limit.
     ///
     /// The operation runs in a task of its own that is cancelled, not awaited, when the time is up: a store
-    /// that ignores cancellation (a connection stuck on a dead peer) cannot hold the caller past the limit.
+    /// that ignores cancellation (a connection stuck on a dead peer) cannot hold the caller past the limit. A
+    /// cancelled caller stops waiting at once; the operation runs on until its limit (a write the caller no longer
+    /// waits for still lands) unless `cancelsWithCaller`, for an operation that only waits (a `LISTEN`), whose
+    /// connection is then given back at once rather than held until the limit.
     package static func bounded<Value: Sendable>(
         _ what: String,
         limit: Duration,
         sleep: @escaping @Sendable (Duration) async throws -> Void,
+        cancelsWithCaller: Bool = false,
         _ operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         // The caller's continuation, and whether the caller was cancelled before it was stored.
@@ -21,6 +25,8 @@ package enum StoreCall {
         }
         // The timer is cancelled once the operation ends, so it leaves no sleeper behind.
         let timer = LockedState<Task<Void, Never>?>(nil)
+        // The operation's task, for a caller's cancellation to cancel when `cancelsWithCaller`.
+        let running = LockedState<Task<Void, Never>?>(nil)
         func start() {
             let work = SharedWork.start {
                 let result: Result<Value, any Error>
@@ -38,15 +44,21 @@ package enum StoreCall {
                 } catch {
                     return
                 }
+                // The caller is told first: cancelled first, an operation that ends at once would answer with its
+                // cancellation error (a CancellationError, which the caller takes for its own cancellation).
+                finish(.failure(CourierError(.timedOut, message: "\(what) within \(limit)")))
                 work.cancel()
-                let message = "\(what) within \(limit)"
-                finish(.failure(CourierError(.timedOut, message: message)))
             }
             let finished = timer.withLock { timer in
                 timer = sleeper
                 return race.withLock { $0.continuation == nil }
             }
             if finished { sleeper.cancel() }
+            guard cancelsWithCaller else { return }
+            // Stored, then the caller's cancellation read: a cancellation handler that ran in between finds the
+            // task or has already marked the caller cancelled, so one of the two cancels it.
+            running.withLock { $0 = work }
+            if race.withLock({ $0.cancelled }) { work.cancel() }
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
@@ -59,12 +71,13 @@ package enum StoreCall {
                 start()
             }
         } onCancel: {
-            // A cancelled caller stops waiting at once; the operation runs on until its limit.
+            // A cancelled caller stops waiting at once; the operation runs on until its limit, unless it only waits.
             race.withLock { race in
                 race.cancelled = true
                 defer { race.continuation = nil }
                 return race.continuation
             }?.resume(throwing: CancellationError())
+            if cancelsWithCaller { running.withLock { $0 }?.cancel() }
         }
     }
 }

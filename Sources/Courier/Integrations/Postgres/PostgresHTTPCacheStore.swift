@@ -40,16 +40,21 @@ import Foundation
 /// through the cache therefore waits for the database at most ``timeout`` per operation (with the database
 /// down, a miss makes four: a lookup, a second lookup in the request all concurrent callers share, the fill's
 /// start, the store), and never past the caller's own deadline. Nothing needs resetting when the database
-/// returns.
+/// returns. One thing a timeout does not undo: a fill's start given up on while its statement waited in the
+/// server (behind a lock, on a stalled database) may still take the fill there afterwards, since postgres-nio
+/// does not cancel a statement in flight; that fill is then held for nobody, and the replicas that miss the
+/// resource wait for it at most its lease (``fillLease``) before one of them takes it over.
 ///
 /// **One fetch for the fleet.** When nothing fresh answers, the cache sends one request per process for
 /// concurrent misses; across processes this store lets one replica fetch (a lease row in the table
 /// `<table>_fills`, taken with one `INSERT … ON CONFLICT DO UPDATE` that succeeds only when nobody holds it or the
 /// holder's ``fillLease`` has ended) while the others `LISTEN` on a channel named after the table, are woken by
 /// the `NOTIFY` the holder sends once it has stored the response, and read it. A replica waits at most what the
-/// lease has left, and then fetches itself: a replica that dies while fetching holds the fleet back for no
-/// longer than its lease. A miss costs two more statements (the lease taken and released) and the cache's lookup
-/// under the lease, a wait one connection for its duration.
+/// lease has left (and no longer than its own ``fillLease``: give every replica the same), and then fetches
+/// itself: a replica that dies while fetching holds the fleet back for no longer than its lease. One whose fetch
+/// is cancelled (every caller left) or fails ends its fill at once, and the waiters fetch. A miss costs two more
+/// statements (the lease taken and released) and the cache's lookup under the lease, a wait one connection for its
+/// duration (a cancelled waiter gives it back at once).
 public final class PostgresHTTPCacheStore: HTTPCacheStore {
     /// The table's name.
     public var table: String { tableName.description }
@@ -168,7 +173,8 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     // MARK: HTTPCacheStore
 
-    /// The responses stored for `key` whose rows have not expired: one `SELECT` by primary key.
+    /// The responses stored for `key` whose rows have not expired: one `SELECT` by primary key. A row whose fields
+    /// do not decode is skipped (and logged), so that one bad row does not hide the key's others.
     public func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] {
         let resource = Self.hash(key.resource)
         let partition = key.partition
@@ -182,7 +188,14 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             )
             var responses: [CachedResponse] = []
             for try await (fields, body) in rows.decode((Data, Data).self) {
-                responses.append(try StoredForm.decode(fields: fields, body: body))
+                // A row this version cannot read (written by another version, or by hand) is skipped, not thrown:
+                // thrown, it would fail every lookup of the key until the row expires, since a store replaces
+                // only the row of its own variant.
+                do {
+                    responses.append(try StoredForm.decode(fields: fields, body: body))
+                } catch {
+                    logger.warning("skipped a row of \(table) that does not decode: \(error)")
+                }
             }
             return responses
         }
@@ -281,7 +294,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     /// Takes the fill of `key` for `holder` when nobody holds it or the holder's lease has ended (one
     /// `INSERT … ON CONFLICT DO UPDATE … WHERE` the lease has ended), or returns what the other holder's lease has
-    /// left, on the database's clock. Returns `nil` at once when ``fillLease`` is `nil`.
+    /// left, on the database's clock, and at most ``fillLease``. Returns `nil` at once when ``fillLease`` is `nil`.
     public func beginFill(for key: HTTPCacheKey, holder: String) async throws -> Duration? {
         guard let fillLease else { return nil }
         let fillKey = Self.fillKey(key)
@@ -307,25 +320,31 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
                 logger: logger
             )
             for try await seconds in left.decode(Double.self) {
-                return NetworkNumber.duration(seconds: max(0, seconds))
+                // No longer than this replica's own lease: a holder given a far longer one (or a row written by
+                // hand) holds this replica back no more than its own fetch would hold the others.
+                return min(fillLease, NetworkNumber.duration(seconds: max(0, seconds)))
             }
             return .zero  // ended just now: look again
         }
     }
 
     /// Releases `holder`'s fill of `key`, if it still holds it, and then notifies the waiters (at the commit).
+    ///
+    /// The notification names the table of fills by its object identifier and the key by its hash: the channel is
+    /// named after the table without its schema, so a same-named table in another schema shares it, and its
+    /// fills must not wake this table's waiters (each woken waiter would fetch on its own).
     public func endFill(for key: HTTPCacheKey, holder: String) async throws {
         guard fillLease != nil else { return }
         let fillKey = Self.fillKey(key)
         let channel = tableName.unqualified
-        let payload = Self.hex(fillKey)
+        let payload = " " + Self.hex(fillKey)
         try await bounded("end a fill") { [client, fills, logger] in
             _ = try await client.query(
                 """
                 WITH ended AS (
                     DELETE FROM \(unescaped: fills) WHERE fill_key = \(fillKey) AND holder = \(holder) RETURNING 1
                 )
-                SELECT pg_notify(\(channel), \(payload)) FROM ended
+                SELECT pg_notify(\(channel), to_regclass(\(fills))::oid::text || \(payload)) FROM ended
                 """,
                 logger: logger
             )
@@ -338,21 +357,25 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         guard fillLease != nil, timeout > .zero else { return }
         let fillKey = Self.fillKey(key)
         let channel = tableName.unqualified
-        let payload = Self.hex(fillKey)
+        let hash = Self.hex(fillKey)
         let sleep = self.sleep
-        try await bounded("wait for a fill", limit: timeout + self.timeout) { [client, fills, logger] in
+        // A cancelled waiter's wait is cancelled with it: it would hold a connection of the pool until its limit.
+        try await bounded("wait for a fill", limit: timeout + self.timeout, cancelsWithCaller: true) {
+            [client, fills, logger] in
             try await client.withConnection { connection in
                 try await connection.listen(on: channel) { notifications in
+                    // Whether the fill is still held, and the table's object identifier its end's notification
+                    // names (``endFill(for:holder:)``).
                     let held = try await connection.query(
                         """
-                        SELECT 1 FROM \(unescaped: fills)
+                        SELECT to_regclass(\(fills))::oid::bigint FROM \(unescaped: fills)
                         WHERE fill_key = \(fillKey) AND lease_expires_at > clock_timestamp()
                         """,
                         logger: logger
                     )
-                    var isHeld = false
-                    for try await _ in held.decode(Int.self) { isHeld = true }
-                    guard isHeld else { return }
+                    var payload: String?
+                    for try await oid in held.decode(Int.self) { payload = "\(oid) \(hash)" }
+                    guard let payload else { return }
                     try await withThrowingTaskGroup(of: Void.self) { group in
                         group.addTask {
                             for try await notification in notifications where notification.payload == payload {
@@ -421,6 +444,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     private func bounded<Value: Sendable>(
         _ operation: String,
         limit: Duration? = nil,
+        cancelsWithCaller: Bool = false,
         _ body: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         let limit = limit ?? timeout
@@ -428,6 +452,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             "the PostgreSQL cache store did not \(operation)",
             limit: limit,
             sleep: sleep,
+            cancelsWithCaller: cancelsWithCaller,
             body
         )
     }
