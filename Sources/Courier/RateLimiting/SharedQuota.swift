@@ -19,8 +19,8 @@ extension RateLimitPolicy {
     /// Each request takes a slot of the fleet's current window before it is sent. A replica takes its slots
     /// from the store in blocks (``RateLimitStore/reserve(_:in:limit:window:)``), up to ``blockSize``, so most
     /// requests pay no round trip to the store: one that finds a slot left in its replica's block pays none. A
-    /// block holds as many slots as requests are waiting, or, when one is, twice as many as the last block gave
-    /// (1, 2, 4, … for a replica sending one request at a time). A replica that has sent nothing for a twentieth
+    /// block holds as many slots as requests are waiting, or twice as many as were taken from the last block,
+    /// whichever is more (1, 2, 4, … for a replica that keeps sending). A replica that has sent nothing for a twentieth
     /// of the window gives back the slots left in its block (``RateLimitStore/release(_:of:)``). When the window
     /// is used up, requests wait for the next one, in the limits of ``RateLimitPolicy/maximumWait`` and the
     /// call's deadline, like any other wait of the limiter.
@@ -327,16 +327,15 @@ final class SharedQuota: Sendable {
         return .wait(reserve: blockToAsk(block, limit))
     }
 
-    /// How many slots to ask the store for, up to the block size: as many as requests ask for now, or, when only
-    /// one does, twice as many as the last block gave. A replica sending one request at a time asks for 1, 2, 4, …
-    /// slots, so its round trips to the store fall as it keeps sending; the slots it does not use go back once it
-    /// has been idle for a while (``finished(_:)``), so they are not stranded in it until the window ends. A
-    /// replica with several requests asking gets blocks of that many, and no more: under load the fleet's window
-    /// is what runs short, and a slot reserved for a request that is not there would be missed by another replica.
+    /// How many slots to ask the store for, up to the block size: as many as requests ask for now, or twice as
+    /// many as were taken from the last block, whichever is more. A replica that keeps sending asks for 1, 2, 4, …
+    /// slots, so its round trips to the store fall to one per block, whether it sends one request at a time or
+    /// sixteen; the slots it does not use go back once it has been idle for a while (``finished(_:)``). The cost:
+    /// when the fleet's window runs short, a replica may hold a few slots more than it has requests for, which
+    /// another replica, refused, waits for the next window to make up (a few percent of a window at most).
     static func blockToAsk(_ block: Block, _ limit: RateLimitPolicy.SharedLimit) -> Int {
-        guard block.pending == 1 else { return min(limit.blockSize, block.pending) }
         let (doubled, overflow) = block.taken.multipliedReportingOverflow(by: 2)
-        return min(limit.blockSize, max(1, overflow ? limit.blockSize : doubled))
+        return min(limit.blockSize, max(block.pending, overflow ? limit.blockSize : doubled))
     }
 
     /// How long a replica sends nothing in a partition before it gives back the slots left in its block: a
