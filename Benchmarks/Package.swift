@@ -24,12 +24,22 @@ let scenarios: [Target.Dependency] =
         .product(name: "OpenAPIURLSession", package: "swift-openapi-urlsession"),
     ] + ["NIOCore", "NIOPosix", "NIOHTTP1"].map { .product(name: $0, package: "swift-nio") }
 
+/// `COURIER_BENCHMARK_POSTGRES=1` adds the fleet's benchmarks (issue 28): the fleet's stack with Courier's PostgreSQL
+/// stores against the same stack with the in-memory ones, against the server in `COURIER_POSTGRES_URL`
+/// (`Scripts/start-postgres` starts one). Off by default: postgres-nio and swift-crypto add minutes to a release
+/// build, and CI runs no benchmark that needs a server.
+let withPostgres = Context.environment["COURIER_BENCHMARK_POSTGRES"] == "1"
+
 let package = Package(
     name: "Benchmarks",
     platforms: [.macOS(.v15)],
     dependencies: [
         // Courier with its AsyncHTTPClient transport.
-        .package(name: "courier", path: "../", traits: ["AsyncHTTPClient"]),
+        .package(
+            name: "courier",
+            path: "../",
+            traits: withPostgres ? ["AsyncHTTPClient", "Postgres"] : ["AsyncHTTPClient"]
+        ),
         // The interposer counts allocations; its other default trait (the ARC runtime interposer) would
         // need a package that is not used here.
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
@@ -40,7 +50,7 @@ let package = Package(
         // The OpenAPI runtime's own transports, for the end-to-end comparison against nginx.
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-openapi-urlsession", from: "1.4.0"),
-    ],
+    ] + (withPostgres ? [.package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2")] : []),
     targets: [
         // The fixtures and in-memory scenarios, shared by the benchmarks and the instruction counter.
         .target(
@@ -57,8 +67,9 @@ let package = Package(
                 "BenchmarkSupport",
                 .product(name: "CourierTesting", package: "courier"),
                 .product(name: "Benchmark", package: "benchmark"),
-            ] + scenarios,
+            ] + scenarios + (withPostgres ? [.product(name: "PostgresNIO", package: "postgres-nio")] : []),
             path: "Benchmarks/CourierBenchmarks",
+            swiftSettings: withPostgres ? [.define("COURIER_BENCHMARK_POSTGRES")] : [],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ],
@@ -67,7 +78,7 @@ let package = Package(
 
 // As in Courier's own manifest: `any` spelled out, only imported modules visible, `public import` for API exposure.
 for target in package.targets {
-    target.swiftSettings = ["ExistentialAny", "MemberImportVisibility", "InternalImportsByDefault"].map {
-        .enableUpcomingFeature($0)
-    }
+    target.swiftSettings =
+        (target.swiftSettings ?? [])
+        + ["ExistentialAny", "MemberImportVisibility", "InternalImportsByDefault"].map { .enableUpcomingFeature($0) }
 }
