@@ -41,6 +41,7 @@ public enum TransportScenarios {
             ("responseIn", convertingResponse()),
             ("responseInDecoded8", decodingResponse(headers: nginxLikeFields)),
             ("responseIn8", convertingResponse(headers: nginxLikeFields)),
+            ("responseInit12", initializingResponse(headers: loopbackResponseFields)),
         ]
     }
 
@@ -105,6 +106,25 @@ public enum TransportScenarios {
         "Date": "Sun, 22 Nov 2026 08:00:00 GMT", "Server": "nginx", "Cache-Control": "no-store",
         "Vary": "Accept-Encoding", "ETag": "\"33a64df551425fcc\"", "X-Request-ID": "f058ebd6",
     ]
+
+    /// The 12 fields the loopback server answers with (``LoopbackServer/responseHeaders`` and `Content-Length`),
+    /// as the dictionary `HTTPURLResponse` takes.
+    static let loopbackResponseFields: [String: String] = {
+        var fields: [String: String] = ["Content-Length": "\(Fixtures.body.utf8.count)"]
+        for (name, value) in LoopbackServer.responseHeaders { fields[name] = value }
+        return fields
+    }()
+
+    /// `HTTPURLResponse.init` alone, with `headers` made into its dictionary once, outside the loop: the part of
+    /// the contract floor (bare AsyncHTTPClient + this) that no client returning an `HTTPURLResponse` avoids.
+    static func initializingResponse(headers: [String: String]) -> Calls {
+        let url = loopbackRequest.url!
+        return { count in
+            for _ in 0..<count {
+                sink(HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: headers)!)
+            }
+        }
+    }
 
     static func convertingResponse(
         headers: NIOHTTP1.HTTPHeaders = ["Content-Type": "application/json", "Content-Length": "22"]

@@ -54,11 +54,13 @@ extension Middleware {
             return .failing(name: name, message: problem)
         }
         let header = scheme.headerName
+        // `setValue`'s work on the name and the value, done once (see FixedHeaderField).
+        let field = FixedHeaderField(name: header, value: value)
         return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
             // Only to its origins, and never back on a hop a redirect middleware took to another origin.
             guard try origins.allows(request, through: next) else { return try await next(request) }
             var request = request
-            request.setValue(value, forHTTPHeaderField: header)
+            field.set(on: &request)
             // A redirect layer inside learns which header to remove on a hop to another origin.
             return try await AttachedCredential.attaching(header).bound { try await next(request) }
         }

@@ -25,8 +25,26 @@ struct HTTPOrigin: Hashable, Sendable {
         return (url.port ?? Self.defaultPort(for: scheme)) == port
     }
 
-    /// Whether `text` is `lowercased` but for the case of its ASCII letters.
-    private static func equalsLowercased(_ text: String, _ lowercased: String) -> Bool {
+    /// Whether `text` is `lowercased` but for the case of its ASCII letters. Compared in the strings' storage when
+    /// both have it contiguous (a `zip` of their UTF-8 views cost about 60 instructions a byte).
+    static func equalsLowercased(_ text: String, _ lowercased: String) -> Bool {
+        guard text.utf8.count == lowercased.utf8.count else { return false }
+        let compared = text.utf8.withContiguousStorageIfAvailable { bytes in
+            lowercased.utf8.withContiguousStorageIfAvailable { expected in
+                for index in bytes.indices {
+                    let byte = bytes[index]
+                    let folded = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
+                    if folded != expected[index] { return false }
+                }
+                return true
+            }
+        }
+        if case .some(.some(let isEqual)) = compared { return isEqual }
+        return equalsLowercasedByViews(text, lowercased)
+    }
+
+    /// ``equalsLowercased(_:_:)`` through the UTF-8 views.
+    static func equalsLowercasedByViews(_ text: String, _ lowercased: String) -> Bool {
         guard text.utf8.count == lowercased.utf8.count else { return false }
         for (byte, expected) in zip(text.utf8, lowercased.utf8) {
             let folded = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte

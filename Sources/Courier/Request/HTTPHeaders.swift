@@ -70,7 +70,23 @@ public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, S
 extension String {
     /// Whether the two strings are equal ignoring case. Header names are ASCII tokens, so ASCII letters are
     /// compared byte by byte without allocating; anything else falls back to `lowercased()`.
+    ///
+    /// The bytes are compared in the strings' own storage (a `zip` of the two UTF-8 views cost about 60
+    /// instructions a byte, callgrind); `caseInsensitiveEqualsByViews` is the same comparison over the views, for
+    /// a string without contiguous UTF-8 and for the tests.
     func caseInsensitiveEquals(_ other: String) -> Bool {
+        guard utf8.count == other.utf8.count else { return false }
+        let compared = utf8.withContiguousStorageIfAvailable { bytes in
+            other.utf8.withContiguousStorageIfAvailable { otherBytes in
+                Self.asciiCaseInsensitiveComparison(bytes, otherBytes)
+            }
+        }
+        guard case .some(.some(let isEqual)) = compared else { return caseInsensitiveEqualsByViews(other) }
+        return isEqual ?? (lowercased() == other.lowercased())
+    }
+
+    /// ``caseInsensitiveEquals(_:)`` through the UTF-8 views.
+    func caseInsensitiveEqualsByViews(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
         var isASCII = true
         for (a, b) in zip(utf8, other.utf8) where a != b {
@@ -81,6 +97,22 @@ extension String {
             guard a | 0x20 == b | 0x20, (0x61...0x7A).contains(a | 0x20) else { return false }
         }
         return isASCII || lowercased() == other.lowercased()
+    }
+
+    /// Whether two byte sequences of the same length are equal but for the case of ASCII letters: `nil` when they
+    /// differ at a byte that is not ASCII (only Unicode's lowercasing can tell then).
+    private static func asciiCaseInsensitiveComparison(
+        _ bytes: UnsafeBufferPointer<UInt8>,
+        _ otherBytes: UnsafeBufferPointer<UInt8>
+    ) -> Bool? {
+        for index in bytes.indices {
+            let a = bytes[index]
+            let b = otherBytes[index]
+            if a == b { continue }
+            guard a < 0x80, b < 0x80 else { return nil }
+            guard a | 0x20 == b | 0x20, (0x61...0x7A).contains(a | 0x20) else { return false }
+        }
+        return true
     }
 }
 

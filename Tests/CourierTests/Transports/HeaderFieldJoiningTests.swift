@@ -1,3 +1,4 @@
+import CourierTesting
 import Foundation
 import Testing
 
@@ -59,5 +60,45 @@ struct HeaderFieldJoiningTests {
         #expect(throws: CourierError.self) {
             try HeaderFieldJoining.responseFields(fields, count: 5, for: nil, maximumFieldCount: 4)
         }
+    }
+
+    /// Names of fields a head may have: distinct ones, spellings of the same name, one of another length that is
+    /// not ASCII, and one that lowercases to an ASCII name (the Kelvin sign).
+    private static let names = [
+        "Content-Type", "content-type", "CONTENT-TYPE", "Date", "date", "ETag", "Vary", "vary", "Set-Cookie",
+        "set-cookie", "Cookie", "X-Request-ID", "X-Rate-Limit", "Cache-Control", "Server", "É", "é", "X-\u{212A}",
+        "X-k", "X-K", "",
+    ]
+
+    @Test("fields without a name twice go straight into the dictionary, as the general path makes it", arguments: 0..<4)
+    func distinctFieldsAgree(seed: UInt64) {
+        var random = SplitMix64.derived(seed: seed, 29, 3)
+        var distinct = 0
+        for round in 0..<500 {
+            // Now and then more fields than the fast path takes.
+            let count =
+                round % 50 == 0
+                ? HeaderFieldJoining.distinctFieldLimit + Int(random.next() % 3) : Int(random.next() % 9)
+            let fields = (0..<count).map { index in
+                let name =
+                    random.next() % 3 == 0
+                    ? "X-\(index)-\(random.next() % 1_000)" : Self.names[Int(random.next() % UInt64(Self.names.count))]
+                return (name: name, value: "v\(random.next() % 4)")
+            }
+            for style in [HeaderFieldJoining.Style.response, .request] {
+                let general = HeaderFieldJoining.joinedByName(fields, count: fields.count, style: style)
+                #expect(HeaderFieldJoining.joined(fields, count: fields.count, style: style) == general, "\(fields)")
+                if let fast = HeaderFieldJoining.distinctFields(fields, count: fields.count) {
+                    distinct += 1
+                    #expect(fast == general, "\(fields)")
+                    #expect(fast.count == fields.count)
+                } else {
+                    #expect(general.count < fields.count || fields.count > HeaderFieldJoining.distinctFieldLimit)
+                }
+            }
+        }
+        // Both paths were taken many times.
+        #expect(distinct > 200)
+        #expect(distinct < 900)
     }
 }
