@@ -556,7 +556,7 @@ public final class AsyncHTTPClientTransport: Transport {
         let head = try Self.makeResponse(response, for: request)
         let status = Int(response.status.code)
         var body = ResponseBodyAccumulator(limit: maximumResponseSize)
-        if let length = response.headers.first(name: "content-length").flatMap({ Int64($0) }) {
+        if let length = response.headers.first(name: "content-length").flatMap({ NetworkNumber.integer($0) }) {
             if ResponseBodyAccumulator.announcedLengthExceeds(
                 maximumResponseSize,
                 expectedContentLength: length,
