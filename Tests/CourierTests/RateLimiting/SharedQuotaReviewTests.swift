@@ -96,6 +96,36 @@ private final class GrantingStore: RateLimitStore {
     }
 }
 
+/// A store in memory whose releases never answer.
+private final class HangingReleaseStore: RateLimitStore {
+    let inner: InMemoryRateLimitStore
+    let never = Gate()
+    let releases = Locked<[Int]>([])
+
+    init(currentDate: @escaping @Sendable () -> Date) {
+        inner = InMemoryRateLimitStore(currentDate: currentDate)
+    }
+
+    func quota(for partition: String) async throws -> RateLimitQuota? { nil }
+    func record(_ quota: RateLimitQuota, for partition: String) async throws {}
+
+    func reserve(
+        _ count: Int,
+        in partition: String,
+        limit: Int,
+        window: Duration
+    ) async throws
+        -> RateLimitReservation
+    {
+        await inner.reserve(count, in: partition, limit: limit, window: window)
+    }
+
+    func release(_ count: Int, of reservation: RateLimitReservation) async throws {
+        releases.withLock { $0.append(count) }
+        await never.wait()
+    }
+}
+
 /// A review of the shared quota's wait loop and its give-back of unused slots, by someone who did not write them.
 @Suite("A shared quota under review: the wait loop and giving slots back", .timeLimit(.minutes(1)))
 struct SharedQuotaReviewTests {
@@ -603,6 +633,100 @@ struct SharedQuotaReviewTests {
         // On the current code: both at 1.5 s.
         #expect(sent.count == 2 && sent[1] - sent[0] >= .seconds(1), "sent at \(sent)")
         expectNothingHeld(limiter)
+    }
+
+    @Test(
+        "A request of the same replica and two of another arrive as the give-back fires: never over the window, no slot both sent and given back",
+        arguments: 0..<12
+    )
+    func giveBackRace(round: Int) async throws {
+        let store = SlowReleasingStore(clock: clock, currentDate: currentDate)
+        let limit = RateLimitPolicy.SharedLimit(maxRequests: 4, per: .seconds(2), blockSize: 4)
+        let sends = Locked<[Send]>([])
+        let (clock, url) = (clock, url)
+        let clients = (0..<2).map { index in
+            let limiter = RateLimiter(
+                RateLimitPolicy(sharedLimit: limit, currentDate: currentDate),
+                store: store,
+                clock: clock
+            )
+            let client = Client(
+                baseURL: URL(string: "https://api.example.test")!,
+                transport: MockTransport { [clock] _ in
+                    sends.withLock {
+                        $0.append(Send(at: clock.now.offset, replica: index, arrival: .zero, clientWindowEndsAt: nil))
+                    }
+                    return .ok
+                },
+                middleware: [.rateLimiting(limiter)]
+            )
+            return (client, limiter)
+        }
+        // Replica 0 sends two one after the other (blocks of 1 and 2: one slot left, given back at 0.1 s); at 0.1 s
+        // it sends one more and replica 1 two, in an order that varies with the round.
+        let late = [(0, round % 3), (1, (round + 1) % 3), (1, (round + 2) % 3)]
+        try await clock.run {
+            _ = try await clients[0].0.send(URLRequest(url: url))
+            _ = try await clients[0].0.send(URLRequest(url: url))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (replica, order) in late {
+                    group.addTask {
+                        try await clock.sleep(until: .init(offset: .milliseconds(100)))
+                        for _ in 0..<order { await Task.yield() }
+                        _ = try await clients[replica].0.send(URLRequest(url: url))
+                    }
+                }
+                try await group.waitForAll()
+            }
+        }
+        let sent = sends.withLock { $0 }
+        #expect(sent.count == 5)
+        let reservations = store.reservations.withLock { $0 }
+        let perWindow = checkWindows(sent, reservations, limit, context: "round \(round)")
+        var granted: [Int: Int] = [:]
+        for reservation in reservations { granted[reservation.window, default: 0] += reservation.granted }
+        var givenBack: [Int: Int] = [:]
+        for release in store.releases.withLock({ $0 }) { givenBack[release.of.window, default: 0] += release.count }
+        for (number, total) in granted {
+            #expect(perWindow[number, default: 0] + givenBack[number, default: 0] <= total, "round \(round)")
+        }
+        for (_, limiter) in clients {
+            let block = limiter.shared?.block(partition)
+            #expect(block?.pending == 0 && block?.inFlight == 0)
+        }
+    }
+
+    @Test("A release that never answers: storeFailed after the store timeout, and the replica goes on sending")
+    func releaseHangs() async throws {
+        let store = HangingReleaseStore(currentDate: currentDate)
+        let events = Locked<[RateLimitEvent]>([])
+        var policy = RateLimitPolicy(
+            sharedLimit: .init(maxRequests: 10, per: .seconds(2), blockSize: 10),
+            onEvent: { event in events.withLock { $0.append(event) } },
+            currentDate: currentDate
+        )
+        policy.storeTimeout = .milliseconds(500)
+        let limiter = RateLimiter(policy, store: store, clock: clock)
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: MockTransport { _ in .ok },
+            middleware: [.rateLimiting(limiter)]
+        )
+        let (clock, url) = (clock, url)
+        let statuses = try await clock.run {
+            var statuses: [Int] = []
+            for _ in 0..<2 { statuses.append(try await client.send(URLRequest(url: url)).1.statusCode) }
+            // The slot left goes back at 0.1 s, and the store never answers.
+            try await clock.sleep(for: .seconds(1))
+            for _ in 0..<3 { statuses.append(try await client.send(URLRequest(url: url)).1.statusCode) }
+            return statuses
+        }
+        #expect(statuses == [200, 200, 200, 200, 200])
+        #expect(store.releases.withLock { $0 }.first == 1)
+        #expect(events.withLock { $0 }.contains { if case .storeFailed = $0 { true } else { false } })
+        let block = try #require(limiter.shared?.block(partition))
+        #expect(block.pending == 0 && block.inFlight == 0 && block.waiters.isEmpty)
+        #expect(clock.now.offset == .seconds(1))
     }
 
     @Test("A limiter dropped while its give-back task sleeps is freed, and the task gives nothing back")
