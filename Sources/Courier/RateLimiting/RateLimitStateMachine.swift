@@ -208,10 +208,15 @@ struct RateLimitStateMachine<Waiter> {
 
     /// A ticket is handed back unused (its request was cancelled before it was sent): its slot is free again.
     mutating func returnUnused(_ ticket: Ticket, now: Duration) -> Output {
+        roll(now)
         inFlight -= 1
         if ticket.isProbe { isProbeInFlight = false }
-        if ticket.epoch < epoch { carried -= 1 }
-        if let remaining {
+        let wasCarried = ticket.epoch < epoch
+        if wasCarried { carried -= 1 }
+        // A slot goes back to the window it was taken from. A client window that has ended took nothing from the
+        // current one, so its slot is worth nothing here; the server's window counted the request carried into it
+        // (`remaining` is its limit less what was carried), so it gets that slot back.
+        if let remaining, !wasCarried || isFromServer {
             self.remaining = remaining + 1
             sentInWindow -= 1
             capRemaining()
