@@ -41,7 +41,9 @@ extension RateLimitPolicy {
     /// their slot first, then the fleet's. When the fleet's window is used up, it gives the first back while it
     /// waits for the next window and takes both again then, so requests that waited through a window of the fleet
     /// go at the limiter's pace when the next opens, not all at once. It keeps the first only while its replica
-    /// asks the store for a block (at most ``RateLimitPolicy/storeTimeout``).
+    /// asks the store for a block (at most ``RateLimitPolicy/storeTimeout``): when a slow store holds it past the
+    /// end of the limiter's window, it goes in the next one beside that window's own requests, like a request whose
+    /// way to the server is slow.
     public struct SharedLimit: Sendable, Hashable {
         /// The most requests the fleet sends per window; at least 1.
         public var maxRequests: Int
