@@ -39,6 +39,11 @@ public struct Deadline: Sendable {
     /// passes.
     public let timeout: Duration
 
+    /// The work a timeout armed in its timer for this deadline when it left enforcing it to the transport: the
+    /// transport attaches the task that reads a body to it, so that the timer cancels the read at the deadline
+    /// (see ``DeadlineTimer/attach(_:)``). `nil` for a deadline set any other way.
+    let work: DeadlineWork?
+
     /// Creates a deadline `duration` from now on `clock`.
     ///
     /// ```swift
@@ -55,9 +60,10 @@ public struct Deadline: Sendable {
         self.init(at: clock.now.advanced(by: duration), on: clock, timeout: duration)
     }
 
-    init<C: Clock<Duration>>(at instant: C.Instant, on clock: C, timeout: Duration) {
+    init<C: Clock<Duration>>(at instant: C.Instant, on clock: C, timeout: Duration, work: DeadlineWork? = nil) {
         self.instant = ClockInstant(clock: clock, instant: instant)
         self.timeout = timeout
+        self.work = work
     }
 
     /// The time left until the deadline, measured now on the deadline's clock; zero or negative once it

@@ -120,6 +120,69 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
         _ = tryEnd(work)
     }
 
+    // MARK: A transport's side (work armed by a timeout that runs in the caller's own task)
+
+    /// Lends the current task to `work`, which a timeout armed without a task of its own (the transport enforces
+    /// its deadline, see `TimeoutRunner`): until ``detach(_:)``, the driver cancels this task at the work's
+    /// deadline. A task that attaches to work whose deadline has passed cancels itself at once.
+    ///
+    /// - Returns: `false`, and nothing changes, when the work has ended or another task holds it (two attempts
+    ///   under one deadline at once); the caller then bounds its wait another way.
+    func attach(_ work: Work) -> Bool {
+        withUnsafeCurrentTask { task in
+            guard let task else { preconditionFailure("a deadline's work is attached from a task") }
+            let attached = state.withLock { _ -> Bool? in
+                if work.hasEnded { return nil }
+                if work.didFire { return false }
+                guard case .starting = work.state else { return nil }
+                work.state = .running(task)
+                return true
+            }
+            switch attached {
+            case nil: return false
+            case false?:
+                task.cancel()
+                return true
+            case true?: return true
+            }
+        }
+    }
+
+    /// Takes back the task ``attach(_:)`` lent, waiting first if the driver is cancelling it at this moment;
+    /// the work is then free for the next attempt under the same deadline.
+    func detach(_ work: Work) async {
+        let detached = state.withLock { _ in Self.detach(work) }
+        if detached { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let detachedNow = state.withLock { _ in
+                if Self.detach(work) { return true }
+                work.waiter = continuation
+                return false
+            }
+            if detachedNow { continuation.resume() }
+        }
+    }
+
+    /// Whether a task is attached to `work` (or being cancelled by the driver); for tests.
+    func holdsTask(_ work: Work) -> Bool {
+        state.withLock { _ in
+            switch work.state {
+            case .running, .cancelling: true
+            case .starting, .cancelled, .ended: false
+            }
+        }
+    }
+
+    /// Frees `work` of its task unless the driver is cancelling it; a work that has fired stays fired.
+    private static func detach(_ work: Work) -> Bool {
+        switch work.state {
+        case .cancelling: return false
+        case .running: work.state = .starting
+        case .starting, .cancelled, .ended: break
+        }
+        return true
+    }
+
     /// Ends `work` unless the driver is cancelling it.
     private static func tryEnd(_ work: Work, in state: inout State) -> Bool {
         if case .cancelling = work.state { return false }
@@ -203,6 +266,14 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 /// One request's work, as a ``DeadlineTimer`` sees it.
 final class DeadlineWork: @unchecked Sendable {
     // @unchecked Sendable: `state` and `waiter` are only touched under the owning timer's lock.
+    /// The timer that armed this work for a transport to attach to (see ``DeadlineTimer/attach(_:)``); `nil`
+    /// for the work of a timeout's own child task.
+    let owner: (any DeadlineWorkOwner)?
+
+    init(owner: (any DeadlineWorkOwner)? = nil) {
+        self.owner = owner
+    }
+
     fileprivate var state = DeadlineWorkState.starting
     fileprivate var waiter: CheckedContinuation<Void, Never>?
     // Written under the lock too, but also read without it: by the caller after the work has ended, and
@@ -224,8 +295,18 @@ final class DeadlineWork: @unchecked Sendable {
     }
 }
 
+/// A ``DeadlineTimer`` as a transport reaches it through a ``Deadline``, whatever the timer's clock.
+protocol DeadlineWorkOwner: AnyObject, Sendable {
+    func attach(_ work: DeadlineWork) -> Bool
+    func detach(_ work: DeadlineWork) async
+    func holdsTask(_ work: DeadlineWork) -> Bool
+}
+
+extension DeadlineTimer: DeadlineWorkOwner {}
+
 private enum DeadlineWorkState {
-    /// Created; the child task has not started yet.
+    /// Created, and no task runs it yet: the child task has not started, or (work a transport attaches to)
+    /// no task is attached.
     case starting
     /// Running in `task`, which the driver may cancel.
     case running(UnsafeCurrentTask)

@@ -50,7 +50,8 @@ extension Middleware {
     /// of its own; that task ends once the middleware has been idle for one `duration`. Another clock (a
     /// `ManualClock` in tests) gets a timer per request. Over `AsyncHTTPClientTransport`, which enforces the
     /// call's deadline itself, a timeout whose lower layers are all built-in layers that wait only within the
-    /// deadline runs them without a child task (see <doc:Resilience>).
+    /// deadline runs them without a child task, and its shared timer cancels a body still arriving at the
+    /// deadline (see <doc:Resilience>).
     ///
     /// The timeout never relies on `URLRequest.timeoutInterval`, which is truncated to whole seconds on
     /// Linux.

@@ -151,6 +151,65 @@ enum TimeoutRunner {
         )
     }
 
+    /// The race of `operation` against `deadline`, enforced by the timer that armed the deadline's work (see
+    /// `Deadline.work`): `operation` runs in a child task that starts at once and attaches to the work, and the
+    /// timer cancels it at the deadline. No timer of its own, so a body that is still arriving costs a child
+    /// task and two short critical sections. When the deadline has no such work, or another task holds it (two
+    /// attempts at once under one deadline), it is `run(until:request:operation:)`'s race.
+    static func run(
+        attachedTo deadline: Deadline,
+        request: URLRequest,
+        operation: @escaping @Sendable (URLRequest) async throws -> (Data, HTTPURLResponse)
+    ) async throws -> (Data, HTTPURLResponse) {
+        guard let work = deadline.work, let owner = work.owner else {
+            return try await run(until: deadline, request: request, operation: operation)
+        }
+        let outcome: Attached
+        do {
+            // Not an optional tuple: a tuple's metadata is looked up at run time, on every call.
+            outcome = try await withThrowingTaskGroup(of: Attached.self) { group in
+                startImmediately(
+                    {
+                        guard owner.attach(work) else { return .notAttached }
+                        do {
+                            let (data, response) = try await operation(request)
+                            await owner.detach(work)
+                            return .response(data, response)
+                        } catch {
+                            await owner.detach(work)
+                            throw error
+                        }
+                    },
+                    in: &group
+                )
+                guard let first = try await group.next() else {
+                    preconditionFailure("the deadline's task group has no children")
+                }
+                return first
+            }
+        } catch {
+            let tracking = CallTracking(record: CallRecord.current, isNew: false)
+            guard work.didFire else {
+                throw failure(error, request: request, deadline: deadline, isOwn: false, tracking: tracking)
+            }
+            // The caller's own cancellation wins over a deadline that passed at the same time.
+            try Task.checkCancellation()
+            throw timedOut(request, deadline: deadline, isOwn: false, tracking: tracking, after: error)
+        }
+        switch outcome {
+        case .response(let data, let response):
+            return (data, response)
+        case .notAttached:
+            return try await run(until: deadline, request: request, operation: operation)
+        }
+    }
+
+    /// What the child of `run(attachedTo:request:operation:)` ends with.
+    private enum Attached: Sendable {
+        case response(Data, HTTPURLResponse)
+        case notAttached
+    }
+
     /// Runs `operation` under `deadline`, in a child task cancelled when `wait` from `now` has passed on `clock`.
     private static func race<C: Clock<Duration>>(
         _ deadline: Deadline,
@@ -245,17 +304,31 @@ enum TimeoutRunner {
             return try await run(duration, clock: timer.clock, request: request, next: next)
         }
         let fireAt = timer.clock.now.advanced(by: duration)
-        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
         let tracking = CallTracking.here()
-        if next.transportEnforces(deadline) {
-            return try await runEnforcedByTransport(
-                deadline,
-                isOwn: true,
-                tracking: tracking,
-                request: request,
-                next: next
-            )
+        if next.transportEnforces(Deadline(at: fireAt, on: timer.clock, timeout: duration)) {
+            // The deadline goes down with work armed in the timer now, in deadline order, and no task: the
+            // transport attaches the task that reads a body to it (a body read is the one wait the network
+            // library does not bound), so the timer's driver cancels the read instead of a timer of its own.
+            let work = DeadlineWork(owner: timer)
+            let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration, work: work)
+            timer.arm(work, at: fireAt)
+            let response: (Data, HTTPURLResponse)
+            do {
+                response = try await runEnforcedByTransport(
+                    deadline,
+                    isOwn: true,
+                    tracking: tracking,
+                    request: request,
+                    next: next
+                )
+            } catch {
+                if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
+                throw error
+            }
+            if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
+            return response
         }
+        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
         let work = DeadlineWork()
         let response: (Data, HTTPURLResponse)
         do {

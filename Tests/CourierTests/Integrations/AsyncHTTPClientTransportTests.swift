@@ -181,6 +181,42 @@ struct AsyncHTTPClientTransportTests {
         await server.closedByClient.wait(for: 1)
     }
 
+    @Test(
+        "a body still arriving under the timeout middleware is cut at its deadline by the timeout's shared timer",
+        arguments: [1, 3]
+    )
+    func timeoutBoundsBody(calls: Int) async throws {
+        // Each call gets the head and 10 of the 1,000 bytes it announces, then nothing until the client closes.
+        let server = try SocketServer { _ in
+            .stall(status: 200, headers: [.init(name: "Content-Length", value: "1000")], body: Data(count: 10))
+        }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(300))])
+        let clock = ContinuousClock()
+        // Several at once share the timer: each is cut at its own deadline.
+        let results = await withTaskGroup(of: (Result<Int, any Error>, Duration).self) { group in
+            for index in 0..<calls {
+                group.addTask {
+                    let start = clock.now
+                    let result = await outcome { try await client.send(URLRequest(url: server.url("/drip/\(index)"))) }
+                    return (result.map { $0.1.statusCode }, clock.now - start)
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        try await transport.shutdown()
+        #expect(results.count == calls)
+        for (result, elapsed) in results {
+            let error = try #require(result.failure as? CourierError, "\(result)")
+            #expect(error.code == .timedOut)
+            #expect(error.timeout == .milliseconds(300))
+            #expect(error.middleware == "timeout")
+            #expect(elapsed >= .milliseconds(300))
+        }
+        await server.closedByClient.wait(for: calls)
+    }
+
     @Test("a Deadline that has passed already fails the request before anything is sent")
     func deadlinePassedBeforeSending() async throws {
         let server = try SocketServer { _ in .response(status: 200) }

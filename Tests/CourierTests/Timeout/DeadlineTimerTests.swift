@@ -125,6 +125,74 @@ struct DeadlineTimerTests {
         #expect(error?.timeout == .milliseconds(50))
     }
 
+    // MARK: Work a transport attaches to (a timeout that leaves its deadline to the transport arms it)
+
+    /// Work armed for a deadline 100 ms from now, with no task: what such a timeout hands down.
+    private func armedWork() -> DeadlineWork {
+        let work = DeadlineWork(owner: timer)
+        timer.arm(work, at: clock.now.advanced(by: .milliseconds(100)))
+        return work
+    }
+
+    @Test("the task attached to armed work is cancelled at its deadline, not a moment before")
+    func attachedTaskCancelledAtDeadline() async throws {
+        let work = armedWork()
+        let attached = Gate()
+        let reader = Task {
+            #expect(timer.attach(work))
+            attached.open()
+            do {
+                try await Gate().waitUnlessCancelled()
+            } catch {
+                await timer.detach(work)
+                throw error
+            }
+        }
+        await attached.wait()
+        #expect(timer.holdsTask(work))
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .milliseconds(99))
+        #expect(!work.didFire)
+        clock.advance(by: .milliseconds(1))
+        await #expect(throws: CancellationError.self) { try await reader.join() }
+        #expect(work.didFire)
+        #expect(!timer.holdsTask(work))
+        // A later read under the same passed deadline cancels itself as it attaches.
+        let late = await Task { timer.attach(work) && Task.isCancelled }.value
+        #expect(late)
+    }
+
+    @Test("attempts under one deadline attach one after another; a second at once, or after the end, is refused")
+    func attachOneAtATime() async throws {
+        let work = armedWork()
+        let first = Gate()
+        let release = Gate()
+        let holder = Task {
+            let attached = timer.attach(work)
+            first.open()
+            await release.wait()
+            await timer.detach(work)
+            return attached
+        }
+        await first.wait()
+        #expect(await Task { timer.attach(work) }.value == false)
+        release.open()
+        #expect(await holder.join())
+        #expect(!timer.holdsTask(work))
+        // The next attempt, after the first let go.
+        let second = await Task {
+            let attached = timer.attach(work)
+            let cancelled = Task.isCancelled
+            await timer.detach(work)
+            return attached && !cancelled
+        }.value
+        #expect(second)
+        // The timeout ends its work; nothing attaches to it afterwards, and its deadline cancels nothing.
+        #expect(timer.tryEnd(work))
+        #expect(await Task { timer.attach(work) }.value == false)
+        #expect(timer.pendingCount == 0)
+    }
+
 }
 
 /// The `ContinuousClock` path that `.timeout(_:)` takes by default, in real time.

@@ -16,12 +16,20 @@ private final class EnforcingTransport: DeadlineEnforcingTransport {
         case answer
         case holdUntilDeadline
         case fail
+        /// Reads a body that never ends the way AsyncHTTPClientTransport does, through
+        /// `TimeoutRunner.run(attachedTo:)`, until cancelled.
+        case bodyUntilCancelled
     }
 
     struct Seen: Sendable {
         let task: Int?
         let timeout: Duration?
     }
+
+    /// Whether each body read found its task attached to the deadline's work in the timeout's timer.
+    let bodyReadsAttached = Locked<[Bool]>([])
+    /// Opened when a body read has started.
+    let bodyReadStarted = Gate()
 
     struct DeadlineExceeded: Error {}
 
@@ -48,6 +56,16 @@ private final class EnforcingTransport: DeadlineEnforcingTransport {
             throw DeadlineExceeded()
         case .fail:
             throw URLError(.networkConnectionLost)
+        case .bodyUntilCancelled:
+            let deadline = try #require(deadline)
+            return try await TimeoutRunner.run(attachedTo: deadline, request: request) { request in
+                let work = Deadline.current?.work
+                let attached = work.map { $0.owner?.holdsTask($0) ?? false } ?? false
+                self.bodyReadsAttached.withLock { $0.append(attached) }
+                self.bodyReadStarted.open()
+                try await Gate().waitUnlessCancelled()
+                throw CancellationError()
+            }
         }
     }
 }
@@ -153,14 +171,40 @@ struct TransportEnforcedDeadlineTests {
             middleware: [kind.timeout(.seconds(3), clock: clock)]
         )
         let call = Task { try await client.send(RetryFixtures.request()) }
-        await clock.waitForSleepers(count: 1)
-        // Only the transport sleeps: the timeout left its deadline to it.
-        #expect(clock.sleeperCount == 1)
+        // The transport sleeps until the deadline; a shared timer's driver too, for the work it armed for a body
+        // read (which never comes here): the timeout started no timer of its own.
+        let sleepers = kind == .shared ? 2 : 1
+        await clock.waitForSleepers(count: sleepers)
+        #expect(clock.sleeperCount == sleepers)
         clock.advance(by: .seconds(3))
         let error = try await #require(throws: CourierError.self) { try await call.join() }
         #expect(error.code == .timedOut)
         #expect(error.timeout == .seconds(3))
         #expect(error.middleware == "timeout")
+    }
+
+    @Test("a body still arriving is cancelled at the deadline by the timeout's shared timer, with no timer of its own")
+    func bodyReadOnSharedTimer() async throws {
+        let transport = EnforcingTransport(clock: clock, behavior: .bodyUntilCancelled)
+        let timer = DeadlineTimer(clock: clock)
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.timeout(.seconds(3), timer: timer)]
+        )
+        let call = Task { try await client.send(RetryFixtures.request()) }
+        await transport.bodyReadStarted.wait()
+        #expect(transport.bodyReadsAttached.value == [true])
+        // The timer's driver is the one sleeper: the body read started no timer.
+        await clock.waitForSleepers(count: 1)
+        #expect(clock.sleeperCount == 1)
+        #expect(timer.pendingCount == 1)
+        clock.advance(by: .seconds(3))
+        let error = try await #require(throws: CourierError.self) { try await call.join() }
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .seconds(3))
+        #expect(error.middleware == "timeout")
+        #expect(timer.pendingCount == 0)
     }
 
     @Test("an inner timeout under a nearer outer deadline reports the outer timeout")

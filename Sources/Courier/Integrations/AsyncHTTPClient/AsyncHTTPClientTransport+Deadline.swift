@@ -17,17 +17,18 @@ extension AsyncHTTPClientTransport: DeadlineEnforcingTransport {
     /// Collects the body of `response`, by `deadline` when there is one.
     ///
     /// AsyncHTTPClient applies its deadline until the head arrives, not to the body, so the body's wait is
-    /// bounded here: it is read in a child task that starts at once and, when the body came with the head
-    /// (the usual case for an API's response), ends without ever suspending; only a body still on its way
-    /// starts a timer, and at the deadline the read is cancelled, which makes AsyncHTTPClient close the
-    /// connection. The error is ``CourierError/Code/timedOut``.
+    /// bounded here: it is read in a child task that starts at once, and at the deadline the read is cancelled,
+    /// which makes AsyncHTTPClient close the connection. The error is ``CourierError/Code/timedOut``. Under a
+    /// timeout middleware's deadline (the usual case) the child attaches to the work that timeout armed in its
+    /// shared timer, which cancels it; under a deadline set any other way, a body still on its way starts a
+    /// timer of its own (see `TimeoutRunner.run(attachedTo:request:operation:)`).
     func collect(
         _ response: HTTPClientResponse,
         for request: URLRequest,
         by deadline: Deadline?
     ) async throws -> (Data, HTTPURLResponse) {
         guard let deadline else { return try await collect(response, for: request) }
-        return try await TimeoutRunner.run(until: deadline, request: request) { request in
+        return try await TimeoutRunner.run(attachedTo: deadline, request: request) { request in
             try await self.collect(response, for: request)
         }
     }

@@ -55,7 +55,9 @@ public import FoundationNetworking
 ///   and ``CourierError/timeout`` set, as the timeout middleware reports it. Only a deadline on a real-time
 ///   clock (`ContinuousClock`, `SuspendingClock`) is handed over; one on a test's manual clock is virtual,
 ///   and only the timeout middleware that set it enforces it.
-///   The body is read until the timeout middleware cancels the call. Without a deadline, the transport passes
+///   The body's wait is bounded by the deadline too: the read is cancelled when it passes (by the timeout
+///   middleware's shared timer under its deadline, by a timer of the read's own under a deadline you set), and
+///   the call fails with ``CourierError/Code/timedOut``. Without a deadline, the transport passes
 ///   `NIODeadline.distantFuture`. `URLRequest.timeoutInterval` is ignored.
 /// - **Errors**: a failed socket call is a ``CourierError/Code/transport`` error that says what happened
 ///   (`cannot connect to 127.0.0.1:8080 (connection refused)`), with the socket's `POSIXError` as
