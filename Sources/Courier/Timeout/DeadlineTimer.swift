@@ -25,6 +25,13 @@
 /// lock: it marks the work as being cancelled, unlocks, cancels, and a work that ends in that window waits
 /// (suspended, not spinning) until the driver is done with it.
 ///
+/// **Work a transport attaches to.** A timeout that leaves its deadline to the transport (see `TimeoutRunner`)
+/// arms work with no task, in the same order, and hands it down in the ``Deadline``. The one wait the network
+/// library does not bound, a body still arriving, runs in a child task that lends itself to the work
+/// (``attach(_:)``) and takes itself back (``detach(_:)``) the same way, so the driver cancels it at the
+/// deadline; one attempt after another may attach under one deadline, two at once may not. The timeout ends the
+/// work when its call returns.
+///
 /// **No separate state machine.** The state is split between the timer's queue and each request's `DeadlineWork`
 /// (a class, so the request's task and the driver reach the same object without a lookup). A value-type machine
 /// would have to find each work by an id, one more hash look-up and table entry per request on the hot path that
