@@ -95,12 +95,14 @@ public enum LoopbackServerError: Error {
 }
 
 /// Answers each request, once it has been read completely, with `200 OK` and a fixed body; keeps the
-/// connection open unless the client asked to close it.
+/// connection open unless the client asked to close it. A request whose path starts with `/late` gets the head
+/// at once and the body a millisecond later, as from an API whose body is not ready with its head.
 private final class FixedResponseHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private var keepAlive = true
+    private var lateBody = false
     private let body: ByteBuffer
     private let headers: HTTPHeaders
 
@@ -115,6 +117,7 @@ private final class FixedResponseHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             keepAlive = head.isKeepAlive
+            lateBody = head.uri.hasPrefix("/late")
         case .body:
             break
         case .end:
@@ -126,11 +129,24 @@ private final class FixedResponseHandler: ChannelInboundHandler {
                 wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))),
                 promise: nil
             )
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            if !keepAlive {
-                context.close(promise: nil)
+            if lateBody {
+                context.flush()
+                let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .milliseconds(1)) {
+                    let (handler, context) = bound.value
+                    handler.finish(context)
+                }
+            } else {
+                finish(context)
             }
+        }
+    }
+
+    private func finish(_ context: ChannelHandlerContext) {
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        if !keepAlive {
+            context.close(promise: nil)
         }
     }
 }

@@ -26,6 +26,9 @@ public enum TransportScenarios {
             ("ahcStackChild", overLoopback { try await $0.ahcCalls($1, .defaultStackWithChildTasks) }),
             ("ahcStackUntimed", overLoopback { try await $0.ahcCalls($1, .defaultStackWithoutTimeouts) }),
             ("ahcTimeout", overLoopback { try await $0.ahcCalls($1, .timeout) }),
+            // The body a millisecond after the head: the body read waits, under the timeout's deadline.
+            ("ahcCourier0LateBody", overLoopback { try await $0.ahcCalls($1, .none, path: "/late") }),
+            ("ahcTimeoutLateBody", overLoopback { try await $0.ahcCalls($1, .timeout, path: "/late") }),
             ("sessionBare", overLoopback { try await $0.bareSessionCalls($1) }),
             ("sessionDelegate", overLoopback { try await $0.delegateSessionCalls($1) }),
             ("sessionTransport", overLoopback { try await $0.calls($1, through: $0.sessionTransport) }),
@@ -192,9 +195,10 @@ extension LoopbackClients {
         }
     }
 
-    func ahcCalls(_ count: Int, _ configuration: CourierConfiguration) async throws {
+    func ahcCalls(_ count: Int, _ configuration: CourierConfiguration, path: String? = nil) async throws {
         let client = ahcCourier(configuration)
-        let request = request(for: configuration)
+        var request = request(for: configuration)
+        if let path { request.url = URL(string: path, relativeTo: request.url)?.absoluteURL }
         for _ in 0..<count {
             sink(try await client.send(request))
         }
