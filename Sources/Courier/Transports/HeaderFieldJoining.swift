@@ -59,24 +59,40 @@ enum HeaderFieldJoining {
         _ fields: Fields,
         count: Int
     ) -> [String: String]? {
-        var result = [String: String](minimumCapacity: count)
-        var lengths: UInt64 = 0
-        var taken = 0
+        var distinct = DistinctFields(count: count)
         for (name, value) in fields {
-            taken += 1
-            guard taken <= distinctFieldLimit else { return nil }
-            let length = name.utf8.count
-            let bit: UInt64 = 1 << UInt64(length & 63)
+            guard distinct.insert(name: name, value: value) else { return nil }
+        }
+        return distinct.fields
+    }
+
+    /// What ``distinctFields(_:count:)`` builds, a field at a time, so that the checked conversion
+    /// (``responseFields(_:count:for:maximumFieldCount:)``) builds it in the pass that checks the fields.
+    struct DistinctFields {
+        /// The fields inserted so far, each name as it is spelled.
+        private(set) var fields: [String: String]
+        /// A bit per name length (modulo 64) that some name inserted has.
+        private var lengths: UInt64 = 0
+
+        init(count: Int) {
+            fields = [String: String](minimumCapacity: count)
+        }
+
+        /// Adds a field, unless ``distinctFieldLimit`` fields are in already or its name is the same as one of
+        /// them without regard to the case of their ASCII letters, or equal to one as `String`s: then `false`, and
+        /// ``fields`` is of no more use (the general path, ``joinedByName(_:count:style:)``, joins the fields).
+        mutating func insert(name: String, value: String) -> Bool {
+            guard fields.count < distinctFieldLimit else { return false }
+            let bit: UInt64 = 1 << UInt64(name.utf8.count & 63)
             if lengths & bit != 0 {
                 let key = CaseInsensitiveFieldName(name)
-                for earlier in result.keys where CaseInsensitiveFieldName(earlier) == key { return nil }
+                for earlier in fields.keys where CaseInsensitiveFieldName(earlier) == key { return false }
             }
             lengths |= bit
             // A name `String` equality takes for one already there (canonically equivalent, as the Kelvin sign and
             // `K` are) is left to the general path too.
-            guard result.updateValue(value, forKey: name) == nil else { return nil }
+            return fields.updateValue(value, forKey: name) == nil
         }
-        return result
     }
 
     /// `fields` joined by `style` through a dictionary keyed by name without case: what ``joined(_:count:style:)``
@@ -124,24 +140,29 @@ enum HeaderFieldJoining {
         guard count <= maximumFieldCount else {
             throw ResponseHeadCheck.tooManyFields(count, request: request)
         }
+        // One pass: each field is checked and, as long as no name has come twice, goes straight into the
+        // dictionary (``distinctFields(_:count:)``); the fields are joined by name only when one has.
+        var distinct: DistinctFields? = DistinctFields(count: count)
         var framing = (transferEncoding: false, contentLength: false)
         for (name, value) in fields {
-            if let control = ResponseHeadCheck.forbiddenControl(in: name) {
+            if let control = ResponseHeadCheck.forbiddenControlByWords(in: name) {
                 throw ResponseHeadCheck.invalidName(control: control, request: request)
             }
-            if let control = ResponseHeadCheck.forbiddenControl(in: value) {
+            if let control = ResponseHeadCheck.forbiddenControlByWords(in: value) {
                 throw ResponseHeadCheck.invalidValue(name: name, control: control, request: request)
             }
-            if name.utf8.count == 17, name.caseInsensitiveEquals("Transfer-Encoding") {
+            let length = name.utf8.count
+            if length == 17, name.caseInsensitiveEquals("Transfer-Encoding") {
                 framing.transferEncoding = true
-            } else if name.utf8.count == 14, name.caseInsensitiveEquals("Content-Length") {
+            } else if length == 14, name.caseInsensitiveEquals("Content-Length") {
                 framing.contentLength = true
             }
+            if distinct?.insert(name: name, value: value) == false { distinct = nil }
         }
         if framing.transferEncoding && framing.contentLength {
             throw ResponseHeadCheck.conflictingFraming(request: request)
         }
-        return joined(fields, count: count, style: .response)
+        return distinct?.fields ?? joinedByName(fields, count: count, style: .response)
     }
 
     /// `Cookie`, whose values a request joins with `"; "`.

@@ -71,6 +71,54 @@ enum ResponseHeadCheck {
         (byte < 0x20 && byte != 0x09) || byte == 0x7F
     }
 
+    /// ``forbiddenControl(in:)`` eight bytes at a time, for the conversion that runs over every name and value of
+    /// a head (``HeaderFieldJoining/responseFields(_:count:for:maximumFieldCount:)``): the same answer for every
+    /// string, in a little over half the instructions for the fields of a real head (measured with callgrind).
+    static func forbiddenControlByWords(in string: String) -> UInt8? {
+        guard let found = string.utf8.withContiguousStorageIfAvailable({ forbiddenControl(in: $0) }) else {
+            return forbiddenControl(in: string)
+        }
+        return found
+    }
+
+    /// The first byte of `bytes` that ``forbiddenControl(in:)`` refuses: a word of eight bytes with no byte below
+    /// 0x20 and no DEL is passed over at once (the last word overlaps the one before it when the count is not a
+    /// multiple of eight); from the first word that has one (a tab, perhaps), the bytes are looked at one by one.
+    static func forbiddenControl(in bytes: UnsafeBufferPointer<UInt8>) -> UInt8? {
+        var index = 0
+        if bytes.count >= 8, let base = UnsafeRawPointer(bytes.baseAddress) {
+            let lastWord = bytes.count - 8
+            while true {
+                let offset = Swift.min(index, lastWord)
+                if mayHoldControl(base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)) {
+                    index = offset
+                    break
+                }
+                if offset == lastWord { return nil }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            if isForbidden(bytes[index]) { return bytes[index] }
+            index += 1
+        }
+        return nil
+    }
+
+    /// Whether one of the eight bytes of `word` is below 0x20 or is DEL; it may say so of a word that has neither
+    /// (never the other way round). When 0x20 is taken from every byte of `word` at once, the lowest byte below
+    /// 0x20 takes no borrow from the bytes under it (they are not below 0x20), so it wraps to a byte with its top
+    /// bit set, where `word`'s own byte has it clear; a DEL is a zero byte of `word ^ 0x7F7F…`, found the same way
+    /// by taking 0x01.
+    private static func mayHoldControl(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let topBits = ones &* 0x80
+        let belowSpace = (word &- ones &* 0x20) & ~word & topBits
+        let delete = word ^ (ones &* 0x7F)
+        let isDelete = (delete &- ones) & ~delete & topBits
+        return belowSpace | isDelete != 0
+    }
+
     /// What is wrong with the fields of a response that a client other than Courier's own converted
     /// (`URLSession`): more than ``maximumFieldCount`` of them, or a value with a control character; `nil` when
     /// nothing is. One pass over the fields.

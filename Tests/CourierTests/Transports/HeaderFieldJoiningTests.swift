@@ -101,4 +101,158 @@ struct HeaderFieldJoiningTests {
         #expect(distinct > 200)
         #expect(distinct < 900)
     }
+
+    /// Scalars a hostile field may be made of: letters, the bytes the check refuses (each control character, DEL),
+    /// the tab it allows, and scalars of two, three and four UTF-8 bytes (the Kelvin sign lowercases to `k`).
+    private static let hostileScalars: [Unicode.Scalar] =
+        ["a", "Z", "-", " ", ":", "~", "\t", "\u{7F}", "é", "\u{212A}", "€", "🙂"]
+        + (0..<0x20).compactMap { Unicode.Scalar($0) }
+
+    /// A string of `length` scalars, mostly letters, with a scalar from ``hostileScalars`` now and then.
+    private static func hostileString(length: Int, random: inout SplitMix64) -> String {
+        var string = ""
+        for _ in 0..<length {
+            if random.next() % 6 == 0 {
+                string.unicodeScalars.append(hostileScalars[Int(random.next() % UInt64(hostileScalars.count))])
+            } else {
+                string.unicodeScalars.append(Unicode.Scalar(UInt8(0x61 + random.next() % 26)))
+            }
+        }
+        return string
+    }
+
+    /// The checks as they were before they moved into the conversion's pass over the fields: every name and value
+    /// checked a byte at a time, in order, then the framing, then the fields joined.
+    private static func checkedThenJoined(
+        _ fields: [(name: String, value: String)],
+        maximumFieldCount: Int
+    ) -> Result<[String: String], CourierError> {
+        guard fields.count <= maximumFieldCount else {
+            return .failure(ResponseHeadCheck.tooManyFields(fields.count, request: nil))
+        }
+        var framing = (transferEncoding: false, contentLength: false)
+        for (name, value) in fields {
+            if let control = ResponseHeadCheck.forbiddenControl(in: name) {
+                return .failure(ResponseHeadCheck.invalidName(control: control, request: nil))
+            }
+            if let control = ResponseHeadCheck.forbiddenControl(in: value) {
+                return .failure(ResponseHeadCheck.invalidValue(name: name, control: control, request: nil))
+            }
+            if name.utf8.count == 17, name.caseInsensitiveEquals("Transfer-Encoding") {
+                framing.transferEncoding = true
+            } else if name.utf8.count == 14, name.caseInsensitiveEquals("Content-Length") {
+                framing.contentLength = true
+            }
+        }
+        if framing.transferEncoding && framing.contentLength {
+            return .failure(ResponseHeadCheck.conflictingFraming(request: nil))
+        }
+        return .success(HeaderFieldJoining.joined(fields, count: fields.count, style: .response))
+    }
+
+    @Test(
+        "the checked conversion accepts and refuses hostile fields as the checks before it did, with the same error",
+        arguments: 0..<4
+    )
+    func checkedConversionAgrees(seed: UInt64) {
+        var random = SplitMix64.derived(seed: seed, 29, 4)
+        let framingNames = [
+            "Transfer-Encoding", "transfer-encoding", "Content-Length", "CONTENT-LENGTH", "Content-Lengt\u{0}",
+        ]
+        var outcomes = (accepted: 0, invalidName: 0, invalidValue: 0, framing: 0, tooMany: 0)
+        for round in 0..<1_500 {
+            let count =
+                round % 40 == 0
+                ? HeaderFieldJoining.distinctFieldLimit + Int(random.next() % 3) : Int(random.next() % 13)
+            // Mostly clean fields (so that a refusal comes at any field, or none), of every length around a word.
+            let hostility = random.next() % 4
+            let fields = (0..<count).map { _ in
+                let name: String
+                switch random.next() % 8 {
+                case 0: name = framingNames[Int(random.next() % UInt64(framingNames.count))]
+                case 1: name = Self.names[Int(random.next() % UInt64(Self.names.count))]
+                case 2 where hostility == 0: name = Self.hostileString(length: Int(random.next() % 20), random: &random)
+                default: name = "X-\(random.next() % 200)"
+                }
+                let value: String
+                if hostility == 0 || random.next() % 8 == 0 {
+                    value = Self.hostileString(length: Int(random.next() % 40), random: &random)
+                } else {
+                    value = String(repeating: "v", count: Int(random.next() % 30))
+                }
+                return (name: name, value: value)
+            }
+            let maximumFieldCount = random.next() % 5 == 0 ? 8 : ResponseHeadCheck.maximumFieldCount
+            let fused = Result {
+                try HeaderFieldJoining.responseFields(
+                    fields,
+                    count: fields.count,
+                    for: nil,
+                    maximumFieldCount: maximumFieldCount
+                )
+            }
+            switch (fused, Self.checkedThenJoined(fields, maximumFieldCount: maximumFieldCount)) {
+            case (.success(let converted), .success(let expected)):
+                #expect(converted == expected, "\(fields)")
+                outcomes.accepted += 1
+            case (.failure(let error as CourierError), .failure(let expected)):
+                #expect(error.code == expected.code, "\(fields)")
+                #expect(error.message == expected.message, "\(fields)")
+                if expected.message.contains("name of a response header") {
+                    outcomes.invalidName += 1
+                } else if expected.message.contains("value of response header") {
+                    outcomes.invalidValue += 1
+                } else if expected.message.contains("both Transfer-Encoding") {
+                    outcomes.framing += 1
+                } else {
+                    outcomes.tooMany += 1
+                }
+            case (let fused, let expected):
+                Issue.record("the conversion gave \(fused), the checks \(expected), for \(fields)")
+            }
+        }
+        // Every outcome was reached many times.
+        #expect(outcomes.accepted > 300, "\(outcomes)")
+        #expect(outcomes.invalidName > 30, "\(outcomes)")
+        #expect(outcomes.invalidValue > 100, "\(outcomes)")
+        #expect(outcomes.framing > 10, "\(outcomes)")
+        #expect(outcomes.tooMany > 30, "\(outcomes)")
+    }
+
+    @Test("the check eight bytes at a time finds the byte the check a byte at a time finds, at every place")
+    func wordCheckAgrees() {
+        var random = SplitMix64.derived(seed: 0, 29, 5)
+        let reference: ([UInt8]) -> UInt8? = { bytes in
+            bytes.first { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
+        }
+        var found = 0
+        var mismatches: [[UInt8]] = []
+        for length in 0...33 {
+            for position in 0..<max(length, 1) {
+                for byte in UInt8.min...UInt8.max {
+                    // Clean bytes around it, but now and then a tab or a byte that is not ASCII, before or after.
+                    var bytes = (0..<length).map { _ in
+                        switch random.next() % 16 {
+                        case 0: UInt8(0x09)
+                        case 1: UInt8(0x80 + random.next() % 0x80)
+                        default: UInt8(0x20 + random.next() % 0x5F)
+                        }
+                    }
+                    if length > 0 { bytes[position] = byte }
+                    let expected = reference(bytes)
+                    let byWords = bytes.withUnsafeBufferPointer { ResponseHeadCheck.forbiddenControl(in: $0) }
+                    if byWords != expected { mismatches.append(bytes) }
+                    if expected != nil { found += 1 }
+                }
+            }
+        }
+        #expect(mismatches.isEmpty, "\(mismatches.prefix(5))")
+        #expect(found > 10_000)
+        // And for strings, which the conversion passes.
+        for string in ["", "a\tb", "0123456\u{7F}", "01234567\r\n", "é\u{1}", "X-\u{212A}", "caf\u{E9} au lait\u{0}"] {
+            #expect(
+                ResponseHeadCheck.forbiddenControlByWords(in: string) == ResponseHeadCheck.forbiddenControl(in: string)
+            )
+        }
+    }
 }
