@@ -5,10 +5,9 @@ struct HTTPOrigin: Hashable, Sendable {
     let scheme: String
     let host: String
     let port: Int?
-    /// How a URL of this origin usually begins, `scheme://host[:port]` in lowercase, the port only when it is not
-    /// the scheme's default; `nil` when the host holds anything but ASCII letters, digits, `-` and `.` (an IPv6
-    /// address, a percent-encoded name), for which ``matches(_:)`` always takes the components' way.
-    private let prefix: String?
+    /// Whether ``matches(_:)`` may answer from a URL's text: the scheme is ASCII letters, the host ASCII letters,
+    /// digits, `-` and `.` (not an IPv6 address or a percent-encoded name), and the port is known.
+    private let isPlain: Bool
 
     /// The origin of `url`, or `nil` when it has no scheme or no host.
     init?(_ url: URL) {
@@ -26,52 +25,51 @@ struct HTTPOrigin: Hashable, Sendable {
             byte &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: "-")
                 || byte == UInt8(ascii: ".")
         }
-        let plainScheme = scheme.utf8.allSatisfy { $0 &- UInt8(ascii: "a") < 26 }
-        if plainHost, plainScheme, let port {
-            prefix = port == Self.defaultPort(for: scheme) ? "\(scheme)://\(host)" : "\(scheme)://\(host):\(port)"
-        } else {
-            prefix = nil
-        }
-    }
-
-    /// Equal when scheme, host and port are (the prefix follows from them).
-    static func == (lhs: HTTPOrigin, rhs: HTTPOrigin) -> Bool {
-        lhs.scheme == rhs.scheme && lhs.host == rhs.host && lhs.port == rhs.port
-    }
-
-    func hash(into hasher: inout Hasher) {
-        hasher.combine(scheme)
-        hasher.combine(host)
-        hasher.combine(port)
+        isPlain = plainHost && scheme.utf8.allSatisfy { $0 &- UInt8(ascii: "a") < 26 } && port != nil
     }
 
     /// Whether `url` has this origin: the same scheme and host, ignoring ASCII case, and the same port (the
     /// scheme's default when `url` names none).
     ///
-    /// A URL whose text begins with this origin's lowercase `scheme://host[:port]` followed by `/`, `?`, `#` or
-    /// nothing has it, as RFC 3986 parses it: its authority is exactly that host and port, with no user info
-    /// (which needs an `@` before the first `/`). That is one comparison of bytes; Foundation's `host`, which
-    /// percent-decodes the name, cost about 1,100 instructions. Any other text (another case, an explicit default
-    /// port, user info, another origin) is judged by its components, as ``matchesByComponents(_:)``.
+    /// A URL whose text begins with this origin's lowercase `scheme://host`, then `:port` unless the port is the
+    /// scheme's default (digits without a leading zero), then `/`, `?`, `#` or nothing, has it, as RFC 3986 parses
+    /// it: its authority is exactly that host and port, with no user info (which needs an `@` before the first
+    /// `/`). That is one comparison of bytes, allocating nothing; Foundation's `host`, which percent-decodes the
+    /// name, cost about 1,100 instructions. Any other text (another case, an explicit default port, user info,
+    /// another origin) is judged by its components, as ``matchesByComponents(_:)``.
     func matches(_ url: URL) -> Bool {
-        if let prefix, Self.begins(url.absoluteString, with: prefix) { return true }
+        if isPlain, beginsURL(url.absoluteString) { return true }
         return matchesByComponents(url)
     }
 
-    /// Whether `text` is `prefix` followed by the end, `/`, `?` or `#`.
-    private static func begins(_ text: String, with prefix: String) -> Bool {
-        let compared = text.utf8.withContiguousStorageIfAvailable { bytes in
-            prefix.utf8.withContiguousStorageIfAvailable { expected -> Bool in
-                guard bytes.count >= expected.count, bytes.prefix(expected.count).elementsEqual(expected) else {
-                    return false
+    /// Whether `text` begins with this origin as ``matches(_:)`` describes.
+    private func beginsURL(_ text: String) -> Bool {
+        let begins = text.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            var index = 0
+            func take(_ expected: String) -> Bool {
+                for byte in expected.utf8 {
+                    guard index < bytes.count, bytes[index] == byte else { return false }
+                    index += 1
                 }
-                guard bytes.count > expected.count else { return true }
-                let next = bytes[expected.count]
-                return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
+                return true
             }
+            guard take(scheme), take("://"), take(host) else { return false }
+            if let port, port != Self.defaultPort(for: scheme) {
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { return false }
+                index += 1
+                let first = index
+                var value = 0
+                while index < bytes.count, bytes[index] &- UInt8(ascii: "0") < 10, index - first < 6 {
+                    value = value * 10 + Int(bytes[index] &- UInt8(ascii: "0"))
+                    index += 1
+                }
+                guard index > first, bytes[first] != UInt8(ascii: "0"), value == port else { return false }
+            }
+            guard index < bytes.count else { return true }
+            let next = bytes[index]
+            return next == UInt8(ascii: "/") || next == UInt8(ascii: "?") || next == UInt8(ascii: "#")
         }
-        if case .some(.some(let begins)) = compared { return begins }
-        return false
+        return begins ?? false
     }
 
     /// ``matches(_:)`` by the URL's scheme, host and port, as Foundation parses them.

@@ -15,7 +15,7 @@ struct HTTPOriginMatchTests {
         "xn--bcher-kva.de",
         "localhost", "[::1]", "[2001:db8::1]", "a-b.c", "api%2Eexample.com", "evil.org",
     ]
-    private static let ports = ["", ":80", ":443", ":8080", ":08080", ":80801", ":"]
+    private static let ports = ["", ":80", ":443", ":8080", ":08080", ":80801", ":", ":65535", ":999999", ":8080x"]
     private static let userInfo = ["", "", "", "user@", "user:pass@", "api.example.com@", "a%40b@"]
     private static let rests = ["", "/", "/users/42", "?q=1", "#top", "/a?b#c", "@evil.org/", ".evil.org/", "\\evil"]
 
