@@ -235,4 +235,218 @@ struct DeadlineAttachAttackTests {
         await #expect(throws: CancellationError.self) { try await call.join() }
         #expect(timer.pendingCount == 0)
     }
+
+    @Test(
+        "hedging below the timeout: both attempts read with the timeout's own child task bounding them, cut at the deadline"
+    )
+    func hedgedAttempts() async throws {
+        let transport = AttachingTransport()
+        let client = Client(
+            transport: transport,
+            middleware: [.timeout(.seconds(3), timer: timer), .hedging(after: .milliseconds(100), clock: clock)]
+        )
+        let call = Task { try await client.send(bodyRequest) }
+        await transport.bodyReadsStarted.wait(for: 1)
+        // The timer's driver and the hedging delay sleep on the manual clock.
+        await clock.waitForSleepers(count: 2)
+        clock.advance(by: .milliseconds(100))
+        await transport.bodyReadsStarted.wait(for: 2)
+        // Hedging does not wait only within the deadline, so the timeout armed no work for a transport: neither
+        // attempt attached, and the timeout's child task is what the driver cancels.
+        #expect(transport.bodyReadsAttached.value == [false, false])
+        clock.advance(by: .milliseconds(2_899))
+        #expect(transport.bodyReadsCancelled.count == 0)
+        clock.advance(by: .milliseconds(1))
+        let error = try await #require(throws: CourierError.self) { try await call.join() }
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .seconds(3))
+        #expect(transport.bodyReadsCancelled.count == 2)
+        #expect(timer.pendingCount == 0)
+    }
+
+    @Test(
+        "nested timeouts on shared timers: the read attaches to the nearer deadline's work and is cut then",
+        arguments: [true, false]
+    )
+    func nestedTimeouts(outerIsNearer: Bool) async throws {
+        let outer = DeadlineTimer(clock: clock)
+        let (outerDuration, innerDuration): (Duration, Duration) =
+            outerIsNearer ? (.seconds(1), .seconds(3)) : (.seconds(3), .seconds(1))
+        let transport = AttachingTransport()
+        let client = Client(
+            transport: transport,
+            middleware: [.timeout(outerDuration, timer: outer), .timeout(innerDuration, timer: timer)]
+        )
+        let call = Task { try await client.send(bodyRequest) }
+        await transport.bodyReadsStarted.wait(for: 1)
+        #expect(transport.bodyReadsAttached.value == [true])
+        // The outer timeout armed its work; the inner one armed its own only when its deadline is the nearer.
+        #expect(outer.pendingCount == 1)
+        #expect(timer.pendingCount == (outerIsNearer ? 0 : 1))
+        await clock.waitForSleepers(count: outerIsNearer ? 1 : 2)
+        clock.advance(by: .milliseconds(999))
+        #expect(transport.bodyReadsCancelled.count == 0)
+        clock.advance(by: .milliseconds(1))
+        let error = try await #require(throws: CourierError.self) { try await call.join() }
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .seconds(1))
+        #expect(transport.bodyReadsCancelled.count == 1)
+        #expect(outer.pendingCount == 0)
+        #expect(timer.pendingCount == 0)
+    }
+
+    @Test("seeded random orders of attach, detach, release and the deadline keep every invariant")
+    func randomOrders() async throws {
+        for seed in UInt64(0)..<300 {
+            let failures = await AttachModel.run(seed: seed)
+            #expect(failures.isEmpty, "seed \(seed): \(failures)")
+            if !failures.isEmpty { return }
+        }
+    }
+}
+
+/// One read in ``AttachModel``: a task that attaches to the work, stays attached (cancelled or not) until told
+/// to detach, and then stays alive until the run ends, recording every cancellation it sees and when.
+private final class ModelReader: Sendable {
+    enum Phase: Sendable { case starting, attached, detached }
+
+    let attached = Locked<(ok: Bool, cancelledAtOnce: Bool)?>(nil)
+    let attachDone = Gate()
+    let detachNow = Gate()
+    let detachDone = Gate()
+    let finish = Gate()
+    let phase = Locked(Phase.starting)
+    /// The phase the reader was in at each cancellation.
+    let cancellations = Locked<[Phase]>([])
+    let task: Task<Void, Never>
+
+    init(timer: DeadlineTimer<ManualClock>, work: DeadlineWork) {
+        let attached = self.attached
+        let attachDone = attachDone
+        let detachNow = detachNow
+        let detachDone = detachDone
+        let finish = finish
+        let phase = phase
+        let cancellations = cancellations
+        task = Task {
+            await withTaskCancellationHandler {
+                let ok = timer.attach(work)
+                if ok { phase.withLock { $0 = .attached } }
+                attached.withLock { $0 = (ok, Task.isCancelled) }
+                attachDone.open()
+                guard ok else { return }
+                await detachNow.wait()
+                await timer.detach(work)
+                phase.withLock { $0 = .detached }
+                detachDone.open()
+                await finish.wait()
+            } onCancel: {
+                let now = phase.value
+                cancellations.withLock { $0.append(now) }
+            }
+        }
+    }
+}
+
+/// A random script over one work armed for a transport, on a manual clock: reads attach (at most one at a
+/// time) and detach, the timeout releases the work, the deadline passes, in any order. Checks: attach is refused
+/// exactly when another read holds the work or the timeout let it go; a read attached when the deadline passes
+/// is cancelled then, one that attaches afterwards at once; no read is cancelled after it detached, or before
+/// the deadline; the queue drains and the driver ends.
+private enum AttachModel {
+    static func run(seed: UInt64) async -> [String] {
+        var failures: [String] = []
+        var random = SplitMix64(seed: seed)
+        let clock = ManualClock()
+        let timer = DeadlineTimer(clock: clock)
+        let work = DeadlineWork(owner: timer)
+        let fireAt = clock.now.advanced(by: .seconds(1))
+        timer.arm(work, at: fireAt)
+        // Armed after the work with the same deadline: once it is cancelled, the driver has dealt with the work.
+        let sentinel = DeadlineWork(owner: timer)
+        timer.arm(sentinel, at: fireAt)
+        let sentinelAttached = Gate()
+        let sentinelTask = Task {
+            _ = timer.attach(sentinel)
+            sentinelAttached.open()
+            try? await Gate().waitUnlessCancelled()
+            await timer.detach(sentinel)
+            timer.release(sentinel)
+        }
+        await sentinelAttached.wait()
+
+        var readers: [ModelReader] = []
+        var holder: ModelReader?
+        var released = false
+        var fired = false
+        var detachedBeforeFire: [ModelReader] = []
+        var step = 0
+        func fail(_ message: String) { failures.append("step \(step): \(message)") }
+
+        for index in 0..<10 {
+            step = index
+            switch random.next() % 4 {
+            case 0:
+                let reader = ModelReader(timer: timer, work: work)
+                readers.append(reader)
+                await reader.attachDone.wait()
+                guard let (ok, cancelledAtOnce) = reader.attached.value else { continue }
+                // Once the deadline has passed, a read that attaches cancels itself and the timer holds nothing.
+                let expected = !released && (fired || holder == nil)
+                if ok != expected { fail("attach returned \(ok), expected \(expected)") }
+                if ok && cancelledAtOnce != fired {
+                    fail("attached after the deadline: \(fired), cancelled: \(cancelledAtOnce)")
+                }
+                if ok && !fired { holder = reader }
+            case 1:
+                guard let reader = holder else { continue }
+                reader.detachNow.open()
+                await reader.detachDone.wait()
+                if !fired { detachedBeforeFire.append(reader) }
+                holder = nil
+            case 2:
+                guard !released else { continue }
+                timer.release(work)
+                released = true
+            default:
+                guard !fired else { continue }
+                clock.advance(to: fireAt)
+                await sentinelTask.value
+                fired = true
+                if let holder, holder.cancellations.value.isEmpty {
+                    fail("the read attached at the deadline was not cancelled")
+                }
+            }
+            if !fired, readers.contains(where: { !$0.cancellations.value.isEmpty }) {
+                fail("a read was cancelled before the deadline")
+            }
+        }
+        // The end of the run: the holder detaches, the timeout lets go, the deadline passes.
+        if let holder {
+            holder.detachNow.open()
+            await holder.detachDone.wait()
+            if !fired { detachedBeforeFire.append(holder) }
+        }
+        if !released { timer.release(work) }
+        if !fired {
+            clock.advance(to: fireAt)
+            await sentinelTask.value
+        }
+        for reader in readers {
+            reader.detachNow.open()
+            reader.finish.open()
+            await reader.task.value
+            if reader.cancellations.value.contains(.detached) { fail("a read was cancelled after it detached") }
+        }
+        for reader in detachedBeforeFire where !reader.cancellations.value.isEmpty {
+            fail("a read that detached before the deadline was cancelled: \(reader.cancellations.value)")
+        }
+        if timer.pendingCount != 0 { fail("\(timer.pendingCount) deadlines left in the queue") }
+        do {
+            try await waitUntil { !timer.driverIsRunning }
+        } catch {
+            fail("the driver did not end")
+        }
+        return failures
+    }
 }
