@@ -116,12 +116,12 @@ struct DeadlineAttachAttackTests {
         // The shipped read is the first to read a body under the call's deadline: it holds the call's work.
         #expect(transport.bodyReadsAttached.value == [true])
         answer.open()
-        #expect(try await call.value.1.statusCode == 200)
+        #expect(try await call.join().1.statusCode == 200)
         let read = try #require(shipped.value)
         // The call is over; the read it left behind is still under its deadline, 3 s from the start.
         let sentinel = await sentinel(after: .seconds(3))
         clock.advance(by: .seconds(3))
-        await sentinel.value
+        await sentinel.join()
         guard transport.bodyReadsCancelled.count == 1 else {
             Issue.record("the deadline passed and the spawned read was not cancelled")
             read.cancel()
@@ -151,10 +151,10 @@ struct DeadlineAttachAttackTests {
         await detached.wait()
         let sentinel = await sentinel(after: .milliseconds(100))
         clock.advance(by: .milliseconds(100))
-        await sentinel.value
+        await sentinel.join()
         #expect(work.didFire)
         release.open()
-        #expect(await attempt.value)
+        #expect(await attempt.join())
         #expect(timer.tryEnd(work))
         #expect(timer.pendingCount == 0)
     }
@@ -209,7 +209,7 @@ struct DeadlineAttachAttackTests {
         #expect(timer.holdsTask(work))
         #expect(transport.bodyReadsCancelled.count == 1)
         clock.advance(by: .milliseconds(300))
-        let results = await reads.value
+        let results = await reads.join()
         #expect(results.count == 2)
         for result in results {
             let error = try #require(result.failure as? CourierError, "\(result)")
@@ -411,7 +411,7 @@ private enum AttachModel {
             default:
                 guard !fired else { continue }
                 clock.advance(to: fireAt)
-                await sentinelTask.value
+                await sentinelTask.join()
                 fired = true
                 if let holder, holder.cancellations.value.isEmpty {
                     fail("the read attached at the deadline was not cancelled")
@@ -430,12 +430,12 @@ private enum AttachModel {
         if !released { timer.release(work) }
         if !fired {
             clock.advance(to: fireAt)
-            await sentinelTask.value
+            await sentinelTask.join()
         }
         for reader in readers {
             reader.detachNow.open()
             reader.finish.open()
-            await reader.task.value
+            await reader.task.join()
             if reader.cancellations.value.contains(.detached) { fail("a read was cancelled after it detached") }
         }
         for reader in detachedBeforeFire where !reader.cancellations.value.isEmpty {
