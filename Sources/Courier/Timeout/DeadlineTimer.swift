@@ -36,7 +36,8 @@
 /// (a class, so the request's task and the driver reach the same object without a lookup). A value-type machine
 /// would have to find each work by an id, one more hash look-up and table entry per request on the hot path that
 /// `InstructionCounts` measures. The transitions are the short functions below (`begin`, `tryEnd`, `arm`,
-/// `takeDue`, `cancel`); `DeadlineTimerTests` drive them on a manual clock.
+/// `attach`, `detach`, `release`, `takeDue`, `cancel`); `DeadlineTimerTests` and `DeadlineAttachAttackTests` drive
+/// them on a manual clock.
 import Synchronization
 
 final class DeadlineTimer<C: Clock<Duration>>: Sendable {
@@ -139,7 +140,7 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
         withUnsafeCurrentTask { task in
             guard let task else { preconditionFailure("a deadline's work is attached from a task") }
             let attached = state.withLock { _ -> Bool? in
-                if work.hasEnded { return nil }
+                if work.hasEnded || work.isReleased { return nil }
                 if work.didFire { return false }
                 guard case .starting = work.state else { return nil }
                 work.state = .running(task)
@@ -156,13 +157,14 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
     }
 
     /// Takes back the task ``attach(_:)`` lent, waiting first if the driver is cancelling it at this moment;
-    /// the work is then free for the next attempt under the same deadline.
+    /// the work is then free for the next attempt under the same deadline, or ends if the timeout that armed it
+    /// has let it go (see ``release(_:)``).
     func detach(_ work: Work) async {
-        let detached = state.withLock { _ in Self.detach(work) }
+        let detached = state.withLock { state in Self.detach(work, in: &state) }
         if detached { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let detachedNow = state.withLock { _ in
-                if Self.detach(work) { return true }
+            let detachedNow = state.withLock { state in
+                if Self.detach(work, in: &state) { return true }
                 work.waiter = continuation
                 return false
             }
@@ -180,14 +182,39 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
         }
     }
 
-    /// Frees `work` of its task unless the driver is cancelling it; a work that has fired stays fired.
-    private static func detach(_ work: Work) -> Bool {
+    /// Frees `work` of its task unless the driver is cancelling it, and ends it if its timeout has let it go; a
+    /// work that has fired stays fired.
+    private static func detach(_ work: Work, in state: inout State) -> Bool {
         switch work.state {
         case .cancelling: return false
-        case .running: work.state = .starting
+        case .running:
+            guard work.isReleased else {
+                work.state = .starting
+                return true
+            }
+            work.markEnded()
+            state.dropEndedHeads()
         case .starting, .cancelled, .ended: break
         }
         return true
+    }
+
+    /// Lets go of `work`, which a timeout armed for a transport to attach to (see ``attach(_:)``), when the
+    /// timeout is done: the work ends now, unless a task is still attached to it. That task is not part of the
+    /// timeout's call (the call's own body reads detach before the call returns) but inherited the call's
+    /// deadline: a `Task { }` that a log sink, say, started under it. It stays bounded by that deadline: the
+    /// driver still cancels it when the deadline passes, and the work ends when it detaches or is cancelled.
+    /// Never waits: the timeout's own task is not the one the driver cancels.
+    func release(_ work: Work) {
+        state.withLock { state in
+            switch work.state {
+            case .running, .cancelling:
+                work.isReleased = true
+            case .starting, .cancelled, .ended:
+                work.markEnded()
+                state.dropEndedHeads()
+            }
+        }
     }
 
     /// Ends `work` unless the driver is cancelling it.
@@ -261,8 +288,13 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
             return nil
         }
         task?.cancel()
-        let waiter = state.withLock { _ -> CheckedContinuation<Void, Never>? in
-            work.state = .cancelled
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if work.isReleased {
+                work.markEnded()
+                state.dropEndedHeads()
+            } else {
+                work.state = .cancelled
+            }
             defer { work.waiter = nil }
             return work.waiter
         }
@@ -283,6 +315,9 @@ final class DeadlineWork: @unchecked Sendable {
 
     fileprivate var state = DeadlineWorkState.starting
     fileprivate var waiter: CheckedContinuation<Void, Never>?
+    /// Whether the timeout that armed this work for a transport has let it go while a task was still attached
+    /// (see ``DeadlineTimer/release(_:)``): the work ends when that task detaches or is cancelled.
+    fileprivate var isReleased = false
     // Written under the lock too, but also read without it: by the caller after the work has ended, and
     // (`ended`) right after starting it, to skip registering a deadline for work that is already done.
     private let fired = Atomic<Bool>(false)

@@ -322,10 +322,11 @@ enum TimeoutRunner {
                     next: next
                 )
             } catch {
-                if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
+                timer.release(work)
                 throw error
             }
-            if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
+            // A task spawned under the deadline may still be attached: it stays bounded by it (see `release`).
+            timer.release(work)
             return response
         }
         let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
