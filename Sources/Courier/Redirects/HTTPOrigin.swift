@@ -14,10 +14,7 @@ struct HTTPOrigin: Hashable, Sendable {
         guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
             return nil
         }
-        self.init(scheme: scheme, host: host, port: url.port ?? Self.defaultPort(for: scheme))
-    }
-
-    private init(scheme: String, host: String, port: Int?) {
+        let port = url.port ?? Self.defaultPort(for: scheme)
         self.scheme = scheme
         self.host = host
         self.port = port

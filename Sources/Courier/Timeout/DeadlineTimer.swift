@@ -29,8 +29,8 @@
 /// arms work with no task, in the same order, and hands it down in the ``Deadline``. The one wait the network
 /// library does not bound, a body still arriving, runs in a child task that lends itself to the work
 /// (``attach(_:)``) and takes itself back (``detach(_:)``) the same way, so the driver cancels it at the
-/// deadline; one attempt after another may attach under one deadline, two at once may not. The timeout ends the
-/// work when its call returns.
+/// deadline; one attempt after another may attach under one deadline, two at once may not. The timeout lets the
+/// work go when its call returns (``release(_:)``).
 ///
 /// **No separate state machine.** The state is split between the timer's queue and each request's `DeadlineWork`
 /// (a class, so the request's task and the driver reach the same object without a lookup). A value-type machine
@@ -117,15 +117,22 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 
     /// Waits until the driver has finished cancelling the work's task, then takes the task back.
     func endAfterCancellation(_ work: Work) async {
+        await afterDriver(work, Self.tryEnd)
+    }
+
+    /// Makes `transition`, waiting first (suspended) for the driver to finish cancelling the work's task if it is
+    /// doing so: `transition` returns `false` then, and the driver resumes the waiter once it is done.
+    private func afterDriver(_ work: Work, _ transition: (Work, inout State) -> Bool) async {
+        if state.withLock({ transition(work, &$0) }) { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let endedNow = state.withLock { state in
-                if Self.tryEnd(work, in: &state) { return true }
+            let doneNow = state.withLock { state in
+                if transition(work, &state) { return true }
                 work.waiter = continuation
                 return false
             }
-            if endedNow { continuation.resume() }
+            if doneNow { continuation.resume() }
         }
-        _ = tryEnd(work)
+        _ = state.withLock { transition(work, &$0) }
     }
 
     // MARK: A transport's side (work armed by a timeout that runs in the caller's own task)
@@ -160,16 +167,7 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
     /// the work is then free for the next attempt under the same deadline, or ends if the timeout that armed it
     /// has let it go (see ``release(_:)``).
     func detach(_ work: Work) async {
-        let detached = state.withLock { state in Self.detach(work, in: &state) }
-        if detached { return }
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let detachedNow = state.withLock { state in
-                if Self.detach(work, in: &state) { return true }
-                work.waiter = continuation
-                return false
-            }
-            if detachedNow { continuation.resume() }
-        }
+        await afterDriver(work, Self.detach)
     }
 
     /// Whether a task is attached to `work` (or being cancelled by the driver); for tests.

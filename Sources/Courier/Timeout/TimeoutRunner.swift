@@ -304,32 +304,24 @@ enum TimeoutRunner {
             return try await run(duration, clock: timer.clock, request: request, next: next)
         }
         let fireAt = timer.clock.now.advanced(by: duration)
+        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
         let tracking = CallTracking.here()
-        if next.transportEnforces(Deadline(at: fireAt, on: timer.clock, timeout: duration)) {
+        if next.transportEnforces(deadline) {
             // The deadline goes down with work armed in the timer now, in deadline order, and no task: the
             // transport attaches the task that reads a body to it (a body read is the one wait the network
             // library does not bound), so the timer's driver cancels the read instead of a timer of its own.
             let work = DeadlineWork(owner: timer)
-            let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration, work: work)
             timer.arm(work, at: fireAt)
-            let response: (Data, HTTPURLResponse)
-            do {
-                response = try await runEnforcedByTransport(
-                    deadline,
-                    isOwn: true,
-                    tracking: tracking,
-                    request: request,
-                    next: next
-                )
-            } catch {
-                timer.release(work)
-                throw error
-            }
             // A task spawned under the deadline may still be attached: it stays bounded by it (see `release`).
-            timer.release(work)
-            return response
+            defer { timer.release(work) }
+            return try await runEnforcedByTransport(
+                Deadline(at: fireAt, on: timer.clock, timeout: duration, work: work),
+                isOwn: true,
+                tracking: tracking,
+                request: request,
+                next: next
+            )
         }
-        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
         let work = DeadlineWork()
         let response: (Data, HTTPURLResponse)
         do {
