@@ -65,6 +65,12 @@ let package = Package(
             name: "DownloadResumer",
             dependencies: [.product(name: "Courier", package: "courier")]
         ),
+        // A child process for the end-to-end tests: a streamed response read in a process of its own, whose peak
+        // memory is the client's alone.
+        .executableTarget(
+            name: "StreamReader",
+            dependencies: ["TestServer", .product(name: "Courier", package: "courier")]
+        ),
         .testTarget(
             name: "TestServerTests",
             dependencies: ["TestServer"] + ["NIOCore", "NIOPosix"].map { .product(name: $0, package: "swift-nio") }

@@ -192,10 +192,13 @@ struct Muster: Sendable {
 ///
 /// - `.runsAlone`, on a suite: for load tests whose timeouts are real. Beside the other suites, which Swift
 ///   Testing runs in parallel, such a test measures their load as much as its own.
-/// - `.measuresPeakMemory`, on a test: each case alone, for the tests that measure the process's peak resident
+/// - `.measuresPeakMemory`, on a test: each case alone, for a test that measures this process's peak resident
 ///   memory. The peak belongs to the whole process, so what a test of another suite allocates beside it counts as
 ///   the measured test's growth (the 1 GiB stream's peak grew by 94 MiB once beside the download suite's
-///   resumable download, past its 64 MiB bound, and stayed under it run alone).
+///   resumable download, past its 64 MiB bound, and stayed under it run alone). Running alone holds back other
+///   tests' servers, not tests without one, nor the in-process server's own buffers: the same stream grew by
+///   92 MiB once more in a fresh-clone CI run, so the streaming tests now read in a child process of their own
+///   (``ChildStreamReader``), whose peak is the client's alone.
 ///
 /// A test of another suite that starts a server meanwhile waits within its own time limit, which counts five
 /// minutes for that (`endToEndLimit(minutes:)`; the fan-out suite runs for about 50 s).
