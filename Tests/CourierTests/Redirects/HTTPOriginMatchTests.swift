@@ -14,6 +14,8 @@ struct HTTPOriginMatchTests {
         "127.0.0.1", "api.example.com", "API.Example.com", "api.example.com.evil.org", "example.com",
         "xn--bcher-kva.de",
         "localhost", "[::1]", "[2001:db8::1]", "a-b.c", "api%2Eexample.com", "evil.org",
+        // The same length and first byte as hosts above, another host.
+        "api.example.org", "127.0.0.2", "[::2]",
     ]
     private static let ports = ["", ":80", ":443", ":8080", ":08080", ":80801", ":", ":65535", ":999999", ":8080x"]
     private static let userInfo = ["", "", "", "user@", "user:pass@", "api.example.com@", "a%40b@"]
