@@ -63,23 +63,32 @@ extension Middleware {
             }
             // With a shared limit, the request also takes a slot of the fleet's window (SharedQuota). While it
             // waits for the fleet's next window, it holds no slot the limiter paces: it gives it back and asks again.
+            // When its client window ended while it waited for a reservation, its slot there counts in no window
+            // it could still be sent in: it gives it back (to no one) and takes one of the current window.
             if let shared = limiter.shared {
-                while true {
-                    let opening: Duration?
+                taking: while true {
+                    let taken: SharedQuota.Taken
                     do {
-                        opening = try await shared.take(
+                        taken = try await shared.take(
                             request,
                             partition: lease.partition,
                             arrival: arrival,
-                            paced: limiter.paces(lease)
+                            paced: limiter.paces(lease),
+                            heldSlotEnded: { limiter.outlivedClientWindow(lease) }
                         )
                     } catch {
                         limiter.returnUnused(lease)
                         throw error
                     }
-                    guard let opening else { break }
-                    limiter.returnUnused(lease)
-                    try await shared.sleep(until: opening)
+                    switch taken {
+                    case .slot:
+                        break taking
+                    case .nextWindow(let opening):
+                        limiter.returnUnused(lease)
+                        try await shared.sleep(until: opening)
+                    case .heldSlotEnded:
+                        limiter.returnUnused(lease)
+                    }
                     lease = try await limiter.acquire(request, partition: lease.partition, since: arrival)
                 }
             }

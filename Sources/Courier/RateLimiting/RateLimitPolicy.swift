@@ -18,6 +18,11 @@ public import FoundationNetworking
 public struct RateLimitPolicy: Sendable {
     /// A limit the client keeps on its own: `maxRequests` per `window`, the window starting with its first
     /// request.
+    ///
+    /// A request is sent only in the window whose slot it holds: one whose ``RateLimitPolicy/SharedLimit``
+    /// reservation outlives the window it took its slot in gives that slot to no one and takes a slot of the current
+    /// window, waiting for one (within ``RateLimitPolicy/maximumWait``, the call's deadline and its cancellation)
+    /// like any other request.
     public struct ClientLimit: Sendable, Hashable {
         /// The most requests per window; at least 1.
         public var maxRequests: Int

@@ -224,6 +224,15 @@ struct RateLimitStateMachine<Waiter> {
         return wake(now: now)
     }
 
+    /// Whether `ticket`, not used yet, was taken in a client window that has ended by `now`. A new client window
+    /// counts nothing carried into it (``roll(_:)``), so the ticket holds no slot of the current one: its request
+    /// must not be sent with it. A server's window counts what was carried into it, so a ticket of an earlier one
+    /// still holds a slot.
+    mutating func outlivedClientWindow(_ ticket: Ticket, now: Duration) -> Bool {
+        roll(now)
+        return ticket.epoch < epoch && !isFromServer && settings.clientLimit != nil
+    }
+
     /// A request that was let through ended at `now`: with a response (`observation` is what it said about
     /// the rate limit) or without one (`nil`: an error, a cancellation).
     mutating func complete(_ ticket: Ticket, observation: RateLimitObservation?, now: Duration) -> Output {

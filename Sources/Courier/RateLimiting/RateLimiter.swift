@@ -428,6 +428,16 @@ public final class RateLimiter: Sendable {
         lock.withLock { _ in !lease.slot.value.isUnlimited }
     }
 
+    /// Whether `lease` was taken in a window of ``RateLimitPolicy/clientLimit`` that has ended (its request waited
+    /// for a reservation of the fleet meanwhile): then it holds no slot of the current window, and its request must
+    /// give it back with ``returnUnused(_:)`` and ``acquire(_:partition:since:)`` one of the current window before
+    /// it is sent. Without a client limit, `false` without a lock or a clock read.
+    func outlivedClientWindow(_ lease: Lease) -> Bool {
+        guard settings.clientWindow != nil else { return false }
+        let now = elapsed()
+        return lock.withLock { _ in lease.slot.value.outlivedClientWindow(lease.ticket, now: now) }
+    }
+
     /// Gives back the slot of a request that was never sent.
     func returnUnused(_ lease: Lease) {
         let now = elapsed()

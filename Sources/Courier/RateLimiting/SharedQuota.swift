@@ -41,9 +41,10 @@ extension RateLimitPolicy {
     /// their slot first, then the fleet's. When the fleet's window is used up, it gives the first back while it
     /// waits for the next window and takes both again then, so requests that waited through a window of the fleet
     /// go at the limiter's pace when the next opens, not all at once. It keeps the first only while its replica
-    /// asks the store for a block (at most ``RateLimitPolicy/storeTimeout``): when a slow store holds it past the
-    /// end of the limiter's window, it goes in the next one beside that window's own requests, like a request whose
-    /// way to the server is slow.
+    /// asks the store for a block (at most ``RateLimitPolicy/storeTimeout``). When a slow store holds it past the
+    /// end of a client limit's window, that slot goes to no one: the request takes one of the current client window,
+    /// waiting for it like any other request, before it takes the fleet's, so no client window sends more than its
+    /// `maxRequests`. A slot of the server's numbers stays with it: the server's next window counts it.
     public struct SharedLimit: Sendable, Hashable {
         /// The most requests the fleet sends per window; at least 1.
         public var maxRequests: Int
@@ -109,6 +110,17 @@ final class SharedQuota: Sendable {
         var givingBack = false
     }
 
+    /// What ``take(_:partition:arrival:paced:heldSlotEnded:)`` got a request.
+    enum Taken: Equatable {
+        /// A slot of the fleet's window (or none needed while the store is bypassed): the request may go.
+        case slot
+        /// The window is used up and the request is paced: the fleet's next window opens at this time on the
+        /// limiter's clock, checked against the deadline and the maximum wait.
+        case nextWindow(opensAt: Duration)
+        /// The limiter's slot the request holds ended while it waited for a reservation; it took no slot here.
+        case heldSlotEnded
+    }
+
     /// What a request does next.
     private enum Step {
         /// It holds a slot (or goes without one while the store is bypassed).
@@ -155,12 +167,16 @@ final class SharedQuota: Sendable {
     /// at once when the next opens, past the limiter's pace. A request the limiter does not pace waits here, still
     /// counted among the requests asking for a slot, so the next window's first block is sized for all of them.
     ///
+    /// After each wait for a reservation, before it takes a slot, it asks `heldSlotEnded` whether the limiter's slot
+    /// it holds has ended meanwhile (a client limit's window): then it returns ``Taken/heldSlotEnded`` holding no
+    /// slot here, for the caller to take one of the limiter's current window and ask again. So it never holds a slot
+    /// of the fleet while it waits for the limiter's.
+    ///
     /// `arrival` is when the request reached the limiter (``now()``), so that ``RateLimitPolicy/maximumWait``
     /// bounds its whole wait: for the server's or client limit's slot, then for this one.
     ///
-    /// - Returns: `nil` when the request holds a slot (or goes without one while the store is bypassed), or, when
-    ///   `paced`, the time on the limiter's clock when the next window opens, checked against the deadline and the
-    ///   maximum wait.
+    /// - Returns: ``Taken/slot`` when the request holds a slot (or goes without one while the store is bypassed),
+    ///   ``Taken/nextWindow(opensAt:)`` when `paced` and the window is used up, or ``Taken/heldSlotEnded``.
     /// - Throws: ``CourierError/Code/timedOut`` when the slot would come after the call's deadline,
     ///   ``CourierError/Code/rateLimited`` when it would come (or a reservation would end) after
     ///   ``RateLimitPolicy/maximumWait``, and `CancellationError` when the task is cancelled.
@@ -168,18 +184,21 @@ final class SharedQuota: Sendable {
         _ request: URLRequest,
         partition: String,
         arrival: Duration? = nil,
-        paced: Bool = false
-    ) async throws -> Duration? {
+        paced: Bool = false,
+        heldSlotEnded: () -> Bool = { false }
+    ) async throws -> Taken {
         let now = elapsed()
         let start = arrival ?? now
         let deadline = Deadline.current
         let deadlineOffset = deadline.map { now + $0.timeLeft }
         var arriving = true
         var gone = false
+        var reserved = false
         // `pending` counts the request from its first step on: a task cancelled before that counts nothing.
         defer { if !gone, !arriving { blocks.withLock { blocks in blocks[partition]?.pending -= 1 } } }
         while true {
             try Task.checkCancellation()
+            if reserved, heldSlotEnded() { return .heldSlotEnded }
             let now = elapsed()
             let step = blocks.withLock { blocks in
                 Self.next(&blocks[partition, default: Block()], now: now, limit, arriving: arriving)
@@ -188,7 +207,7 @@ final class SharedQuota: Sendable {
             switch step {
             case .go:
                 gone = true
-                return nil
+                return .slot
             case .sleep(let until):
                 if let deadlineOffset, until >= deadlineOffset {
                     throw reject(.pastDeadline(opensIn: until - now), partition, request, deadline)
@@ -196,7 +215,7 @@ final class SharedQuota: Sendable {
                 if let maximum = policy.maximumWait, until - start > maximum {
                     throw reject(.waitTooLong(opensIn: until - now, maximum: maximum), partition, request, deadline)
                 }
-                if paced { return until }
+                if paced { return .nextWindow(opensAt: until) }
                 try await sleepUntil(until)
             case .wait(let reserve):
                 if let reserve { startReservation(of: reserve, in: partition) }
@@ -207,15 +226,17 @@ final class SharedQuota: Sendable {
                     deadline,
                     maximumWaitEnds: policy.maximumWait.map { start + $0 }
                 )
+                reserved = true
             }
         }
     }
 
-    /// The limiter's clock now: a request's ``take(_:partition:arrival:paced:)`` arrival.
+    /// The limiter's clock now: a request's ``take(_:partition:arrival:paced:heldSlotEnded:)`` arrival.
     func now() -> Duration { elapsed() }
 
-    /// Sleeps until `offset` on the limiter's clock, the opening of a window ``take(_:partition:arrival:paced:)``
-    /// returned; throws `CancellationError` at once when the task is cancelled.
+    /// Sleeps until `offset` on the limiter's clock, the opening of a window
+    /// ``take(_:partition:arrival:paced:heldSlotEnded:)`` returned; throws `CancellationError` at once when the task
+    /// is cancelled.
     func sleep(until offset: Duration) async throws {
         try await sleepUntil(offset)
     }

@@ -332,6 +332,31 @@ struct RateLimitStateMachineTests {
         #expect(machine.remaining == 88)
     }
 
+    @Test(
+        "a ticket not used yet outlives its client window when that ends; its slot goes to no one; a server's window keeps it"
+    )
+    func outlivedClientWindow() throws {
+        let settings = Self.settings(clientLimit: 1, clientWindow: .seconds(1))
+        var machine = Machine(settings: settings)
+        let stale = try #require(Self.arrive(&machine, 0))
+        let beforeTheEnd = machine.outlivedClientWindow(stale, now: .milliseconds(999))
+        let atTheEnd = machine.outlivedClientWindow(stale, now: .seconds(1))
+        #expect(!beforeTheEnd && atTheEnd)
+        // The next window's slot is taken; the ended window's slot, given back, goes to no one.
+        let current = try #require(Self.arrive(&machine, 1, now: .milliseconds(1_200)))
+        _ = machine.returnUnused(stale, now: .milliseconds(1_500))
+        #expect(machine.remaining == 0 && machine.inFlight == 1)
+        let currentOutlived = machine.outlivedClientWindow(current, now: .milliseconds(1_500))
+        #expect(!currentOutlived)
+        #expect(Self.arrive(&machine, 2, now: .milliseconds(1_500)) == nil)
+        // With the server's numbers, a new window counts the requests carried into it: nothing outlived.
+        var server = try Self.probed(Self.headers(remaining: 5, reset: .seconds(10)), settings: settings)
+        let carried = try #require(Self.arrive(&server, 3))
+        let carriedOutlived = server.outlivedClientWindow(carried, now: .seconds(11))
+        #expect(!carriedOutlived)
+        #expect(server.remaining == 49)
+    }
+
     @Test("queue full, wait too long and past the deadline are refused at once when the slot time is known")
     func refusals() throws {
         var machine = try Self.probed(
