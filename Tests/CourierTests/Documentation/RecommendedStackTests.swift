@@ -266,7 +266,7 @@ struct RecommendedStackTests {
     func readmeStackBehaves() async throws {
         // The stack is the README's, on real clocks. Beside thousands of model-based cases on two cores (and
         // under the thread sanitizer), a call can wait for a thread longer than the stack's 10-second whole-call
-        // timeout: a run where a call timed out after 10 s of wall-clock time says nothing about the stack (its
+        // timeout, or an attempt longer than the 2-second one: a run where a call timed out after 10 s of wall-clock time says nothing about the stack (its
         // calls take milliseconds, the hung one 2 s), so the scenario is run again, at most three times in all.
         // A stack that fails to cut the hang times out every time, and the test fails. High priority, so that its
         // jobs go ahead of the model-based tests' in the global executor's queues.
@@ -274,7 +274,9 @@ struct RecommendedStackTests {
             do {
                 try await Task(priority: .high) { try await Self.runReadmeScenario() }.value
                 return
-            } catch let error as CourierError where error.code == .timedOut && error.timeout == .seconds(10) {
+            } catch let error as CourierError where error.code == .timedOut {
+                // The per-attempt timeout too: in a fresh-clone CI run beside other builds, the retry of the hung
+                // call waited for a thread past its 2 s as well, and the call failed with that timeout after 9.9 s.
                 if attempt == 3 { throw error }
             }
         }

@@ -241,9 +241,12 @@ struct DeadlineAttachAttackTests {
     )
     func hedgedAttempts() async throws {
         let transport = AttachingTransport()
+        // 300 s: a read that finds no work races the deadline's time left in real time (`run(until:)`), and the
+        // test must end well before that race could cut a read (with 3 s, a loaded CI machine took longer than
+        // 2.9 s between the second read's start and the clock's advance, and one read was cut early).
         let client = Client(
             transport: transport,
-            middleware: [.timeout(.seconds(3), timer: timer), .hedging(after: .milliseconds(100), clock: clock)]
+            middleware: [.timeout(.seconds(300), timer: timer), .hedging(after: .milliseconds(100), clock: clock)]
         )
         let call = Task { try await client.send(bodyRequest) }
         await transport.bodyReadsStarted.wait(for: 1)
@@ -254,12 +257,12 @@ struct DeadlineAttachAttackTests {
         // Hedging does not wait only within the deadline, so the timeout armed no work for a transport: neither
         // attempt attached, and the timeout's child task is what the driver cancels.
         #expect(transport.bodyReadsAttached.value == [false, false])
-        clock.advance(by: .milliseconds(2_899))
+        clock.advance(by: .milliseconds(299_899))
         #expect(transport.bodyReadsCancelled.count == 0)
         clock.advance(by: .milliseconds(1))
         let error = try await #require(throws: CourierError.self) { try await call.join() }
         #expect(error.code == .timedOut)
-        #expect(error.timeout == .seconds(3))
+        #expect(error.timeout == .seconds(300))
         #expect(transport.bodyReadsCancelled.count == 2)
         #expect(timer.pendingCount == 0)
     }
