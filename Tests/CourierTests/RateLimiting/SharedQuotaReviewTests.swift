@@ -189,25 +189,21 @@ struct SharedQuotaReviewTests {
         }
     }
 
+    // One run of each seed checks the client windows too: the client-window check was a test of its own, running
+    // the same 16 simulations again, while its finding was open (seed 6 sent 5 in a window of 4).
     @Test(
-        "Seeded model: cancellations, deadlines, maximumWait, client limits, slow and failing releases on a grid that meets the give-back timers",
+        "Seeded model: cancellations, deadlines, maximumWait, client limits, slow and failing releases on a grid that meets the give-back timers; never more than a client limit per client window",
         arguments: 0..<16
     )
     func seededModel(seed: UInt64) async throws {
-        try await model(seed: seed, checkingClientWindows: false)
-    }
-
-    @Test(
-        "Seeded model, client windows: never more than a client limit per client window",
-        arguments: 0..<16
-    )
-    func seededModelClientWindows(seed: UInt64) async throws {
         try await model(seed: seed, checkingClientWindows: true)
     }
 
+    // Eight seeds, not sixteen: these simulations run beside the PostgreSQL tests, whose stores time out in real
+    // time. Seed 6 sent 7 in a client window of 4 before the fix.
     @Test(
         "Seeded model without cancellations, deadlines or maximumWait: never more than a client limit per client window",
-        arguments: 0..<16
+        arguments: 0..<8
     )
     func calmModelClientWindows(seed: UInt64) async throws {
         try await model(seed: seed, checkingClientWindows: true, calm: true)
