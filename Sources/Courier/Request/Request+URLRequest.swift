@@ -87,7 +87,7 @@ extension Request {
             }
             string += fragment
         }
-        guard let url = URL(string: string), url.scheme != nil, url.host != nil else {
+        guard let url = URL(string: string), RequestValidation.isAbsolute(url) else {
             throw CourierError.invalidRequest(
                 "\"\(Redaction.redactedText(String(string.prefix(200))))\" is not a valid absolute URL",
                 request: nil

@@ -196,7 +196,7 @@ struct SharedQuotaReviewTests {
         arguments: 0..<16
     )
     func seededModel(seed: UInt64) async throws {
-        try await model(seed: seed, checkingClientWindows: true)
+        try await model(seed: seed)
     }
 
     // Eight seeds, not sixteen: these simulations run beside the PostgreSQL tests, whose stores time out in real
@@ -206,11 +206,11 @@ struct SharedQuotaReviewTests {
         arguments: 0..<8
     )
     func calmModelClientWindows(seed: UInt64) async throws {
-        try await model(seed: seed, checkingClientWindows: true, calm: true)
+        try await model(seed: seed, calm: true)
     }
 
     /// The model: random replicas and limits, requests on a grid, some cancelled, some with a deadline.
-    private func model(seed: UInt64, checkingClientWindows: Bool, calm: Bool = false) async throws {
+    private func model(seed: UInt64, calm: Bool = false) async throws {
         var random = SplitMix64(seed: 0x5EED_0000 &+ seed)
         let replicaCount = Int.random(in: 2...4, using: &random)
         let maxRequests = Int.random(in: 2...12, using: &random)
@@ -363,7 +363,7 @@ struct SharedQuotaReviewTests {
             let used = perWindow[number, default: 0] + givenBack[number, default: 0]
             #expect(used <= total, "\(context): window \(number): \(used) slots sent or given back of \(total)")
         }
-        if checkingClientWindows, let clientLimit {
+        if let clientLimit {
             let byWindow = Dictionary(grouping: sent) { "\($0.replica)@\(String(describing: $0.clientWindowEndsAt))" }
             for (key, group) in byWindow {
                 #expect(
