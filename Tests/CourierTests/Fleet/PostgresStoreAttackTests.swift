@@ -204,6 +204,45 @@ struct PostgresStoreAttackTests {
         }
     }
 
+    @Test(
+        "A wait for a fill ends its timeout after the call, however long getting a connection took, and does not throw"
+    )
+    func waitForFillCountsFromTheCall() async throws {
+        var one = PostgresTestServer.configuration()
+        one.options.maximumConnections = 1
+        try await Self.withTables(configuration: one) { client, table in
+            let clock = ManualClock()
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: .seconds(1),
+                fillLease: .seconds(60),
+                clock: clock
+            )
+            try await store.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            #expect(try await store.beginFill(for: key, holder: "another replica") == nil)
+            // The pool's one connection, held by another query: the waiter waits for it.
+            let holding = Arrivals()
+            let release = Gate()
+            let holder = Task {
+                try await client.withConnection { _ in
+                    holding.arrive()
+                    await release.wait()
+                }
+            }
+            await holding.wait(for: 1)
+            let waiter = Task { try await store.waitForFill(of: key, timeout: .seconds(5)) }
+            await clock.waitForSleepers(count: 1)  // the bound of the whole call: 5 s plus the store's 1 s
+            clock.advance(by: .seconds(2))  // 2 s for a connection, more than the store's timeout
+            release.open()
+            try await holder.join()
+            await clock.waitForSleepers(count: 2)  // listening now, the fill still held
+            clock.advance(by: .seconds(3))  // 5 s since the call: the wait ends (it waited 7 s, and threw at 6)
+            await #expect(throws: Never.self) { try await waiter.join() }
+        }
+    }
+
     @Test("A replica whose fetch is cancelled ends its fill: the next replica fetches without waiting for the lease")
     func cancelledFillerEndsItsFill() async throws {
         try await Self.withTables { client, table in

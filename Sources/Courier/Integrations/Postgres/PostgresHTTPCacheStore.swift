@@ -352,13 +352,19 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
     }
 
     /// `LISTEN`s on a channel named after the table, checks once listening that the fill of `key` is still held
-    /// (one that ended just before is not waited for), then returns at its end's notification or after `timeout`.
+    /// (one that ended just before is not waited for), then returns at its end's notification or once `timeout`
+    /// has passed since the call: the time it took to get a connection and listen is part of it, not added to it
+    /// (on a busy pool that would outlast the wait's bound, `timeout` plus ``timeout``, and throw).
     public func waitForFill(of key: HTTPCacheKey, timeout: Duration) async throws {
         guard fillLease != nil, timeout > .zero else { return }
         let fillKey = Self.fillKey(key)
         let channel = tableName.unqualified
         let hash = Self.hex(fillKey)
         let sleep = self.sleep
+        let elapsed = self.elapsed
+        // At most a year: an instant that far is never reached, and one past the clock's range would trap.
+        let timeout = min(timeout, .seconds(365 * 86_400))
+        let end = elapsed() + timeout
         // A cancelled waiter's wait is cancelled with it: it would hold a connection of the pool until its limit.
         try await bounded("wait for a fill", limit: timeout + self.timeout, cancelsWithCaller: true) {
             [client, fills, logger] in
@@ -382,7 +388,7 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
                                 return
                             }
                         }
-                        group.addTask { try await sleep(timeout) }
+                        group.addTask { try await sleep(max(.zero, end - elapsed())) }
                         defer { group.cancelAll() }
                         try await group.next()
                     }

@@ -230,8 +230,11 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
     }
 
     /// `LISTEN`s on the table's channel, checks the row once listening (a change just before is not missed),
-    /// then returns at the first notification for this token, or after `timeout`.
+    /// then returns at the first notification for this token, or once `timeout` has passed since the call: the
+    /// time it took to get a connection and listen is part of it, not added to it.
     public func waitForChange(after version: Int, timeout: Duration) async throws {
+        // At most a year: an instant that far is never reached, and one past the clock's range would trap.
+        let end = ContinuousClock.now.advanced(by: min(timeout, .seconds(365 * 86_400)))
         try await ensureRow()
         try await client.withConnection { connection in
             let notification = try await self.notification(connection)
@@ -243,7 +246,7 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
                     group.addTask {
                         for try await change in notifications where change.payload == notification { return }
                     }
-                    group.addTask { try await Task.sleep(for: timeout) }
+                    group.addTask { try await Task.sleep(until: end, clock: .continuous) }
                     defer { group.cancelAll() }
                     try await group.next()
                 }
