@@ -279,7 +279,14 @@ struct PostgresStoreAttackTests {
         try await Self.withTables { client, table in
             let schemas = ["\(table)_a", "\(table)_b"]
             for schema in schemas { try await Self.execute(client, "CREATE SCHEMA \(schema)") }
-            let mine = try PostgresHTTPCacheStore(client: client, table: "\(schemas[0]).cache", fillLease: .seconds(30))
+            // A store timeout of 10 s: the wait below is bounded by its 5 s plus that, and a full parallel run of
+            // the suites once left it waiting for a thread past 5 s plus the default 1 s.
+            let mine = try PostgresHTTPCacheStore(
+                client: client,
+                table: "\(schemas[0]).cache",
+                timeout: .seconds(10),
+                fillLease: .seconds(30)
+            )
             let other = try PostgresHTTPCacheStore(
                 client: client,
                 table: "\(schemas[1]).cache",
