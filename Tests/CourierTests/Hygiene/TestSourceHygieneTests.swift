@@ -110,4 +110,63 @@ struct TestSourceHygieneTests {
     func scanIgnores(line: String) {
         #expect(Self.awaitedValues(in: line).isEmpty)
     }
+
+    /// The pattern of the suites `Scripts/trait-tests` runs in a process of their own, as the script spells it.
+    static func realTimePattern() throws -> String {
+        let script = try String(contentsOf: packageRoot.appendingPathComponent("Scripts/trait-tests"), encoding: .utf8)
+        let line = try #require(script.split(separator: "\n").first { $0.hasPrefix("realtime='") })
+        return String(line.dropFirst("realtime='".count).dropLast())
+    }
+
+    /// The suites declared in `text`: the type after each `@Suite` attribute.
+    static func suiteNames(in text: String) -> [String] {
+        var names: [String] = []
+        var inAttribute = false
+        for line in text.split(separator: "\n") {
+            if line.hasPrefix("@Suite") { inAttribute = true }
+            guard inAttribute else { continue }
+            for keyword in ["struct ", "final class ", "enum ", "actor "] where line.hasPrefix(keyword) {
+                names.append(String(line.dropFirst(keyword.count).prefix { $0.isLetter || $0.isNumber || $0 == "_" }))
+                inAttribute = false
+            }
+        }
+        return names
+    }
+
+    @Test(
+        "a suite compiled only with the Postgres or AsyncHTTPClient trait runs in trait-tests' second process, as CONTRIBUTING.md says"
+    )
+    func realTimeSuitesRunAlone() throws {
+        let pattern = try Self.realTimePattern()
+        let guide = try String(contentsOf: packageRoot.appendingPathComponent("CONTRIBUTING.md"), encoding: .utf8)
+        #expect(guide.contains("`\(pattern)`"), "CONTRIBUTING.md does not give \(pattern)")
+        let regex = try Regex(pattern)
+        var checked = 0
+        var outside: [String] = []
+        for source in try Self.sources() where source.path.hasPrefix("Tests/CourierTests/") {
+            let firstLine = source.text.prefix { $0 != "\n" }
+            guard firstLine.hasPrefix("#if Postgres") || firstLine.hasPrefix("#if AsyncHTTPClient") else { continue }
+            for name in Self.suiteNames(in: source.text) {
+                checked += 1
+                if !"CourierTests.\(name)/test()".contains(regex) { outside.append("\(source.path): \(name)") }
+            }
+        }
+        #expect(checked > 15, "found \(checked) suites: is the scan right?")
+        #expect(outside.isEmpty, "name these suites with a prefix of \(pattern):\n\(outside.joined(separator: "\n"))")
+    }
+
+    @Test("suiteNames finds the type after each @Suite attribute, over several lines, and nothing else")
+    func suiteNameScan() {
+        let text = """
+            @Suite("one", .serialized)
+            struct PostgresOne {}
+            struct NotASuite {}
+            @Suite(
+                "two",
+                .timeLimit(.minutes(1))
+            )
+            final class FleetTwo {}
+            """
+        #expect(Self.suiteNames(in: text) == ["PostgresOne", "FleetTwo"])
+    }
 }
