@@ -231,9 +231,12 @@ struct FleetReplicaProcess {
             group.addTask { await postgres.run() }
             let store = try PostgresSharedTokenStore(client: postgres, table: table, sealingKey: sealingKey)
             let tokenClient = Client(baseURL: api)
+            // A generous store timeout: eight replica processes start at once on two cores, and a replica whose
+            // beginRefresh gave up at the default 5 s would refresh on its own (as documented) and revoke the family,
+            // which is not what these tests are about (the outage tests are).
             let refresher = TokenRefresher(
                 token: .init("access-1", refreshToken: "refresh-1"),
-                sharing: .init(store: store, lease: lease)
+                sharing: .init(store: store, lease: lease, storeTimeout: .seconds(30))
             ) { replaced in
                 var request = Request<TokenReply>.post(
                     "/token",

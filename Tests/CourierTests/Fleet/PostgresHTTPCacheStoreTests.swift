@@ -466,9 +466,12 @@ struct PostgresHTTPCacheStoreTests {
             }
             let waits = Arrivals()
             let replicas = try (0..<8).map { _ in
+                // A generous store timeout: eight replicas share one pool, and a lookup that gave up at the default
+                // 1 s on a busy machine would fetch on its own, which is not what this test is about.
                 let store = try PostgresHTTPCacheStore(
                     client: client,
                     table: table,
+                    timeout: .seconds(10),
                     fillLease: coordinated ? .seconds(30) : nil
                 )
                 let counted = WaitCountingStore(store, waits: waits)
