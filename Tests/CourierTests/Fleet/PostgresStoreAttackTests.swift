@@ -232,13 +232,20 @@ struct PostgresStoreAttackTests {
                 }
             }
             await holding.wait(for: 1)
+            // The bound of the call before, `beginFill`'s, is cancelled just after it answers: gone first, so that
+            // the one sleeper awaited next is the wait's own bound.
+            try await waitUntil { clock.sleeperCount == 0 }
             let waiter = Task { try await store.waitForFill(of: key, timeout: .seconds(5)) }
-            await clock.waitForSleepers(count: 1)  // the bound of the whole call: 5 s plus the store's 1 s
+            await clock.waitForSleepers(count: 1)
+            // The call's bound: 5 s plus the store's 1 s.
+            #expect(clock.pendingDeadlines == [.init(offset: .seconds(6))])
             clock.advance(by: .seconds(2))  // 2 s for a connection, more than the store's timeout
             release.open()
             try await holder.join()
             await clock.waitForSleepers(count: 2)  // listening now, the fill still held
-            clock.advance(by: .seconds(3))  // 5 s since the call: the wait ends (it waited 7 s, and threw at 6)
+            // The wait ends 5 s after the call, neither sooner nor 5 s after it listened (7 s, past its bound).
+            #expect(clock.pendingDeadlines == [.init(offset: .seconds(5)), .init(offset: .seconds(6))])
+            clock.advance(by: .seconds(3))
             await #expect(throws: Never.self) { try await waiter.join() }
         }
     }
