@@ -38,7 +38,12 @@
 /// `InstructionCounts` measures. The transitions are the short functions below (`begin`, `tryEnd`, `arm`,
 /// `attach`, `detach`, `release`, `takeDue`, `cancel`); `DeadlineTimerTests` and `DeadlineAttachAttackTests` drive
 /// them on a manual clock.
+import Foundation
 import Synchronization
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 final class DeadlineTimer<C: Clock<Duration>>: Sendable {
     typealias Work = DeadlineWork
@@ -302,7 +307,8 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 
 /// One request's work, as a ``DeadlineTimer`` sees it.
 final class DeadlineWork: @unchecked Sendable {
-    // @unchecked Sendable: `state` and `waiter` are only touched under the owning timer's lock.
+    // @unchecked Sendable: `state` and `waiter` are only touched under the owning timer's lock; `response` is
+    // written by the timeout's child before it ends and taken by the timeout after the child's group is done.
     /// The timer that armed this work for a transport to attach to (see ``DeadlineTimer/attach(_:)``); `nil`
     /// for the work of a timeout's own child task.
     let owner: (any DeadlineWorkOwner)?
@@ -313,6 +319,17 @@ final class DeadlineWork: @unchecked Sendable {
 
     fileprivate var state = DeadlineWorkState.starting
     fileprivate var waiter: CheckedContinuation<Void, Never>?
+    /// The response of a timeout's own child task, written by the child before it ends and taken by the timeout
+    /// once the child's group is done (which orders the two); never touched by the timer. Taken, not read: ended
+    /// work can wait in the timer's queue behind a request still in flight, for up to one timeout.
+    var response: (Data, HTTPURLResponse)?
+
+    /// Returns ``response`` and forgets it.
+    func takeResponse() -> (Data, HTTPURLResponse)? {
+        defer { response = nil }
+        return response
+    }
+
     /// Whether the timeout that armed this work for a transport has let it go while a task was still attached
     /// (see ``DeadlineTimer/release(_:)``): the work ends when that task detaches or is cancelled.
     fileprivate var isReleased = false

@@ -164,17 +164,21 @@ enum TimeoutRunner {
         guard let work = deadline.work, let owner = work.owner else {
             return try await run(until: deadline, request: request, operation: operation)
         }
-        let outcome: Attached
+        let read = AttachedRead()
         do {
-            // Not an optional tuple: a tuple's metadata is looked up at run time, on every call.
-            outcome = try await withThrowingTaskGroup(of: Attached.self) { group in
+            // A discarding group: the one child hands its outcome over in `read`, so the group keeps no result
+            // queue of its own.
+            try await withThrowingDiscardingTaskGroup { group in
                 startImmediately(
                     {
-                        guard owner.attach(work) else { return .notAttached }
+                        guard owner.attach(work) else {
+                            read.outcome = .notAttached
+                            return
+                        }
                         do {
                             let (data, response) = try await operation(request)
                             await owner.detach(work)
-                            return .response(data, response)
+                            read.outcome = .response(data, response)
                         } catch {
                             await owner.detach(work)
                             throw error
@@ -182,10 +186,6 @@ enum TimeoutRunner {
                     },
                     in: &group
                 )
-                guard let first = try await group.next() else {
-                    preconditionFailure("the deadline's task group has no children")
-                }
-                return first
             }
         } catch {
             let tracking = CallTracking(record: CallRecord.current, isNew: false)
@@ -196,18 +196,27 @@ enum TimeoutRunner {
             try Task.checkCancellation()
             throw timedOut(request, deadline: deadline, isOwn: false, tracking: tracking, after: error)
         }
-        switch outcome {
-        case .response(let data, let response):
+        switch read.outcome {
+        case .response(let data, let response)?:
             return (data, response)
-        case .notAttached:
+        case .notAttached?:
             return try await run(until: deadline, request: request, operation: operation)
+        case nil:
+            preconditionFailure("the deadline's child task ended without an outcome or an error")
         }
     }
 
     /// What the child of `run(attachedTo:request:operation:)` ends with.
-    private enum Attached: Sendable {
+    private enum Attached {
         case response(Data, HTTPURLResponse)
         case notAttached
+    }
+
+    /// Where the child of `run(attachedTo:request:operation:)` leaves its outcome: written by the child before it
+    /// ends, read once its group is done (which orders the two).
+    private final class AttachedRead: @unchecked Sendable {
+        // @unchecked Sendable: the child writes `outcome` before it ends; the caller reads it after the group.
+        var outcome: Attached?
     }
 
     /// Runs `operation` under `deadline`, in a child task cancelled when `wait` from `now` has passed on `clock`.
@@ -323,16 +332,16 @@ enum TimeoutRunner {
             )
         }
         let work = DeadlineWork()
-        let response: (Data, HTTPURLResponse)
         do {
-            response = try await withThrowingTaskGroup(of: (Data, HTTPURLResponse).self) { group in
+            // A discarding group: the one child hands its response over in `work`, so the group keeps no result
+            // queue of its own.
+            try await withThrowingDiscardingTaskGroup { group in
                 startImmediately(
                     {
                         timer.begin(work)
                         do {
-                            let response = try await tracking.run(under: deadline) { try await next(request) }
+                            work.response = try await tracking.run(under: deadline) { try await next(request) }
                             if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
-                            return response
                         } catch {
                             if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
                             throw error
@@ -343,10 +352,6 @@ enum TimeoutRunner {
                 if !work.hasEnded {
                     timer.arm(work, at: fireAt)
                 }
-                guard let first = try await group.next() else {
-                    preconditionFailure("the timeout's task group has no children")
-                }
-                return first
             }
         } catch {
             guard !work.didFire else {
@@ -356,12 +361,28 @@ enum TimeoutRunner {
             }
             throw failure(error, request: request, deadline: deadline, isOwn: true, tracking: tracking)
         }
+        // Taken out of the work, which may wait in the timer's queue behind a request still in flight.
+        guard let response = work.takeResponse() else {
+            preconditionFailure("the timeout's child task ended without a response or an error")
+        }
         // A response that came back after the deadline was passed is not the caller's any more.
         if work.didFire {
             try Task.checkCancellation()
             throw timedOut(request, deadline: deadline, isOwn: true, tracking: tracking)
         }
         return response
+    }
+
+    /// Starts `operation` as a child task of a discarding group, as the other `startImmediately` does.
+    private static func startImmediately(
+        _ operation: @escaping @Sendable () async throws -> Void,
+        in group: inout ThrowingDiscardingTaskGroup<any Error>
+    ) {
+        if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+            group.addImmediateTask(operation: operation)
+        } else {
+            group.addTask(operation: operation)
+        }
     }
 
     /// Starts `operation` as a child task that runs synchronously until it first suspends, where the

@@ -125,6 +125,32 @@ struct DeadlineTimerTests {
         #expect(error?.timeout == .milliseconds(50))
     }
 
+    @Test("a request that ended behind a straggler leaves no response in the timer's queue")
+    func endedWorkKeepsNoResponse() async throws {
+        let transport = StragglerTransport()
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.timeout(.seconds(1), timer: timer)]
+        )
+        let straggler = Task { try await client.send(URLRequest(url: exampleBaseURL.appendingPathComponent("slow"))) }
+        try await waitUntil { timer.pendingCount == 1 }
+        let fast = Task {
+            _ = try await client.send(URLRequest(url: exampleBaseURL.appendingPathComponent("fast")))
+        }
+        // Armed behind the straggler, then answered.
+        try await waitUntil { timer.pendingCount == 2 }
+        transport.release.open()
+        try await fast.value
+        // The fast request's work has ended but waits behind the straggler's, at the head of the queue, until the
+        // straggler ends: it must not hold the response (or its body) until then.
+        #expect(timer.pendingCount == 2)
+        #expect(transport.lastResponse == nil)
+        straggler.cancel()
+        _ = try? await straggler.value
+        #expect(timer.pendingCount == 0)
+    }
+
     // MARK: Work a transport attaches to (a timeout that leaves its deadline to the transport arms it)
 
     /// Work armed for a deadline 100 ms from now, with no task: what such a timeout hands down.
@@ -227,5 +253,28 @@ struct ContinuousTimeoutTests {
             }
         }
         #expect(transport.cancellationCount == 0)
+    }
+}
+
+/// Holds a request to `/slow` until it is cancelled, and answers any other once ``release`` opens, keeping only a weak
+/// reference to the response it made.
+private final class StragglerTransport: Transport, @unchecked Sendable {
+    // @unchecked Sendable: `weakResponse` is only touched with `lock` held.
+    let release = Gate()
+    private let lock = NSLock()
+    private weak var weakResponse: HTTPURLResponse?
+
+    /// The last response made, while something else keeps it alive.
+    var lastResponse: HTTPURLResponse? { lock.withLock { weakResponse } }
+
+    func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
+        if request.url?.lastPathComponent == "slow" {
+            try await Gate().waitUnlessCancelled()
+            throw CancellationError()
+        }
+        await release.wait()
+        let response = HTTPURLResponse(url: request.url!, statusCode: 200, httpVersion: nil, headerFields: nil)!
+        lock.withLock { weakResponse = response }
+        return (Data(repeating: 0x61, count: 1_000), response)
     }
 }
