@@ -307,8 +307,9 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 
 /// One request's work, as a ``DeadlineTimer`` sees it.
 final class DeadlineWork: @unchecked Sendable {
-    // @unchecked Sendable: `state` and `waiter` are only touched under the owning timer's lock; `response` is
-    // written by the timeout's child before it ends and taken by the timeout after the child's group is done.
+    // @unchecked Sendable: `state`, `waiter` and `isReleased` are only touched under the owning timer's lock;
+    // `response` is written by the timeout's child before it ends and taken by the timeout after the child's group
+    // is done.
     /// The timer that armed this work for a transport to attach to (see ``DeadlineTimer/attach(_:)``); `nil`
     /// for the work of a timeout's own child task.
     let owner: (any DeadlineWorkOwner)?
@@ -321,7 +322,8 @@ final class DeadlineWork: @unchecked Sendable {
     fileprivate var waiter: CheckedContinuation<Void, Never>?
     /// The response of a timeout's own child task, written by the child before it ends and taken by the timeout
     /// once the child's group is done (which orders the two); never touched by the timer. Taken, not read: ended
-    /// work can wait in the timer's queue behind a request still in flight, for up to one timeout.
+    /// work can wait in the timer's queue behind a request still in flight, for up to one timeout. Work armed for
+    /// a transport to attach to (`owner` set) never holds one.
     var response: (Data, HTTPURLResponse)?
 
     /// Returns ``response`` and forgets it.

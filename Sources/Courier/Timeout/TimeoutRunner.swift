@@ -206,8 +206,8 @@ enum TimeoutRunner {
         }
     }
 
-    /// What the child of `run(attachedTo:request:operation:)` ends with.
-    private enum Attached {
+    /// What the child of `run(attachedTo:request:operation:)` leaves in its ``AttachedRead``.
+    private enum Attached: Sendable {
         case response(Data, HTTPURLResponse)
         case notAttached
     }

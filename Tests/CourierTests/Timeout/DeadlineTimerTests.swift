@@ -149,6 +149,9 @@ struct DeadlineTimerTests {
         straggler.cancel()
         _ = try? await straggler.value
         #expect(timer.pendingCount == 0)
+        // The idle driver ends at the straggler's old deadline.
+        clock.advance(by: .seconds(1))
+        try await waitUntil { !timer.driverIsRunning }
     }
 
     // MARK: Work a transport attaches to (a timeout that leaves its deadline to the transport arms it)
