@@ -141,13 +141,13 @@ struct DeadlineTimerTests {
         // Armed behind the straggler, then answered.
         try await waitUntil { timer.pendingCount == 2 }
         transport.release.open()
-        try await fast.value
+        try await fast.join()
         // The fast request's work has ended but waits behind the straggler's, at the head of the queue, until the
         // straggler ends: it must not hold the response (or its body) until then.
         #expect(timer.pendingCount == 2)
         #expect(transport.lastResponse == nil)
         straggler.cancel()
-        _ = try? await straggler.value
+        _ = try? await straggler.join()
         #expect(timer.pendingCount == 0)
         // The idle driver ends at the straggler's old deadline.
         clock.advance(by: .seconds(1))
