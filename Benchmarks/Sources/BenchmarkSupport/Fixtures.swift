@@ -127,6 +127,21 @@ public func callingDirectly(_ transport: any Transport) -> Calls {
     }
 }
 
+/// `client.send(Request<Data>)` calls to ``Fixtures/url``, with `timeout` as the request's ``Request/timeout``.
+///
+/// - Parameters:
+///   - client: The client.
+///   - timeout: The per-request timeout, or `nil` for none.
+/// - Returns: The calls.
+public func sendingTyped(through client: Client, timeout: Duration?) -> Calls {
+    let request = Request<Data>(method: .get, target: .url(Fixtures.url), timeout: timeout) { data, _, _ in data }
+    return { count in
+        for _ in 0..<count {
+            sink(try await client.send(request))
+        }
+    }
+}
+
 /// `client.send(URLRequest)` calls.
 ///
 /// - Parameter client: The client.

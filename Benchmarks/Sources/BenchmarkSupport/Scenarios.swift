@@ -61,6 +61,12 @@ public enum Scenarios {
                     through: Client(baseURL: Fixtures.url, transport: suspending, middleware: DefaultStack.middleware())
                 )
             ),
+            // A typed `Request`, without and with a per-request timeout (`Request.timeout`), in memory and over the
+            // suspending transport (where the call outlives its first step, so a timer per call would be armed).
+            ("typed0", sendingTyped(through: Client(transport: transport), timeout: nil)),
+            ("typedTimeout", sendingTyped(through: Client(transport: transport), timeout: .seconds(10))),
+            ("suspendingTyped0", sendingTyped(through: Client(transport: suspending), timeout: nil)),
+            ("suspendingTypedTimeout", sendingTyped(through: Client(transport: suspending), timeout: .seconds(10))),
             ("openapiDirect", OpenAPIPeer.callingDirectly()),
             ("openapi0", OpenAPIPeer.sending(layers: 0)),
             ("openapi1", OpenAPIPeer.sending(layers: 1)),

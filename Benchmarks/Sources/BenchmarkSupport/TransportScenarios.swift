@@ -29,6 +29,9 @@ public enum TransportScenarios {
             // The body a millisecond after the head: the body read waits, under the timeout's deadline.
             ("ahcCourier0LateBody", overLoopback { try await $0.ahcCalls($1, .none, path: "/late") }),
             ("ahcTimeoutLateBody", overLoopback { try await $0.ahcCalls($1, .timeout, path: "/late") }),
+            // A typed `Request` with no middleware, without and with a per-request timeout (`Request.timeout`).
+            ("ahcTyped0", overLoopback { try await $0.ahcTypedCalls($1, timeout: nil) }),
+            ("ahcTypedTimeout", overLoopback { try await $0.ahcTypedCalls($1, timeout: .seconds(10)) }),
             ("sessionBare", overLoopback { try await $0.bareSessionCalls($1) }),
             ("sessionDelegate", overLoopback { try await $0.delegateSessionCalls($1) }),
             ("sessionTransport", overLoopback { try await $0.calls($1, through: $0.sessionTransport) }),
@@ -192,6 +195,14 @@ extension LoopbackClients {
     func calls(_ count: Int, through transport: some Transport) async throws {
         for _ in 0..<count {
             sink(try await transport.send(request))
+        }
+    }
+
+    func ahcTypedCalls(_ count: Int, timeout: Duration?) async throws {
+        let client = ahcCourier(.none)
+        let typed = Request<Data>(method: .get, target: .url(request.url!), timeout: timeout) { data, _, _ in data }
+        for _ in 0..<count {
+            sink(try await client.send(typed))
         }
     }
 

@@ -49,6 +49,8 @@ public actor Client {
     private let current: LockedState<Snapshot>
     /// Requests in flight and the shutdown state; see `Client+Shutdown.swift`.
     nonisolated let lifecycle = ClientLifecycle()
+    /// The shared timers of the requests' own timeouts (``Request/timeout``), one per duration.
+    nonisolated let requestTimeouts = RequestTimeouts()
 
     /// Creates a client from a configuration.
     public init(configuration: Configuration) {
@@ -246,14 +248,23 @@ public actor Client {
         fatalError("unavailable")
     }
 
-    /// Sends `request` under a deadline `duration` from now (a ``Request/timeout``), the same race a
-    /// ``Middleware/timeout(_:clock:)`` runs, around the whole chain.
+    /// Sends `request` under a deadline `duration` from now (a ``Request/timeout``), as a
+    /// ``Middleware/timeout(_:clock:)`` in front of the first layer would: on the client's shared timer for that
+    /// duration (see `RequestTimeouts`), or, for a duration past the timers' limit or not above zero, the
+    /// per-request race around the whole chain.
     private nonisolated func sendTimingOut(
         _ request: URLRequest,
         after duration: Duration,
         through chain: Chain
     ) async throws -> (Data, HTTPURLResponse) {
         let lifecycle = self.lifecycle
+        if duration > .zero, let timer = requestTimeouts.timer(for: duration) {
+            return try await lifecycle.send(
+                request,
+                through: chain,
+                timeout: RequestTimeout(duration: duration, timer: timer)
+            )
+        }
         return try await TimeoutRunner.run(duration, clock: ContinuousClock(), request: request) {
             try await lifecycle.send($0, through: chain)
         }

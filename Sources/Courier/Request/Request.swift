@@ -54,7 +54,9 @@ public struct Request<Response>: Sendable {
     /// It works with or without a ``Middleware/timeout(_:clock:)`` in the client's middleware: the client
     /// sets it as the call's ``Deadline`` around the whole chain, and a timeout middleware inside waits for
     /// the earlier of its own duration and the time left. When it passes, the call throws a
-    /// ``CourierError`` with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to it.
+    /// ``CourierError`` with code ``CourierError/Code/timedOut`` and ``CourierError/timeout`` set to it. Calls with
+    /// the same duration share one timer in the client, so the timeout starts no timer of its own for each call
+    /// (for the first 16 different durations a client sees; a call with a duration past those gets its own).
     ///
     /// ```swift
     /// let user: User = try await client.send(.get("/users/42", timeout: .seconds(2)))

@@ -217,6 +217,47 @@ struct AsyncHTTPClientTransportTests {
         await server.closedByClient.wait(for: calls)
     }
 
+    @Test(
+        "a body still arriving under a request's own timeout is cut at its deadline by the client's shared timer",
+        arguments: [1, 3]
+    )
+    func requestTimeoutBoundsBody(calls: Int) async throws {
+        let server = try SocketServer { _ in
+            .stall(status: 200, headers: [.init(name: "Content-Length", value: "1000")], body: Data(count: 10))
+        }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        let client = Client(transport: transport, middleware: [.retry(.default)])
+        let clock = ContinuousClock()
+        let results = await withTaskGroup(of: (Result<Data, any Error>, Duration).self) { group in
+            for index in 0..<calls {
+                group.addTask {
+                    let start = clock.now
+                    let request = Request<Data>(
+                        method: .get,
+                        target: .url(server.url("/drip/\(index)")),
+                        timeout: .milliseconds(300)
+                    ) { data, _, _ in data }
+                    let result = await outcome { try await client.send(request) }
+                    return (result, clock.now - start)
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        try await transport.shutdown()
+        #expect(results.count == calls)
+        for (result, elapsed) in results {
+            let error = try #require(result.failure as? CourierError, "\(result)")
+            #expect(error.code == .timedOut)
+            #expect(error.timeout == .milliseconds(300))
+            #expect(error.timeoutScope == .call)
+            #expect(elapsed >= .milliseconds(300))
+        }
+        // One request each: the retry does not try again once the call's own time is up.
+        #expect(server.requests.count == calls)
+        await server.closedByClient.wait(for: calls)
+    }
+
     @Test("a Deadline that has passed already fails the request before anything is sent")
     func deadlinePassedBeforeSending() async throws {
         let server = try SocketServer { _ in .response(status: 200) }
