@@ -75,6 +75,9 @@ public enum Fixtures {
     /// The URL every in-memory request goes to.
     public static let url = URL(string: "http://127.0.0.1:8080/users/42")!
 
+    /// The base URL ``url`` is `/users/42` on.
+    public static let baseURL = URL(string: "http://127.0.0.1:8080")!
+
     /// The body every server and transport answers with.
     public static let body = #"{"id":42,"name":"Ada"}"#
 
@@ -127,14 +130,20 @@ public func callingDirectly(_ transport: any Transport) -> Calls {
     }
 }
 
-/// `client.send(Request<Data>)` calls to ``Fixtures/url``, with `timeout` as the request's ``Request/timeout``.
+/// `client.send(Request<Data>)` calls to `target` (by default ``Fixtures/url``), with `timeout` as the request's
+/// ``Request/timeout``.
 ///
 /// - Parameters:
 ///   - client: The client.
+///   - target: Where the requests go.
 ///   - timeout: The per-request timeout, or `nil` for none.
 /// - Returns: The calls.
-public func sendingTyped(through client: Client, timeout: Duration?) -> Calls {
-    let request = Request<Data>(method: .get, target: .url(Fixtures.url), timeout: timeout) { data, _, _ in data }
+public func sendingTyped(
+    through client: Client,
+    to target: Request<Data>.Target = .url(Fixtures.url),
+    timeout: Duration?
+) -> Calls {
+    let request = Request<Data>(method: .get, target: target, timeout: timeout) { data, _, _ in data }
     return { count in
         for _ in 0..<count {
             sink(try await client.send(request))

@@ -65,6 +65,15 @@ public enum Scenarios {
             // suspending transport (where the call outlives its first step, so a timer per call would be armed).
             ("typed0", sendingTyped(through: Client(transport: transport), timeout: nil)),
             ("typedTimeout", sendingTyped(through: Client(transport: transport), timeout: .seconds(10))),
+            // A path joined to the client's base URL, as the README's requests are written.
+            (
+                "typedPath0",
+                sendingTyped(
+                    through: Client(baseURL: Fixtures.baseURL, transport: transport),
+                    to: .path("/users/42"),
+                    timeout: nil
+                )
+            ),
             ("suspendingTyped0", sendingTyped(through: Client(transport: suspending), timeout: nil)),
             ("suspendingTypedTimeout", sendingTyped(through: Client(transport: suspending), timeout: .seconds(10))),
             ("openapiDirect", OpenAPIPeer.callingDirectly()),

@@ -83,6 +83,34 @@ struct RequestURLTests {
         #expect(viaURL.url?.absoluteString == "https://other.example/b?x=1&y=2")
     }
 
+    @Test("a URL target is sent as the URL its string parses to, relative ones resolved (seeded)")
+    func urlTargetAsParsed() throws {
+        var random = SplitMix64(seed: 0xC0_0121)
+        let schemes = ["http", "https", "HTTPS"]
+        let hosts = ["api.example.test", "127.0.0.1", "[::1]", "xn--bcher-kva.example", "H.Example.Test", "a-b.c"]
+        let segments = ["users", "42", "a%20b", "%E2%9C%93", "~x", "a;b=c", "", "..", "x.json", "A%2Fb"]
+        let queries = ["", "?", "?a=1", "?a=1&b=%20", "?q=a+b", "?x"]
+        let fragments = ["", "#", "#part", "#a%20b"]
+        for _ in 0..<500 {
+            var string = schemes.randomElement(using: &random)! + "://"
+            if random.next() % 5 == 0 { string += "user:pw@" }
+            string += hosts.randomElement(using: &random)!
+            if random.next() % 3 == 0 { string += ":\(random.next() % 65_536)" }
+            for _ in 0..<(random.next() % 4) { string += "/" + segments.randomElement(using: &random)! }
+            string += queries.randomElement(using: &random)! + fragments.randomElement(using: &random)!
+            let parsed = try #require(URL(string: string), "\(string)")
+            // The same string relative to a base, which the request resolves first.
+            let relative = try #require(URL(string: "rel/x", relativeTo: parsed))
+            for url in [parsed, relative] {
+                let expected = try #require(URL(string: url.absoluteString))
+                let sent = try Request<Data>(method: .get, target: .url(url)) { data, _, _ in data }
+                    .urlRequest(baseURL: nil).url
+                #expect(sent == expected, "\(url.absoluteString)")
+                #expect(sent?.baseURL == nil, "\(url.absoluteString)")
+            }
+        }
+    }
+
     @Test("query items go before a URL's fragment, not into it")
     func queryBeforeFragment() async throws {
         let request = try #require(
