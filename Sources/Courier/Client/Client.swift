@@ -257,16 +257,12 @@ public actor Client {
         after duration: Duration,
         through chain: Chain
     ) async throws -> (Data, HTTPURLResponse) {
-        let lifecycle = self.lifecycle
-        if duration > .zero, let timer = requestTimeouts.timer(for: duration) {
-            return try await lifecycle.send(
-                request,
-                through: chain,
-                timeout: RequestTimeout(duration: duration, timer: timer)
-            )
-        }
-        return try await TimeoutRunner.run(duration, clock: ContinuousClock(), request: request) {
-            try await lifecycle.send($0, through: chain)
-        }
+        let timeout: RequestTimeout =
+            if duration > .zero, let timer = requestTimeouts.timer(for: duration) {
+                .onTimer(duration, timer)
+            } else {
+                .race(duration)
+            }
+        return try await lifecycle.send(request, through: chain, timeout: timeout)
     }
 }

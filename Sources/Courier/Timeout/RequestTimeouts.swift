@@ -44,16 +44,23 @@ final class RequestTimeouts: Sendable {
     }
 }
 
-/// A per-request timeout as ``ClientLifecycle`` runs it around the chain: its duration and the client's timer
-/// for that duration.
-struct RequestTimeout: Sendable {
-    let duration: Duration
-    let timer: DeadlineTimer<ContinuousClock>
+/// A per-request timeout as ``ClientLifecycle`` runs it around the chain, once the client has counted the call
+/// (so a closed client refuses a timed call as it refuses any other): on the client's timer for its duration,
+/// or, for a duration past the timers' limit, the per-request race.
+enum RequestTimeout: Sendable {
+    case onTimer(Duration, DeadlineTimer<ContinuousClock>)
+    case race(Duration)
 
     /// Sends `request` through the whole of `chain` under the timeout, as a timeout middleware in front of the
     /// first layer would.
-    @inline(__always)
     func send(_ request: URLRequest, through chain: Chain) async throws -> (Data, HTTPURLResponse) {
-        try await TimeoutRunner.run(duration, timer: timer, request: request, next: Next(chain: chain, index: 0))
+        switch self {
+        case .onTimer(let duration, let timer):
+            try await TimeoutRunner.run(duration, timer: timer, request: request, next: Next(chain: chain, index: 0))
+        case .race(let duration):
+            try await TimeoutRunner.run(duration, clock: ContinuousClock(), request: request) {
+                try await chain.send($0, from: 0)
+            }
+        }
     }
 }

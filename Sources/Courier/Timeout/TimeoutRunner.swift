@@ -332,6 +332,11 @@ enum TimeoutRunner {
             )
         }
         let work = DeadlineWork()
+        // Armed before the chain starts, as its deadline was just read: armed once the child first suspends, a
+        // chain that works a while before that (signing a large body, say) let later deadlines into the queue
+        // ahead of its own, and the driver, which only looks at the head, cancelled it late
+        // (`DeadlineTimerTests.deadlineArmedBeforeTheChain`).
+        timer.arm(work, at: fireAt)
         do {
             // A discarding group: the one child hands its response over in `work`, so the group keeps no result
             // queue of its own.
@@ -349,9 +354,6 @@ enum TimeoutRunner {
                     },
                     in: &group
                 )
-                if !work.hasEnded {
-                    timer.arm(work, at: fireAt)
-                }
             }
         } catch {
             guard !work.didFire else {
@@ -458,5 +460,19 @@ struct CallTracking: Sendable {
         return try await Deadline.$current.withValue(deadline) {
             try await CallRecord.$current.withValue(record) { try await body() }
         }
+    }
+}
+
+extension Deadline {
+    /// The error of a call whose deadline passed while (or before) a transport that enforces it was waiting: the
+    /// one the timeout middleware that set the deadline reports, whichever of the two notices first.
+    func passedError(for request: URLRequest) -> CourierError {
+        var error = CourierError(
+            .timedOut,
+            message: "the call's deadline passed (a timeout of \(timeout))",
+            request: request
+        )
+        error.timeout = timeout
+        return error
     }
 }

@@ -125,6 +125,30 @@ struct DeadlineTimerTests {
         #expect(error?.timeout == .milliseconds(50))
     }
 
+    @Test("a call whose chain works a while before it first suspends is still cut at its own deadline")
+    func deadlineArmedBeforeTheChain() async throws {
+        // The call's first layer works synchronously for 600 ms of the clock (signing a large body, say), during
+        // which another call's later deadline reaches the timer. The call's deadline, read before its chain
+        // started, must still come first in the timer's queue: armed when its chain first suspended, it queued
+        // behind the other one, and the driver, which sleeps until the head's deadline, cut it 600 ms late.
+        let later = DeadlineWork()
+        let prelude = Middleware(name: "prelude") { [clock, timer] request, next in
+            clock.advance(by: .milliseconds(600))
+            timer.arm(later, at: clock.now.advanced(by: .seconds(1)))
+            return try await next(request)
+        }
+        let client = Client(transport: hanging, middleware: [.timeout(.seconds(1), timer: timer), prelude])
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        try await waitUntil { timer.pendingCount == 2 }
+        await clock.waitForSleepers(count: 1)
+        clock.advance(by: .milliseconds(400))
+        await RetryFixtures.expectTimedOut(task, after: .seconds(1), on: clock)
+        #expect(hanging.cancellationCount == 1)
+        timer.release(later)
+        clock.advance(by: .milliseconds(600))
+        try await waitUntil { !timer.driverIsRunning }
+    }
+
     @Test("a request that ended behind a straggler leaves no response in the timer's queue")
     func endedWorkKeepsNoResponse() async throws {
         let transport = StragglerTransport()
