@@ -35,6 +35,10 @@ public enum TransportScenarios {
             ("sessionBare", overLoopback { try await $0.bareSessionCalls($1) }),
             ("sessionDelegate", overLoopback { try await $0.delegateSessionCalls($1) }),
             ("sessionTransport", overLoopback { try await $0.calls($1, through: $0.sessionTransport) }),
+            // Courier over URLSessionTransport: no middleware, one timeout, and the recommended stack.
+            ("sessionCourier0", overLoopback { try await $0.sessionCalls($1, .none) }),
+            ("sessionTimeout", overLoopback { try await $0.sessionCalls($1, .timeout) }),
+            ("sessionStack", overLoopback { try await $0.sessionCalls($1, .defaultStack) }),
         ]
         // The same, 16 at a time.
         let concurrent = serial.map { scenario in
@@ -195,6 +199,12 @@ extension LoopbackClients {
     func calls(_ count: Int, through transport: some Transport) async throws {
         for _ in 0..<count {
             sink(try await transport.send(request))
+        }
+    }
+
+    func sessionCalls(_ count: Int, _ configuration: CourierConfiguration) async throws {
+        for _ in 0..<count {
+            sink(try await courierGet(configuration, over: .urlSession))
         }
     }
 

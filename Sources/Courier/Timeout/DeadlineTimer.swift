@@ -7,8 +7,10 @@
 /// 200,000 dead timers alive. Here a request costs three short critical sections; one driver task per
 /// middleware sleeps until the earliest deadline and cancels the requests that pass it.
 ///
-/// **Why a queue, not a heap.** Every deadline in one timer is "now plus the same duration", so they arrive
-/// in order: registering is an append, and the driver only ever looks at the head. (A timeout whose
+/// **Why a queue, not a heap.** Every deadline in one timer is "now plus the same duration", and a timeout arms
+/// it as soon as it has read the clock, before any of the chain runs, so they arrive in order (two threads may
+/// swap two deadlines a few microseconds apart, which delays the earlier by as much): registering is an append,
+/// and the driver only ever looks at the head. (A timeout whose
 /// enclosing deadline is nearer than its own does not use the timer; see `TimeoutRunner`.) Requests that
 /// finish are dropped from the head as they finish, so the queue holds about as many entries as there are
 /// requests in flight; a straggler at the head keeps the finished requests behind it until it ends, at most
@@ -149,6 +151,14 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
     /// - Returns: `false`, and nothing changes, when the work has ended or another task holds it (two attempts
     ///   under one deadline at once); the caller then bounds its wait another way.
     func attach(_ work: Work) -> Bool {
+        attach(work, cancelling: nil)
+    }
+
+    /// Lends the current task to `work` as ``attach(_:)`` does; with `action`, the driver calls `action` at the
+    /// work's deadline instead of cancelling the task. A transport that waits in the caller's own task (a
+    /// continuation its network library resumes) attaches that way: the action ends the exchange, and the caller's
+    /// task is never cancelled. Work whose deadline has passed gets the action (or the cancellation) at once.
+    func attach(_ work: Work, cancelling action: (@Sendable () -> Void)?) -> Bool {
         withUnsafeCurrentTask { task in
             guard let task else { preconditionFailure("a deadline's work is attached from a task") }
             let attached = state.withLock { _ -> Bool? in
@@ -156,12 +166,13 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
                 if work.didFire { return false }
                 guard case .starting = work.state else { return nil }
                 work.state = .running(task)
+                work.action = action
                 return true
             }
             switch attached {
             case nil: return false
             case false?:
-                task.cancel()
+                if let action { action() } else { task.cancel() }
                 return true
             case true?: return true
             }
@@ -191,6 +202,7 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
         switch work.state {
         case .cancelling: return false
         case .running:
+            work.action = nil
             guard work.isReleased else {
                 work.state = .starting
                 return true
@@ -286,12 +298,13 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 
     /// Cancels a work marked as being cancelled, outside the lock, then lets a work that ended meanwhile go.
     private func cancel(_ work: Work) {
-        let task = state.withLock { _ -> UnsafeCurrentTask? in
-            if case .cancelling(let task) = work.state { return task }
-            return nil
+        let (task, action) = state.withLock { _ -> (UnsafeCurrentTask?, (@Sendable () -> Void)?) in
+            if case .cancelling(let task) = work.state { return (task, work.action) }
+            return (nil, nil)
         }
-        task?.cancel()
+        if let action { action() } else { task?.cancel() }
         let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            work.action = nil
             if work.isReleased {
                 work.markEnded()
                 state.dropEndedHeads()
@@ -307,7 +320,7 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
 
 /// One request's work, as a ``DeadlineTimer`` sees it.
 final class DeadlineWork: @unchecked Sendable {
-    // @unchecked Sendable: `state`, `waiter` and `isReleased` are only touched under the owning timer's lock;
+    // @unchecked Sendable: `state`, `waiter`, `action` and `isReleased` are only touched under the owning timer's lock;
     // `response` is written by the timeout's child before it ends and taken by the timeout after the child's group
     // is done.
     /// The timer that armed this work for a transport to attach to (see ``DeadlineTimer/attach(_:)``); `nil`
@@ -320,6 +333,9 @@ final class DeadlineWork: @unchecked Sendable {
 
     fileprivate var state = DeadlineWorkState.starting
     fileprivate var waiter: CheckedContinuation<Void, Never>?
+    /// What the driver calls at the deadline instead of cancelling the attached task (see
+    /// ``DeadlineTimer/attach(_:cancelling:)``); let go when the task detaches or the driver is done with it.
+    fileprivate var action: (@Sendable () -> Void)?
     /// The response of a timeout's own child task, written by the child before it ends and taken by the timeout
     /// once the child's group is done (which orders the two); never touched by the timer. Taken, not read: ended
     /// work can wait in the timer's queue behind a request still in flight, for up to one timeout. Work armed for
@@ -357,6 +373,7 @@ final class DeadlineWork: @unchecked Sendable {
 /// A ``DeadlineTimer`` as a transport reaches it through a ``Deadline``, whatever the timer's clock.
 protocol DeadlineWorkOwner: AnyObject, Sendable {
     func attach(_ work: DeadlineWork) -> Bool
+    func attach(_ work: DeadlineWork, cancelling action: (@Sendable () -> Void)?) -> Bool
     func detach(_ work: DeadlineWork) async
     func holdsTask(_ work: DeadlineWork) -> Bool
 }

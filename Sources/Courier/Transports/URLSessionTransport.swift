@@ -30,6 +30,13 @@ public import FoundationNetworking
 /// - **Timeouts**: do not rely on `URLRequest.timeoutInterval` for sub-second timeouts. On Linux it is
 ///   truncated to whole seconds, so `0.5` fires after about 1 ms; this transport raises an interval
 ///   between 0 and 1 second to 1 second on Linux. Use the timeout middleware for real deadlines.
+/// - **Deadlines**: with its own session, ``send(_:)`` ends a call by its ``Deadline`` (set by a timeout, a
+///   ``Request/timeout``, or by you with `Deadline.$current.withValue`, on a real-time clock): when it passes,
+///   the `URLSessionTask` is cancelled and the call fails with ``CourierError/Code/timedOut`` and
+///   ``CourierError/timeout`` set; a deadline that has passed fails the request before it is sent. Under a
+///   timeout middleware's deadline that timeout's shared timer ends the exchange, so a timeout runs no child task
+///   of its own over this transport. With ``init(session:maximumResponseSize:)`` the timeout enforces the
+///   deadline instead.
 /// - **Authentication challenges**: a 401 or 407 that asks for credentials (`WWW-Authenticate: Basic`,
 ///   `Digest`, `Negotiate`, `Proxy-Authenticate`, …) is returned at once as a response, with its body, for
 ///   Courier's middleware to handle. The session never answers it with a credential: not from its credential
@@ -152,6 +159,14 @@ public final class URLSessionTransport: Transport {
         Self.raiseSubsecondTimeout(&request)
         do {
             if let delegate {
+                if let deadline = Deadline.current, deadline.isRealTime {
+                    return try await delegate.send(
+                        request,
+                        on: session,
+                        maximumResponseSize: maximumResponseSize,
+                        by: deadline
+                    )
+                }
                 return try await delegate.send(request, on: session, maximumResponseSize: maximumResponseSize)
             }
             return try await sendWithCompletionHandler(request)
@@ -254,6 +269,15 @@ public final class URLSessionTransport: Transport {
         } onCancel: {
             state.cancel()
         }
+    }
+}
+
+/// The transport ends a call by its ``Deadline`` itself when it runs its own delegate (see
+/// ``URLSessionTransportDelegate/send(_:on:maximumResponseSize:by:)``), so a timeout above it needs no child task.
+/// With a session of your own it collects through a completion handler, and leaves the deadline to the timeout.
+extension URLSessionTransport: DeadlineEnforcingTransport {
+    func enforces(_ deadline: Deadline) -> Bool {
+        delegate != nil && deadline.isRealTime
     }
 }
 

@@ -34,6 +34,41 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         )
     }
 
+    /// Sends `request` as ``send(_:on:maximumResponseSize:)`` does, ended when `deadline` (a real-time one) passes:
+    /// the exchange is cancelled, the connection closed, and the call fails with ``CourierError/Code/timedOut``.
+    ///
+    /// Under a timeout middleware's deadline the exchange is lent to the work that timeout armed in its shared timer
+    /// (``DeadlineTimer/attach(_:cancelling:)``), whose driver cancels the exchange at the deadline: the call waits
+    /// in the caller's own task, with no child task and no timer of its own, and the caller's task is never
+    /// cancelled. Under a deadline set any other way, or while another attempt holds the work (hedging), the
+    /// exchange races a timer of its own (`TimeoutRunner.run(until:request:operation:)`).
+    func send(
+        _ request: URLRequest,
+        on session: URLSession,
+        maximumResponseSize: Int,
+        by deadline: Deadline
+    ) async throws -> (Data, HTTPURLResponse) {
+        guard !deadline.hasPassed else { throw deadline.passedError(for: request) }
+        let exchange = URLSessionExchange(request: request, limit: maximumResponseSize)
+        guard let work = deadline.work, let owner = work.owner,
+            owner.attach(work, cancelling: { exchange.cancel() })
+        else {
+            return try await TimeoutRunner.run(until: deadline, request: request) { request in
+                try await self.send(request, on: session, maximumResponseSize: maximumResponseSize)
+            }
+        }
+        do {
+            let output = try await run(exchange, request, on: session, in: exchanges)
+            await owner.detach(work)
+            return output
+        } catch {
+            await owner.detach(work)
+            // Cancelled by the timer: the deadline passed. The caller's own cancellation wins over it.
+            guard work.didFire, !Task.isCancelled else { throw error }
+            throw deadline.passedError(for: request)
+        }
+    }
+
     /// Sends `request` as a data task of `session` (whose delegate must be `self`) and returns when the head
     /// arrives, with the body streaming.
     ///

@@ -105,12 +105,4 @@ struct AsyncHTTPClientDeadlineAttackTests {
         return SpawnedRead(read: readResult, closedByClient: closedByClient)
     }
 }
-
-extension Result {
-    /// The error, when this is a failure.
-    fileprivate var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-}
 #endif

@@ -228,12 +228,4 @@ struct AsyncHTTPClientHostileResponseTests {
         #expect(!AsyncHTTPClientTransport.maySendAgain(upload))
     }
 }
-
-extension Result {
-    /// The error, when this is a failure.
-    fileprivate var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-}
 #endif

@@ -444,12 +444,6 @@ struct AsyncHTTPClientTransportTests {
 
 #if AsyncHTTPClient
 extension Result {
-    /// The error, when this is a failure.
-    fileprivate var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-
     /// The value, when this is a success.
     fileprivate var success: Success? {
         try? get()

@@ -25,6 +25,12 @@ enum TransportKind: String, CaseIterable, NamedByRawValue, Sendable {
         allCases.filter { $0 != .urlSessionCallersSession }
     }
 
+    /// The kinds that end a call by its ``Deadline`` themselves (see `DeadlineEnforcingTransport`): with a session
+    /// of the caller's, `URLSessionTransport` leaves the deadline to the timeout.
+    static var enforcingDeadlines: [TransportKind] {
+        allCases.filter { $0 != .urlSessionCallersSession }
+    }
+
     /// The kinds that return the body of a 3xx response (FoundationNetworking's completion handler drops it).
     static var deliveringRedirectBodies: [TransportKind] {
         allCases.filter { $0 != .urlSessionCallersSession }
@@ -78,5 +84,13 @@ func outcome<T>(of body: () async throws -> T) async -> Result<T, any Error> {
         return .success(try await body())
     } catch {
         return .failure(error)
+    }
+}
+
+extension Result {
+    /// The error, when this is a failure.
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
     }
 }

@@ -56,14 +56,6 @@ extension Gate {
     }
 }
 
-extension Result {
-    /// The error, when this is a failure.
-    fileprivate var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-}
-
 private let bodyRequest = URLRequest(url: URL(string: "https://api.example.test/body")!)
 private let answerRequest = URLRequest(url: URL(string: "https://api.example.test/answer")!)
 

@@ -136,11 +136,3 @@ extension HostileResponseTests {
         }
     }
 }
-
-extension Result {
-    /// The error, when this is a failure.
-    fileprivate var failure: Failure? {
-        if case .failure(let error) = self { return error }
-        return nil
-    }
-}

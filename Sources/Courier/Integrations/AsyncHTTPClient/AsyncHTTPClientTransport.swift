@@ -369,13 +369,7 @@ public final class AsyncHTTPClientTransport: Transport {
     /// The error for a call whose ``Deadline`` passed while (or before) the transport was waiting: the one the
     /// timeout middleware that set the deadline reports, whichever of the two notices first.
     static func deadlinePassed(_ deadline: Deadline, request: URLRequest) -> CourierError {
-        var error = CourierError(
-            .timedOut,
-            message: "the call's deadline passed (a timeout of \(deadline.timeout))",
-            request: request
-        )
-        error.timeout = deadline.timeout
-        return error
+        deadline.passedError(for: request)
     }
 
     /// What an error of AsyncHTTPClient or SwiftNIO becomes: a ``CourierError`` that says what happened when

@@ -1,0 +1,169 @@
+import CourierTesting
+import Foundation
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The identity of the task that calls it.
+private func currentTaskID() -> Int? {
+    withUnsafeCurrentTask { $0?.hashValue }
+}
+
+/// The transports that end a call by its deadline themselves (`DeadlineEnforcingTransport`), against a loopback
+/// `SocketServer` that stalls: `URLSessionTransport` with its own session, and `AsyncHTTPClientTransport` with the
+/// trait. Deadlines are real (a transport enforces only real-time ones) and short; nothing sleeps to synchronize.
+///
+/// Each test waits for the server to see the connection of every request it received closed. On a loaded machine
+/// URLSession may not have sent a request by a short deadline; cancelled before it starts, it never reaches the
+/// server, so the tests do not count on it.
+@Suite("Transports that enforce deadlines", .timeLimit(.minutes(1)))
+struct TransportDeadlineTests {
+    /// A head and 10 of the 1,000 bytes it announces, then nothing until the client closes the connection.
+    private static let drip = SocketServer.Reply.stall(
+        status: 200,
+        headers: [.init(name: "Content-Length", value: "1000")],
+        body: Data(count: 10)
+    )
+
+    @Test(
+        "under a timeout, a response that stalls (head or body) is cut at the deadline and its connection closed",
+        arguments: TransportKind.enforcingDeadlines,
+        [false, true]
+    )
+    func timeoutCutsStall(kind: TransportKind, headArrives: Bool) async throws {
+        let server = try SocketServer { _ in headArrives ? Self.drip : .hang }
+        defer { server.shutdown() }
+        let clock = ContinuousClock()
+        let start = clock.now
+        let result = try await kind.withTransport { transport in
+            let client = Client(transport: transport, middleware: [.timeout(.milliseconds(300))])
+            return await outcome { try await client.send(URLRequest(url: server.url("/stall"))) }
+        }
+        let error = try #require(result.failure as? CourierError, "\(result)")
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .milliseconds(300))
+        #expect(error.middleware == "timeout")
+        #expect(clock.now - start >= .milliseconds(300))
+        await server.closedByClient.wait(for: server.requests.count)
+        // The timer ended the exchange, not the caller's task (see `callerTaskUsableAfterTimeout`).
+        #expect(!Task.isCancelled)
+    }
+
+    @Test(
+        "under a timeout, the chain runs in the caller's own task and the transport gets the timer's work",
+        arguments: TransportKind.enforcingDeadlines
+    )
+    func noChildTask(kind: TransportKind) async throws {
+        let server = try SocketServer { _ in .response(status: 200, body: Data("ok".utf8)) }
+        defer { server.shutdown() }
+        let seen = Locked<[(task: Int?, hasWork: Bool)]>([])
+        // A layer that says it waits only within the deadline, so that the timeout may leave it to the transport.
+        let probe = Middleware(name: "probe", waitsOnlyWithinDeadline: true) { request, next in
+            seen.withLock { $0.append((currentTaskID(), Deadline.current?.work?.owner != nil)) }
+            return try await next(request)
+        }
+        let (data, response) = try await kind.withTransport { transport in
+            let client = Client(transport: transport, middleware: [.timeout(.seconds(30)), probe])
+            return try await client.send(URLRequest(url: server.url("/ok")))
+        }
+        #expect(response.statusCode == 200)
+        #expect(data == Data("ok".utf8))
+        let probed = try #require(seen.withLock { $0.first })
+        #expect(probed.task == currentTaskID())
+        #expect(probed.hasWork)
+    }
+
+    @Test("a timed-out call leaves the caller's task able to call again", arguments: TransportKind.enforcingDeadlines)
+    func callerTaskUsableAfterTimeout(kind: TransportKind) async throws {
+        let server = try SocketServer { request in
+            request.path == "/stall" ? Self.drip : .response(status: 200, body: Data("ok".utf8))
+        }
+        defer { server.shutdown() }
+        try await kind.withTransport { transport in
+            let timing = Client(transport: transport, middleware: [.timeout(.milliseconds(200))])
+            await #expect(throws: CourierError.self) { try await timing.send(URLRequest(url: server.url("/stall"))) }
+            #expect(!Task.isCancelled)
+            // No deadline of its own: a loaded machine may take longer than 200 ms to answer.
+            let (data, _) = try await Client(transport: transport).send(URLRequest(url: server.url("/ok")))
+            #expect(data == Data("ok".utf8))
+        }
+    }
+
+    @Test(
+        "under a timeout, a cancelled caller gets CancellationError and the connection is closed",
+        arguments: TransportKind.enforcingDeadlines
+    )
+    func callerCancelled(kind: TransportKind) async throws {
+        let server = try SocketServer { _ in Self.drip }
+        defer { server.shutdown() }
+        try await kind.withTransport { transport in
+            let client = Client(transport: transport, middleware: [.timeout(.seconds(30))])
+            let call = Task { try await client.send(URLRequest(url: server.url("/stall"))) }
+            try await waitUntil { server.requests.count == 1 }
+            call.cancel()
+            await #expect(throws: CancellationError.self) { try await call.join() }
+        }
+        await server.closedByClient.wait(for: 1)
+    }
+
+    @Test("a deadline set by hand bounds a stalled response", arguments: TransportKind.enforcingDeadlines)
+    func handSetDeadline(kind: TransportKind) async throws {
+        let server = try SocketServer { _ in Self.drip }
+        defer { server.shutdown() }
+        let result = try await kind.withTransport { transport in
+            await outcome {
+                try await Deadline.$current.withValue(Deadline(after: .milliseconds(300))) {
+                    try await transport.send(URLRequest(url: server.url("/stall")))
+                }
+            }
+        }
+        let error = try #require(result.failure as? CourierError, "\(result)")
+        #expect(error.code == .timedOut)
+        #expect(error.timeout == .milliseconds(300))
+        await server.closedByClient.wait(for: server.requests.count)
+    }
+
+    @Test("a deadline that has passed fails the request before it is sent", arguments: TransportKind.enforcingDeadlines)
+    func passedDeadline(kind: TransportKind) async throws {
+        let server = try SocketServer { _ in .response(status: 200) }
+        defer { server.shutdown() }
+        let result = try await kind.withTransport { transport in
+            await outcome {
+                try await Deadline.$current.withValue(Deadline(after: .zero)) {
+                    try await transport.send(URLRequest(url: server.url("/late")))
+                }
+            }
+        }
+        #expect((result.failure as? CourierError)?.code == .timedOut, "\(result)")
+        #expect(server.requests.isEmpty)
+    }
+
+    @Test(
+        "two attempts at once under one timeout's deadline are both cut: the second races a timer of its own",
+        arguments: TransportKind.enforcingDeadlines
+    )
+    func twoAttemptsAtOnce(kind: TransportKind) async throws {
+        let server = try SocketServer { _ in Self.drip }
+        defer { server.shutdown() }
+        let both = Middleware(name: "both", waitsOnlyWithinDeadline: true) { request, next in
+            async let first = outcome { try await next(request) }
+            async let second = outcome { try await next(request) }
+            let results = await [first, second]
+            for result in results {
+                let error = try #require(result.failure as? CourierError, "\(result)")
+                #expect(error.code == .timedOut)
+            }
+            throw try #require(results[0].failure)
+        }
+        let result = try await kind.withTransport { transport in
+            let client = Client(transport: transport, middleware: [.timeout(.milliseconds(300)), both])
+            return await outcome { try await client.send(URLRequest(url: server.url("/stall"))) }
+        }
+        #expect((result.failure as? CourierError)?.code == .timedOut, "\(result)")
+        await server.closedByClient.wait(for: server.requests.count)
+    }
+}
