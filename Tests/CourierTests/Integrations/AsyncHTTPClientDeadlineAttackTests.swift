@@ -14,13 +14,6 @@ import FoundationNetworking
 /// its shared timer. `DeadlineAttachAttackTests` drives the same cases deterministically on a manual clock.
 @Suite("AsyncHTTPClientTransport under a timeout's shared timer, attacked", .timeLimit(.minutes(1)))
 struct AsyncHTTPClientDeadlineAttackTests {
-    /// What the server sends for a body that never ends: the head and 10 of the 1,000 bytes it announces.
-    private static let drip = SocketServer.Reply.stall(
-        status: 200,
-        headers: [.init(name: "Content-Length", value: "1000")],
-        body: Data(count: 10)
-    )
-
     @Test(
         "a body read by a Task spawned under the call's deadline, still arriving after the call, is cut at the deadline"
     )
@@ -61,7 +54,7 @@ struct AsyncHTTPClientDeadlineAttackTests {
                 return .response(status: 200)
             }
             dripArrived.signal()
-            return Self.drip
+            return .drip
         }
         defer { server.shutdown() }
         let transport = AsyncHTTPClientTransport()

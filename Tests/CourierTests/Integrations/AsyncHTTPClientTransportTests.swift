@@ -170,10 +170,7 @@ struct AsyncHTTPClientTransportTests {
 
     @Test("a body still arriving when the Deadline passes fails the call with timedOut, and the connection closes")
     func deadlineBoundsBody() async throws {
-        // The head and 10 of the 1,000 bytes it announces, then nothing until the client closes.
-        let server = try SocketServer { _ in
-            .stall(status: 200, headers: [.init(name: "Content-Length", value: "1000")], body: Data(count: 10))
-        }
+        let server = try SocketServer { _ in .drip }
         defer { server.shutdown() }
         let error = try await timedOutError(sending: server.url("/drip"), before: Deadline(after: .milliseconds(300)))
         #expect(error.code == .timedOut)
@@ -181,79 +178,57 @@ struct AsyncHTTPClientTransportTests {
         await server.closedByClient.wait(for: 1)
     }
 
-    @Test(
-        "a body still arriving under the timeout middleware is cut at its deadline by the timeout's shared timer",
-        arguments: [1, 3]
-    )
-    func timeoutBoundsBody(calls: Int) async throws {
-        // Each call gets the head and 10 of the 1,000 bytes it announces, then nothing until the client closes.
-        let server = try SocketServer { _ in
-            .stall(status: 200, headers: [.init(name: "Content-Length", value: "1000")], body: Data(count: 10))
-        }
-        defer { server.shutdown() }
-        let transport = AsyncHTTPClientTransport()
-        let client = Client(transport: transport, middleware: [.timeout(.milliseconds(300))])
+    /// Makes `calls` calls at once, the `index`th with `call(index)`, and returns how each ended and how long it took.
+    private static func timedCalls(
+        _ calls: Int,
+        _ call: @escaping @Sendable (Int) async throws -> Void
+    ) async -> [(Result<Void, any Error>, Duration)] {
         let clock = ContinuousClock()
-        // Several at once share the timer: each is cut at its own deadline.
-        let results = await withTaskGroup(of: (Result<Int, any Error>, Duration).self) { group in
+        return await withTaskGroup(of: (Result<Void, any Error>, Duration).self) { group in
             for index in 0..<calls {
                 group.addTask {
                     let start = clock.now
-                    let result = await outcome { try await client.send(URLRequest(url: server.url("/drip/\(index)"))) }
-                    return (result.map { $0.1.statusCode }, clock.now - start)
-                }
-            }
-            return await group.reduce(into: []) { $0.append($1) }
-        }
-        try await transport.shutdown()
-        #expect(results.count == calls)
-        for (result, elapsed) in results {
-            let error = try #require(result.failure as? CourierError, "\(result)")
-            #expect(error.code == .timedOut)
-            #expect(error.timeout == .milliseconds(300))
-            #expect(error.middleware == "timeout")
-            #expect(elapsed >= .milliseconds(300))
-        }
-        await server.closedByClient.wait(for: calls)
-    }
-
-    @Test(
-        "a body still arriving under a request's own timeout is cut at its deadline by the client's shared timer",
-        arguments: [1, 3]
-    )
-    func requestTimeoutBoundsBody(calls: Int) async throws {
-        let server = try SocketServer { _ in
-            .stall(status: 200, headers: [.init(name: "Content-Length", value: "1000")], body: Data(count: 10))
-        }
-        defer { server.shutdown() }
-        let transport = AsyncHTTPClientTransport()
-        let client = Client(transport: transport, middleware: [.retry(.default)])
-        let clock = ContinuousClock()
-        let results = await withTaskGroup(of: (Result<Data, any Error>, Duration).self) { group in
-            for index in 0..<calls {
-                group.addTask {
-                    let start = clock.now
-                    let request = Request<Data>(
-                        method: .get,
-                        target: .url(server.url("/drip/\(index)")),
-                        timeout: .milliseconds(300)
-                    ) { data, _, _ in data }
-                    let result = await outcome { try await client.send(request) }
+                    let result = await outcome { try await call(index) }
                     return (result, clock.now - start)
                 }
             }
             return await group.reduce(into: []) { $0.append($1) }
         }
+    }
+
+    @Test(
+        "a body still arriving under a timeout (the middleware's, or a request's own) is cut at its deadline by its shared timer",
+        arguments: [1, 3],
+        [false, true]
+    )
+    func timeoutBoundsBody(calls: Int, requestsOwn: Bool) async throws {
+        let server = try SocketServer { _ in .drip }
+        defer { server.shutdown() }
+        let transport = AsyncHTTPClientTransport()
+        // A request's own timeout runs around a retry: it does not try again once the call's own time is up.
+        let client = Client(
+            transport: transport,
+            middleware: [requestsOwn ? .retry(.default) : .timeout(.milliseconds(300))]
+        )
+        // Several at once share the timer: each is cut at its own deadline.
+        let results = await Self.timedCalls(calls) { index in
+            let request = Request<Data>(
+                method: .get,
+                target: .url(server.url("/drip/\(index)")),
+                timeout: requestsOwn ? .milliseconds(300) : nil
+            ) { data, _, _ in data }
+            _ = try await client.send(request)
+        }
         try await transport.shutdown()
         #expect(results.count == calls)
         for (result, elapsed) in results {
             let error = try #require(result.failure as? CourierError, "\(result)")
             #expect(error.code == .timedOut)
             #expect(error.timeout == .milliseconds(300))
+            #expect(error.middleware == (requestsOwn ? nil : "timeout"))
             #expect(error.timeoutScope == .call)
             #expect(elapsed >= .milliseconds(300))
         }
-        // One request each: the retry does not try again once the call's own time is up.
         #expect(server.requests.count == calls)
         await server.closedByClient.wait(for: calls)
     }

@@ -413,3 +413,13 @@ enum Glue {
         #endif
     }
 }
+
+extension SocketServer.Reply {
+    /// A body that never ends: the head and 10 of the 1,000 bytes it announces, then nothing until the client
+    /// closes the connection.
+    static let drip = SocketServer.Reply.stall(
+        status: 200,
+        headers: [.init(name: "Content-Length", value: "1000")],
+        body: Data(count: 10)
+    )
+}

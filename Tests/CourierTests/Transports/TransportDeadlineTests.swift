@@ -22,12 +22,18 @@ private func currentTaskID() -> Int? {
 /// server, so the tests do not count on it.
 @Suite("Transports that enforce deadlines", .timeLimit(.minutes(1)))
 struct TransportDeadlineTests {
-    /// A head and 10 of the 1,000 bytes it announces, then nothing until the client closes the connection.
-    private static let drip = SocketServer.Reply.stall(
-        status: 200,
-        headers: [.init(name: "Content-Length", value: "1000")],
-        body: Data(count: 10)
-    )
+    /// How a GET of `url` straight through a new transport of `kind` ends under `deadline`, set by hand.
+    private static func send(
+        _ url: URL,
+        over kind: TransportKind,
+        under deadline: Deadline
+    ) async throws -> Result<(Data, HTTPURLResponse), any Error> {
+        try await kind.withTransport { transport in
+            await outcome {
+                try await Deadline.$current.withValue(deadline) { try await transport.send(URLRequest(url: url)) }
+            }
+        }
+    }
 
     @Test(
         "under a timeout, a response that stalls (head or body) is cut at the deadline and its connection closed",
@@ -35,7 +41,7 @@ struct TransportDeadlineTests {
         [false, true]
     )
     func timeoutCutsStall(kind: TransportKind, headArrives: Bool) async throws {
-        let server = try SocketServer { _ in headArrives ? Self.drip : .hang }
+        let server = try SocketServer { _ in headArrives ? .drip : .hang }
         defer { server.shutdown() }
         let clock = ContinuousClock()
         let start = clock.now
@@ -80,7 +86,7 @@ struct TransportDeadlineTests {
     @Test("a timed-out call leaves the caller's task able to call again", arguments: TransportKind.enforcingDeadlines)
     func callerTaskUsableAfterTimeout(kind: TransportKind) async throws {
         let server = try SocketServer { request in
-            request.path == "/stall" ? Self.drip : .response(status: 200, body: Data("ok".utf8))
+            request.path == "/stall" ? .drip : .response(status: 200, body: Data("ok".utf8))
         }
         defer { server.shutdown() }
         try await kind.withTransport { transport in
@@ -98,7 +104,7 @@ struct TransportDeadlineTests {
         arguments: TransportKind.enforcingDeadlines
     )
     func callerCancelled(kind: TransportKind) async throws {
-        let server = try SocketServer { _ in Self.drip }
+        let server = try SocketServer { _ in .drip }
         defer { server.shutdown() }
         try await kind.withTransport { transport in
             let client = Client(transport: transport, middleware: [.timeout(.seconds(30))])
@@ -112,15 +118,9 @@ struct TransportDeadlineTests {
 
     @Test("a deadline set by hand bounds a stalled response", arguments: TransportKind.enforcingDeadlines)
     func handSetDeadline(kind: TransportKind) async throws {
-        let server = try SocketServer { _ in Self.drip }
+        let server = try SocketServer { _ in .drip }
         defer { server.shutdown() }
-        let result = try await kind.withTransport { transport in
-            await outcome {
-                try await Deadline.$current.withValue(Deadline(after: .milliseconds(300))) {
-                    try await transport.send(URLRequest(url: server.url("/stall")))
-                }
-            }
-        }
+        let result = try await Self.send(server.url("/stall"), over: kind, under: Deadline(after: .milliseconds(300)))
         let error = try #require(result.failure as? CourierError, "\(result)")
         #expect(error.code == .timedOut)
         #expect(error.timeout == .milliseconds(300))
@@ -131,13 +131,7 @@ struct TransportDeadlineTests {
     func passedDeadline(kind: TransportKind) async throws {
         let server = try SocketServer { _ in .response(status: 200) }
         defer { server.shutdown() }
-        let result = try await kind.withTransport { transport in
-            await outcome {
-                try await Deadline.$current.withValue(Deadline(after: .zero)) {
-                    try await transport.send(URLRequest(url: server.url("/late")))
-                }
-            }
-        }
+        let result = try await Self.send(server.url("/late"), over: kind, under: Deadline(after: .zero))
         #expect((result.failure as? CourierError)?.code == .timedOut, "\(result)")
         #expect(server.requests.isEmpty)
     }
@@ -147,7 +141,7 @@ struct TransportDeadlineTests {
         arguments: TransportKind.enforcingDeadlines
     )
     func twoAttemptsAtOnce(kind: TransportKind) async throws {
-        let server = try SocketServer { _ in Self.drip }
+        let server = try SocketServer { _ in .drip }
         defer { server.shutdown() }
         let both = Middleware(name: "both", waitsOnlyWithinDeadline: true) { request, next in
             async let first = outcome { try await next(request) }
