@@ -41,8 +41,21 @@ public struct Deadline: Sendable {
 
     /// The work a timeout armed in its timer for this deadline when it left enforcing it to the transport: the
     /// transport attaches the task that reads a body to it, so that the timer cancels the read at the deadline
-    /// (see ``DeadlineTimer/attach(_:)``). `nil` for a deadline set any other way.
-    let work: DeadlineWork?
+    /// (see ``DeadlineTimer/attach(_:)``). ``DeadlineWork/enforcedAbove`` when the timeout runs the chain in a
+    /// child task it cancels itself; `nil` for a deadline set any other way.
+    private(set) var work: DeadlineWork?
+
+    /// The same deadline, as the timeout that set it binds it for the child task it cancels at the deadline: a
+    /// transport then leaves the deadline to that timeout instead of timing the call a second time.
+    var enforcedAbove: Deadline {
+        var deadline = self
+        deadline.work = .enforcedAbove
+        return deadline
+    }
+
+    /// Whether a timeout above enforces this deadline by cancelling the task the transport runs in (see
+    /// ``enforcedAbove``).
+    var isEnforcedAbove: Bool { work === DeadlineWork.enforcedAbove }
 
     /// Creates a deadline `duration` from now on `clock`.
     ///

@@ -331,6 +331,12 @@ final class DeadlineWork: @unchecked Sendable {
         self.owner = owner
     }
 
+    /// What stands for the work of a deadline whose timeout runs the chain in a child task and cancels it at the
+    /// deadline itself (``Deadline/enforcedAbove``): never armed, no owner. A transport that enforces deadlines
+    /// leaves such a deadline to the timeout; it would otherwise race a timer of its own per call, a second
+    /// child task and a sleeping timer on top of the timeout's.
+    static let enforcedAbove = DeadlineWork()
+
     fileprivate var state = DeadlineWorkState.starting
     fileprivate var waiter: CheckedContinuation<Void, Never>?
     /// What the driver calls at the deadline instead of cancelling the attached task (see

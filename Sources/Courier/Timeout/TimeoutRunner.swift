@@ -236,9 +236,10 @@ enum TimeoutRunner {
         }
         let fireAt = now.advanced(by: wait)
         let finished = Finished()
+        let bound = deadline.enforcedAbove
         let work: @Sendable () async throws -> Outcome = {
             defer { finished.set() }
-            let (data, response) = try await tracking.run(under: deadline) {
+            let (data, response) = try await tracking.run(under: bound) {
                 try await operation(request)
             }
             return .response(data, response)
@@ -313,7 +314,9 @@ enum TimeoutRunner {
             return try await run(duration, clock: timer.clock, request: request, next: next)
         }
         let fireAt = timer.clock.now.advanced(by: duration)
-        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration)
+        // Made as the child task below is bound to it (``Deadline/enforcedAbove``); the transport-enforced path
+        // makes its own, with the work it arms.
+        let deadline = Deadline(at: fireAt, on: timer.clock, timeout: duration, work: .enforcedAbove)
         let tracking = CallTracking.here()
         if next.transportEnforces(deadline) {
             // The deadline goes down with work armed in the timer now, in deadline order, and no task: the

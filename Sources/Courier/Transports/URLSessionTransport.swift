@@ -159,7 +159,7 @@ public final class URLSessionTransport: Transport {
         Self.raiseSubsecondTimeout(&request)
         do {
             if let delegate {
-                if let deadline = Deadline.current, deadline.isRealTime {
+                if let deadline = Deadline.current, deadline.isRealTime, !deadline.isEnforcedAbove {
                     return try await delegate.send(
                         request,
                         on: session,

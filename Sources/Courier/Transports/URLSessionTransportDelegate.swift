@@ -341,9 +341,14 @@ extension URLSessionTaskExchange {
     }
 
     /// The caller was cancelled: resume it with `CancellationError` at once and cancel the task.
+    ///
+    /// The task is cancelled from a global queue, not the calling thread: `URLSessionTask.cancel()` waits for
+    /// FoundationNetworking's work queue, which every session of the process shares on Linux and which an upload
+    /// whose body stream has stalled holds. Called on a timeout's timer (which cancels every deadline of its
+    /// timeout) or on a thread of the cooperative pool, that wait would hold up the timer or the pool.
     func cancel() {
         guard let (task, continuation) = takeForCancellation() else { return }
         continuation.resume(throwing: CancellationError())
-        task.cancel()
+        DispatchQueue.global().async { task.cancel() }
     }
 }

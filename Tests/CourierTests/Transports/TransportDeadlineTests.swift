@@ -13,6 +13,29 @@ private func currentTaskID() -> Int? {
     withUnsafeCurrentTask { $0?.hashValue }
 }
 
+/// A URLProtocol that handles nothing. FoundationNetworking asks `canInit(with:)` synchronously from
+/// `URLSession.dataTask(with:)`, so it runs in the task that creates the data task: the probe records that task,
+/// by the request's `X-Probe` field.
+private final class DataTaskProbe: URLProtocol {
+    static let seen = Locked<[String: [Int?]]>([:])
+
+    override class func canInit(with request: URLRequest) -> Bool {
+        let task = currentTaskID()
+        let key = request.value(forHTTPHeaderField: "X-Probe") ?? ""
+        seen.withLock { $0[key, default: []].append(task) }
+        return false
+    }
+
+    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
+
+    /// A transport with its own session whose data tasks the probe sees.
+    static func transport() -> URLSessionTransport {
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.protocolClasses = [DataTaskProbe.self] + (configuration.protocolClasses ?? [])
+        return URLSessionTransport(configuration: configuration)
+    }
+}
+
 /// The transports that end a call by its deadline themselves (`DeadlineEnforcingTransport`), against a loopback
 /// `SocketServer` that stalls: `URLSessionTransport` with its own session, and `AsyncHTTPClientTransport` with the
 /// trait. Deadlines are real (a transport enforces only real-time ones) and short; nothing sleeps to synchronize.
@@ -81,6 +104,28 @@ struct TransportDeadlineTests {
         let probed = try #require(seen.withLock { $0.first })
         #expect(probed.task == currentTaskID())
         #expect(probed.hasWork)
+    }
+
+    @Test("under a timeout that runs the chain in a child task, URLSessionTransport leaves the deadline to it")
+    func noSecondTimerUnderChildTask() async throws {
+        let server = try SocketServer { _ in .response(status: 200, body: Data("ok".utf8)) }
+        defer { server.shutdown() }
+        let key = UUID().uuidString
+        let layerTask = Locked<Int?>(nil)
+        // A middleware of the caller's: the timeout runs the chain in a child task it cancels at the deadline.
+        let mine = Middleware { request, next in
+            layerTask.withLock { $0 = currentTaskID() }
+            var request = request
+            request.setValue(key, forHTTPHeaderField: "X-Probe")
+            return try await next(request)
+        }
+        let client = Client(transport: DataTaskProbe.transport(), middleware: [.timeout(.seconds(30)), mine])
+        let (data, _) = try await client.send(URLRequest(url: server.url("/ok")))
+        #expect(data == Data("ok".utf8))
+        // The data task is made in the layer's own task: the transport did not race a timer of its own (a child
+        // task and a sleeping one per call, on top of the timeout's).
+        let probed = try #require(DataTaskProbe.seen.withLock { $0[key]?.first })
+        #expect(probed == layerTask.withLock { $0 })
     }
 
     @Test("a timed-out call leaves the caller's task able to call again", arguments: TransportKind.enforcingDeadlines)

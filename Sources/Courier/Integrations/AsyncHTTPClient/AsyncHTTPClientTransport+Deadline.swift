@@ -27,7 +27,8 @@ extension AsyncHTTPClientTransport: DeadlineEnforcingTransport {
         for request: URLRequest,
         by deadline: Deadline?
     ) async throws -> (Data, HTTPURLResponse) {
-        guard let deadline else { return try await collect(response, for: request) }
+        // Under a timeout that cancels the task this runs in at the deadline, a second timer would only repeat it.
+        guard let deadline, !deadline.isEnforcedAbove else { return try await collect(response, for: request) }
         return try await TimeoutRunner.run(attachedTo: deadline, request: request) { request in
             try await self.collect(response, for: request)
         }
