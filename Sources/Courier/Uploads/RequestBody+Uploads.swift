@@ -37,7 +37,9 @@ extension RequestBody {
     /// - With a `length`, AsyncHTTPClientTransport sends it as the `Content-Length`, and a sequence that ends
     ///   early or runs long fails the send. Without one, the body is sent chunked.
     /// - URLSessionTransport reads the body on URLSession's own thread, which waits for each chunk: a
-    ///   sequence that is slow to produce holds up the session's other transfers meanwhile.
+    ///   sequence that is slow to produce holds up the other transfers meanwhile, on Linux those of every
+    ///   session in the process (FoundationNetworking gives them one work queue). Use AsyncHTTPClientTransport
+    ///   for a source that may stall.
     /// - Cancelling the send cancels the task that iterates the sequence.
     ///
     /// - Parameters:
