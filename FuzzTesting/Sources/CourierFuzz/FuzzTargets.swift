@@ -322,27 +322,41 @@ enum FuzzTargets {
         }
     }
 
-    /// The fields joined the slow, obvious way: for each name (in ASCII case) in the order it first came, its
-    /// first spelling and every value of it in order.
+    /// The fields joined the slow, obvious way: a field's name is the same as another's when it is without regard
+    /// to ASCII case or as a `String` (a dictionary's key: the Kelvin sign is `K`), and so through a chain of
+    /// names; each such name under its first spelling, with every value of it in order.
     static func joinedByReference(
         _ fields: [(name: String, value: String)],
         style: HeaderFieldJoining.Style
     ) -> [String: String] {
-        var order: [String] = []
-        var spelling: [String: String] = [:]
-        var values: [String: [String]] = [:]
-        for (name, value) in fields {
-            let folded = asciiLowercased(name)
-            if spelling[folded] == nil {
-                order.append(folded)
-                spelling[folded] = name
+        // Each field's label: the smallest index it reaches by steps between names the same as each other, found
+        // by lowering every label to the least of its name's labels until none changes.
+        let folded = fields.map { Array(asciiLowercased($0.name).utf8) }
+        var label = Array(fields.indices)
+        var changed = true
+        while changed {
+            changed = false
+            var leastByFolded: [[UInt8]: Int] = [:]
+            var leastByString: [String: Int] = [:]
+            for index in fields.indices {
+                leastByFolded[folded[index]] = min(leastByFolded[folded[index]] ?? index, label[index])
+                leastByString[fields[index].name] = min(leastByString[fields[index].name] ?? index, label[index])
             }
-            values[folded, default: []].append(value)
+            for index in fields.indices {
+                let least = min(leastByFolded[folded[index]]!, leastByString[fields[index].name]!)
+                if least < label[index] {
+                    label[index] = least
+                    changed = true
+                }
+            }
         }
+        var values: [Int: [String]] = [:]
+        for index in fields.indices { values[label[index], default: []].append(fields[index].value) }
         var result: [String: String] = [:]
-        for folded in order {
-            let separator = style == .request && folded == "cookie" ? "; " : ", "
-            result[spelling[folded]!] = values[folded]!.joined(separator: separator)
+        for (leader, joined) in values {
+            let name = fields[leader].name
+            let separator = style == .request && asciiLowercased(name) == "cookie" ? "; " : ", "
+            result[name] = joined.joined(separator: separator)
         }
         return result
     }

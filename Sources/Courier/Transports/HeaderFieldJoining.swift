@@ -13,6 +13,8 @@ import FoundationNetworking
 /// regard to the case of their ASCII letters (RFC 9110 §5.1), under the name's first spelling, its values in
 /// the order they came, separated by `", "` (RFC 9110 §5.3); in a request, `Cookie` values by `"; "` (RFC 6265
 /// §5.4). A response's `Set-Cookie` fields are joined with `", "` too, as `HTTPURLResponse` always has them.
+/// Names equal as `String`s are one key of the dictionary, so they are one name too (the Kelvin sign is `K`):
+/// no field's value is lost to another's, whatever the order of a dictionary.
 ///
 /// One pass, one hash lookup per field whatever the names are (``CaseInsensitiveFieldName``), so the work is
 /// linear in the size of the head.
@@ -115,7 +117,71 @@ enum HeaderFieldJoining {
         }
         var result = [String: String](minimumCapacity: joined.count)
         for (name, value) in joined {
+            // Names of ASCII only are equal as `String`s when their bytes are, so those the same without case are
+            // in one group already. A group's name that is not ASCII (no valid name; a server's bytes, to confuse)
+            // may be equal as a `String` to another group's (canonically equivalent, as the Kelvin sign and `K`
+            // are), one key of the dictionary, and one group's values would replace the other's: those fields are
+            // joined as one name. (Case changes only ASCII bytes, so a group has a name that is not ASCII exactly
+            // when its first spelling is not.)
+            guard name.spelling.utf8.allSatisfy({ $0 < 0x80 }) else {
+                return joinedAcrossEquivalence(fields, count: count, style: style)
+            }
             result[name.spelling] = value
+        }
+        return result
+    }
+
+    /// `fields` joined by `style` when names are the same if they are without regard to the case of their ASCII
+    /// letters, or equal as `String`s (which the dictionary's keys are), or linked by a chain of such names:
+    /// `X-\u{212A}` (the Kelvin sign), `x-k` and `X-K` are one name. Each group of fields is joined under the
+    /// spelling of its first field, its values in the order the fields came; a request's group is `Cookie` when its
+    /// first name is.
+    ///
+    /// Only a head with a name that is not ASCII, which no valid name is, comes here (a server's bytes, to confuse
+    /// whoever reads them), so this path is plain rather than fast: two lookups a field.
+    static func joinedAcrossEquivalence<Fields: Collection<(name: String, value: String)>>(
+        _ fields: Fields,
+        count: Int,
+        style: Style
+    ) -> [String: String] {
+        let fields = Array(fields)
+        // A forest over the fields' indices: each group's root is its first field, as a field joins the group of
+        // the first field with its name by either comparison.
+        var parent = Array(fields.indices)
+        func root(_ index: Int) -> Int {
+            var index = index
+            while parent[index] != index {
+                parent[index] = parent[parent[index]]
+                index = parent[index]
+            }
+            return index
+        }
+        var firstWithoutCase = [CaseInsensitiveFieldName: Int](minimumCapacity: count)
+        var firstAsString = [String: Int](minimumCapacity: count)
+        for (index, field) in fields.enumerated() {
+            let key = CaseInsensitiveFieldName(field.name)
+            for earlier in [firstWithoutCase[key], firstAsString[field.name]] {
+                guard let earlier else { continue }
+                let (first, second) = (root(earlier), root(index))
+                parent[max(first, second)] = min(first, second)
+            }
+            if firstWithoutCase[key] == nil { firstWithoutCase[key] = index }
+            if firstAsString[field.name] == nil { firstAsString[field.name] = index }
+        }
+        var joined = [Int: String](minimumCapacity: count)
+        for (index, field) in fields.enumerated() {
+            let group = root(index)
+            if let value = joined[group] {
+                let separator =
+                    style == .request && CaseInsensitiveFieldName(fields[group].name) == cookie ? "; " : ", "
+                joined[group] = value + separator + field.value
+            } else {
+                joined[group] = field.value
+            }
+        }
+        var result = [String: String](minimumCapacity: joined.count)
+        for (group, value) in joined {
+            result[fields[group].name] = value
         }
         return result
     }

@@ -87,6 +87,7 @@ struct HeaderFieldJoiningTests {
             }
             for style in [HeaderFieldJoining.Style.response, .request] {
                 let general = HeaderFieldJoining.joinedByName(fields, count: fields.count, style: style)
+                #expect(general == Self.joinedByDefinition(fields, style: style), "\(fields)")
                 #expect(HeaderFieldJoining.joined(fields, count: fields.count, style: style) == general, "\(fields)")
                 if let fast = HeaderFieldJoining.distinctFields(fields, count: fields.count) {
                     distinct += 1
@@ -100,6 +101,58 @@ struct HeaderFieldJoiningTests {
         // Both paths were taken many times.
         #expect(distinct > 200)
         #expect(distinct < 900)
+    }
+
+    @Test(
+        "names equal as Strings (the Kelvin sign and K) are one name with those the same without case: every value kept, in order"
+    )
+    func canonicallyEquivalentNames() throws {
+        let kelvin = "X-\u{212A}"
+        // `x-k` is the same as `X-K` without case, and `X-K` equal to the Kelvin sign's name as a `String`: the
+        // third field links the first two.
+        let fields = [(name: kelvin, value: "1"), (name: "x-k", value: "2"), (name: "X-K", value: "3"), (kelvin, "4")]
+        let expected = [kelvin: "1, 2, 3, 4"]
+        for style in [HeaderFieldJoining.Style.response, .request] {
+            #expect(HeaderFieldJoining.joined(fields, count: fields.count, style: style) == expected)
+            #expect(HeaderFieldJoining.joinedByName(fields, count: 0, style: style) == expected)
+        }
+        #expect(try HeaderFieldJoining.responseFields(fields, count: fields.count, for: nil) == expected)
+        // A request's `Cookie`, and a name equal as a `String` (the Kelvin sign) to one the same as it without case.
+        let cookies = [
+            (name: "Cookie", value: "a=1"), (name: "Coo\u{212A}ie", value: "b=2"), (name: "CooKie", value: "c=3"),
+        ]
+        #expect(HeaderFieldJoining.joined(cookies, count: 3, style: .request) == ["Cookie": "a=1; b=2; c=3"])
+        #expect(HeaderFieldJoining.joined(cookies.prefix(2), count: 2, style: .request).count == 2)
+        let spelledTwice = [
+            (name: "E\u{301}", value: "1"), (name: "\u{C9}", value: "2"), (name: "e\u{301}", value: "3"),
+        ]
+        #expect(HeaderFieldJoining.joined(spelledTwice, count: 3, style: .response) == ["E\u{301}": "1, 2, 3"])
+    }
+
+    /// The joining by its definition, sharing nothing with the code: groups of fields, each new field merging every
+    /// group with a name the same as its own (without the case of ASCII letters, or as `String`s) into one, joined
+    /// under its first field's spelling in the fields' order; a request's `Cookie` with `"; "`.
+    private static func joinedByDefinition(
+        _ fields: [(name: String, value: String)],
+        style: HeaderFieldJoining.Style
+    ) -> [String: String] {
+        func folded(_ name: String) -> [UInt8] { name.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 } }
+        func same(_ first: String, _ second: String) -> Bool { first == second || folded(first) == folded(second) }
+        var groups: [[Int]] = []
+        for (index, field) in fields.enumerated() {
+            let matching = groups.indices.filter { group in groups[group].contains { same(fields[$0].name, field.name) }
+            }
+            let merged = (matching.flatMap { groups[$0] } + [index]).sorted()
+            groups = groups.indices.filter { !matching.contains($0) }.map { groups[$0] } + [merged]
+        }
+        var result: [String: String] = [:]
+        for group in groups {
+            let name = fields[group[0]].name
+            let separator = style == .request && folded(name) == Array("cookie".utf8) ? "; " : ", "
+            #expect(result[name] == nil, "two groups under one key: \(name)")
+            result[name] = group.map { fields[$0].value }.joined(separator: separator)
+        }
+        return result
     }
 
     /// Scalars a hostile field may be made of: letters, the bytes the check refuses (each control character, DEL),
