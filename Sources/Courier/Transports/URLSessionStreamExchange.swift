@@ -143,6 +143,6 @@ final class URLSessionStreamExchange: URLSessionTaskExchange {
     /// Cancels `task` from outside the session's delegate queue: FoundationNetworking ignores a `cancel()`
     /// made synchronously inside a data callback.
     private static func cancelLater(_ task: URLSessionTask) {
-        DispatchQueue.global().async { task.cancel() }
+        URLSessionTaskQueue.queue.async { task.cancel() }
     }
 }

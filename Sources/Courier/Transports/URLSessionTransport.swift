@@ -220,50 +220,55 @@ public final class URLSessionTransport: Transport {
     private func sendWithCompletionHandler(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         let state = TaskState()
         let limit = maximumResponseSize
+        let session = session
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let error {
-                        if state.wasCancelled {
-                            continuation.resume(throwing: CancellationError())
-                        } else {
-                            continuation.resume(throwing: error)
+                // Off the cooperative pool: `dataTask(with:)` and `resume()` wait for FoundationNetworking's work
+                // queue (see `URLSessionTaskQueue`).
+                URLSessionTaskQueue.queue.async {
+                    let task = session.dataTask(with: request) { data, response, error in
+                        if let error {
+                            if state.wasCancelled {
+                                continuation.resume(throwing: CancellationError())
+                            } else {
+                                continuation.resume(throwing: error)
+                            }
+                            return
                         }
-                        return
-                    }
-                    guard let response = response as? HTTPURLResponse else {
-                        continuation.resume(
-                            throwing: CourierError(
-                                .nonHTTPResponse,
-                                message: "the response is not an HTTP response",
-                                request: request
+                        guard let response = response as? HTTPURLResponse else {
+                            continuation.resume(
+                                throwing: CourierError(
+                                    .nonHTTPResponse,
+                                    message: "the response is not an HTTP response",
+                                    request: request
+                                )
                             )
-                        )
-                        return
-                    }
-                    if let problem = ResponseHeadCheck.problem(with: response, request: request) {
-                        continuation.resume(throwing: problem)
-                        return
-                    }
-                    let data = data ?? Data()
-                    guard data.count <= limit else {
-                        continuation.resume(
-                            throwing: CourierError.bodyTooLarge(
-                                limit: limit,
-                                request: request,
-                                response: response,
-                                transport: "URLSessionTransport"
+                            return
+                        }
+                        if let problem = ResponseHeadCheck.problem(with: response, request: request) {
+                            continuation.resume(throwing: problem)
+                            return
+                        }
+                        let data = data ?? Data()
+                        guard data.count <= limit else {
+                            continuation.resume(
+                                throwing: CourierError.bodyTooLarge(
+                                    limit: limit,
+                                    request: request,
+                                    response: response,
+                                    transport: "URLSessionTransport"
+                                )
                             )
-                        )
-                        return
+                            return
+                        }
+                        continuation.resume(returning: (data, response))
                     }
-                    continuation.resume(returning: (data, response))
-                }
-                if state.start(task) {
-                    task.resume()
-                } else {
-                    // Cancelled before the task existed: resume through the completion handler.
-                    task.cancel()
+                    if state.start(task) {
+                        task.resume()
+                    } else {
+                        // Cancelled before the task existed: resume through the completion handler.
+                        task.cancel()
+                    }
                 }
             }
         } onCancel: {
@@ -315,6 +320,9 @@ private final class TaskState: Sendable {
             if case .running(let task) = phase { return task }
             return nil
         }
-        task?.cancel()
+        guard let task else { return }
+        // A stalled upload holds the work queue `cancel()` waits for (see `URLSessionTaskExchange.cancel()`).
+        UploadBodyStream.abort(of: task)
+        URLSessionTaskQueue.queue.async { task.cancel() }
     }
 }

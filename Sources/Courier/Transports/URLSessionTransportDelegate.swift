@@ -93,16 +93,23 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
     ) async throws -> Exchange.Output {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let task = session.dataTask(with: request)
-                let identifier = task.taskIdentifier
-                map.withLock { $0[identifier] = exchange }
-                if exchange.start(task, continuation: continuation) {
-                    task.resume()
-                } else {
-                    // Cancelled before the task existed; the exchange has resumed the continuation. The
-                    // task never ran; cancelling it lets the session let go of it.
-                    _ = map.withLock { $0.removeValue(forKey: identifier) }
-                    task.cancel()
+                #if DEBUG
+                URLSessionTaskQueue.startObserver.withLock { $0 }?(request)
+                #endif
+                // Off the cooperative pool: `dataTask(with:)` and `resume()` wait for the work queue (see
+                // ``URLSessionTaskQueue``).
+                URLSessionTaskQueue.queue.async {
+                    let task = session.dataTask(with: request)
+                    let identifier = task.taskIdentifier
+                    map.withLock { $0[identifier] = exchange }
+                    if exchange.start(task, continuation: continuation) {
+                        task.resume()
+                    } else {
+                        // Cancelled before the task existed; the exchange has resumed the continuation. The
+                        // task never ran; cancelling it lets the session let go of it.
+                        _ = map.withLock { $0.removeValue(forKey: identifier) }
+                        task.cancel()
+                    }
                 }
             }
         } onCancel: {
@@ -309,7 +316,7 @@ final class URLSessionExchange: URLSessionTaskExchange {
     /// Cancels `task` from outside the session's delegate queue: FoundationNetworking ignores a `cancel()`
     /// made synchronously inside a data callback (measured with Swift 6.3.1 on Linux).
     private static func cancelLater(_ task: URLSessionTask) {
-        DispatchQueue.global().async { task.cancel() }
+        URLSessionTaskQueue.queue.async { task.cancel() }
     }
 }
 
@@ -340,15 +347,36 @@ extension URLSessionTaskExchange {
         return started
     }
 
-    /// The caller was cancelled: resume it with `CancellationError` at once and cancel the task.
+    /// The caller was cancelled: resume it with `CancellationError` at once, abort the task's upload and cancel
+    /// the task.
     ///
-    /// The task is cancelled from a global queue, not the calling thread: `URLSessionTask.cancel()` waits for
-    /// FoundationNetworking's work queue, which every session of the process shares on Linux and which an upload
-    /// whose body stream has stalled holds. Called on a timeout's timer (which cancels every deadline of its
-    /// timeout) or on a thread of the cooperative pool, that wait would hold up the timer or the pool.
+    /// `URLSessionTask.cancel()` waits for FoundationNetworking's work queue, which every session of the process
+    /// shares on Linux and on which a body stream is read. An upload whose stream has stalled holds that queue
+    /// in its read until the stream is aborted (``UploadBodyStream/abort()``: its read then fails, so the body
+    /// is not ended early and sent as a whole one). The task is cancelled from a global queue all the same, not
+    /// the calling thread: called on a timeout's timer (which cancels every deadline of its timeout) or on a
+    /// thread of the cooperative pool, a wait for the queue would hold up the timer or the pool.
     func cancel() {
         guard let (task, continuation) = takeForCancellation() else { return }
         continuation.resume(throwing: CancellationError())
-        DispatchQueue.global().async { task.cancel() }
+        UploadBodyStream.abort(of: task)
+        URLSessionTaskQueue.queue.async { task.cancel() }
     }
+}
+
+/// Where Courier calls FoundationNetworking's task methods that wait for its work queue: `dataTask(with:)`,
+/// `resume()` and `cancel()` each run a block synchronously on the work queue that every `URLSession` of the
+/// process shares on Linux, and a transfer that holds that queue (an upload whose body stream waits for its next
+/// chunk) makes them wait. Made on the cooperative pool, where Swift concurrency has about one thread a core, two
+/// such waits stop every task of the process, the timer that would end the stalled upload among them (measured:
+/// a stalled upload and two sends deadlocked a test run on this 2-core machine). A serial queue of Courier's own
+/// waits instead; FoundationNetworking serializes these calls on its work queue in any case.
+enum URLSessionTaskQueue {
+    static let queue = DispatchQueue(label: "Courier.URLSessionTasks")
+
+    #if DEBUG
+    /// Tests only: called with each request in the task that starts its data task, before the start moves to
+    /// ``queue`` (a debug build's seam; release builds have none).
+    static let startObserver = LockedState<(@Sendable (URLRequest) -> Void)?>(nil)
+    #endif
 }

@@ -1,6 +1,10 @@
 import Dispatch
 package import Foundation
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// The `httpBodyStream` of a request whose body is a file, a stream factory or a multipart form: an
 /// `InputStream` that carries the recipe of its bytes (``UploadSource``), so that every layer of the chain
 /// still sees a plain `URLRequest`.
@@ -26,6 +30,8 @@ package final class UploadBodyStream: InputStream {
         enum Reader {
             case segments(SegmentReader)
             case pump(ChunkPump, leftover: Data)
+            /// The pump's sequence has ended: the next read finishes the body.
+            case ended
         }
 
         var status: Stream.Status = .notOpen
@@ -69,47 +75,54 @@ package final class UploadBodyStream: InputStream {
 
     package override var streamError: (any Error)? { pass.withLock { $0.error } }
 
-    package override var hasBytesAvailable: Bool { pass.withLock { $0.status == .open } }
+    // After ``abort()`` the stream has bytes "available" so that its reader reads, and gets the error: a reader
+    // that asks first (FoundationNetworking does) would otherwise take the answer for the end of the body and send
+    // a truncated body as a whole one.
+    package override var hasBytesAvailable: Bool { pass.withLock { $0.status == .open || $0.status == .error } }
 
     package override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength length: Int) -> Int {
         // The caller's buffer, filled before `read` returns, passed by address: the lock's region checking
         // cannot see that it does not escape.
         let address = Int(bitPattern: buffer)
-        return pass.withLock { pass in
-            let target = UnsafeMutableRawBufferPointer(
-                start: UnsafeMutableRawPointer(bitPattern: address),
-                count: max(length, 0)
-            )
-            guard pass.status == .open, let reader = pass.reader, length > 0 else {
-                return pass.status == .error ? -1 : 0
+        while true {
+            let step = pass.withLock { pass in
+                pass.read(
+                    into: UnsafeMutableRawBufferPointer(
+                        start: UnsafeMutableRawPointer(bitPattern: address),
+                        count: max(length, 0)
+                    )
+                )
             }
-            do {
-                let count: Int
-                switch reader {
-                case .segments(let segments):
-                    count = try segments.read(into: target)
-                case .pump(let pump, var leftover):
-                    if leftover.isEmpty, let chunk = try pump.next() {
-                        leftover = chunk
-                    }
-                    count = min(length, leftover.count)
-                    leftover.copyBytes(to: target.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)
-                    leftover.removeFirst(count)
-                    pass.reader = .pump(pump, leftover: leftover)
-                }
-                if count == 0 {
-                    try pass.counter.finish()
-                    pass.end(.atEnd)
-                } else {
-                    try pass.counter.add(count)
-                }
+            switch step {
+            case .read(let count):
                 return count
-            } catch {
-                pass.error = error
-                pass.end(.error)
-                return -1
+            case .wait(let pump):
+                // A stream's next chunk is waited for outside the lock, so that ``abort()`` (a deadline, a
+                // cancelled caller) and `close()` can end the wait from another thread.
+                let chunk = Result { try pump.next() }
+                guard pass.withLock({ $0.take(chunk, from: pump) }) else { return -1 }
             }
         }
+    }
+
+    /// Ends the current reading with an error, from any thread, even while a read waits for the next chunk of a
+    /// stream: that read, and every read after it until the next `open()`, fails (returns -1) rather than
+    /// ending the body, and the stream's sequence sees its task cancelled.
+    ///
+    /// URLSession on Linux reads a body stream on the work queue every session of the process shares: an
+    /// exchange that ends (its deadline passed, its caller cancelled) aborts its upload first, so that a stream
+    /// that has stalled lets go of that queue, and only then cancels its task, which waits for the queue.
+    package func abort() {
+        pass.withLock { pass in
+            guard pass.status == .open else { return }
+            pass.error = CancellationError()
+            pass.end(.error)
+        }
+    }
+
+    /// Aborts the upload of `task`, when its body is a stream Courier made (``abort()``).
+    static func abort(of task: URLSessionTask) {
+        (task.originalRequest?.httpBodyStream as? UploadBodyStream)?.abort()
     }
 
     package override func getBuffer(
@@ -121,12 +134,72 @@ package final class UploadBodyStream: InputStream {
 }
 
 extension UploadBodyStream.Pass {
+    /// What a read does next.
+    enum Step {
+        /// It returns this count (-1 for an error, 0 at the end of the body).
+        case read(Int)
+        /// It waits for the pump's next chunk, outside the lock, then takes it (``take(_:from:)``) and reads again.
+        case wait(ChunkPump)
+    }
+
+    /// Reads what is at hand into `target`: a file's or data's bytes, or a chunk the pump has already given.
+    mutating func read(into target: UnsafeMutableRawBufferPointer) -> Step {
+        guard status == .open, let reader, target.count > 0 else {
+            return .read(status == .error ? -1 : 0)
+        }
+        do {
+            let count: Int
+            switch reader {
+            case .segments(let segments):
+                count = try segments.read(into: target)
+            case .pump(let pump, var leftover):
+                if leftover.isEmpty { return .wait(pump) }
+                count = min(target.count, leftover.count)
+                leftover.copyBytes(to: target.baseAddress!.assumingMemoryBound(to: UInt8.self), count: count)
+                leftover.removeFirst(count)
+                self.reader = .pump(pump, leftover: leftover)
+            case .ended:
+                count = 0
+            }
+            if count == 0 {
+                try counter.finish()
+                end(.atEnd)
+            } else {
+                try counter.add(count)
+            }
+            return .read(count)
+        } catch {
+            fail(error)
+            return .read(-1)
+        }
+    }
+
+    /// Takes the chunk (or the end, or the error) `pump` gave a read that waited for it; `true` when that read
+    /// goes on. A reading that was aborted, closed or opened again while it waited is left as it is, and the read
+    /// that waited fails.
+    mutating func take(_ chunk: Result<Data?, any Error>, from pump: ChunkPump) -> Bool {
+        guard status == .open, case .pump(let current, let leftover)? = reader, current === pump, leftover.isEmpty
+        else { return false }
+        switch chunk {
+        case .success(let data?): reader = .pump(pump, leftover: data)
+        case .success(nil): reader = .ended
+        case .failure(let error): fail(error)
+        }
+        return true
+    }
+
+    /// Ends the reading with `error`.
+    private mutating func fail(_ error: any Error) {
+        self.error = error
+        end(.error)
+    }
+
     /// Ends the current reading, closing its file or cancelling its stream, and sets `status`.
     mutating func end(_ status: Stream.Status) {
         switch reader {
         case .segments(let segments): segments.close()
         case .pump(let pump, _): pump.close()
-        case nil: break
+        case .ended, nil: break
         }
         reader = nil
         self.status = status
@@ -172,6 +245,8 @@ final class ChunkPump: Sendable {
                     if state.withLock({ $0.closed }) { return }
                     try Task.checkCancellation()
                     let chunk = try await iterator.next()
+                    // A sequence that ends when its task is cancelled (`AsyncStream` does) has not ended the body.
+                    if chunk == nil { try Task.checkCancellation() }
                     // An empty chunk would read as the end of the stream.
                     if let chunk, chunk.isEmpty { continue }
                     state.withLock { state in
@@ -217,6 +292,8 @@ final class ChunkPump: Sendable {
             }
             if taken.done { return nil }
             arrivals.wait()
+            // Closed while waiting (an aborted upload): the sequence's next chunk will not come.
+            if state.withLock({ $0.closed && $0.ready == nil && $0.end == nil }) { throw CancellationError() }
         }
     }
 
@@ -229,6 +306,8 @@ final class ChunkPump: Sendable {
         }
         waiter?.resume()
         task.cancel()
+        // Wakes a reader waiting in `next()`.
+        arrivals.signal()
     }
 }
 

@@ -354,14 +354,18 @@ private struct Reader {
         }
         var body = [UInt8]()
         if header("transfer-encoding")?.lowercased().contains("chunked") == true {
+            // A body cut before its last chunk (the connection closed) is no request.
+            var ended = false
             while let sizeLine = line(), let size = Int(sizeLine.prefix { $0 != ";" }, radix: 16) {
                 if size == 0 {
                     while let trailer = line(), !trailer.isEmpty {}
+                    ended = true
                     break
                 }
                 guard let chunk = take(size), line() != nil else { return nil }
                 body += chunk
             }
+            guard ended else { return nil }
         } else if let length = header("content-length").flatMap({ Int($0) }), length > 0 {
             guard let bytes = take(length) else { return nil }
             body = bytes

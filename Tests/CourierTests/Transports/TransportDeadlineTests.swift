@@ -13,26 +13,23 @@ private func currentTaskID() -> Int? {
     withUnsafeCurrentTask { $0?.hashValue }
 }
 
-/// A URLProtocol that handles nothing. FoundationNetworking asks `canInit(with:)` synchronously from
-/// `URLSession.dataTask(with:)`, so it runs in the task that creates the data task: the probe records that task,
-/// by the request's `X-Probe` field.
-private final class DataTaskProbe: URLProtocol {
+/// Records the task that starts each data task of `URLSessionTransport` with its own delegate (the transport's
+/// debug seam, called before the start moves to its queue), by the request's `X-Probe` field.
+private enum DataTaskProbe {
     static let seen = Locked<[String: [Int?]]>([:])
 
-    override class func canInit(with request: URLRequest) -> Bool {
-        let task = currentTaskID()
-        let key = request.value(forHTTPHeaderField: "X-Probe") ?? ""
-        seen.withLock { $0[key, default: []].append(task) }
-        return false
-    }
-
-    override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
-
-    /// A transport with its own session whose data tasks the probe sees.
+    /// A transport with its own session, whose data tasks the probe sees.
     static func transport() -> URLSessionTransport {
-        let configuration = URLSessionTransport.defaultConfiguration
-        configuration.protocolClasses = [DataTaskProbe.self] + (configuration.protocolClasses ?? [])
-        return URLSessionTransport(configuration: configuration)
+        URLSessionTaskQueue.startObserver.withLock { observer in
+            if observer == nil {
+                observer = { request in
+                    guard let key = request.value(forHTTPHeaderField: "X-Probe") else { return }
+                    let task = currentTaskID()
+                    seen.withLock { $0[key, default: []].append(task) }
+                }
+            }
+        }
+        return URLSessionTransport()
     }
 }
 
