@@ -63,12 +63,16 @@ final class URLSessionStreamExchange: URLSessionTaskExchange {
 
     /// Connects the pipe's reader to the task: a demand resumes a suspended task, a reader that stops cancels it.
     private func wire() {
+        // On ``URLSessionTaskQueue``: a reader's demand and stop come from its task, on the cooperative pool, and
+        // `resume()` and `cancel()` wait for FoundationNetworking's work queue.
         pipe.onDemand { [state] in
-            state.withLock { $0.demand() }?.resume()
+            guard let task = state.withLock({ $0.demand() }) else { return }
+            URLSessionTaskQueue.queue.async { task.resume() }
         }
         pipe.onStop { [state] in
             // The task, if it still runs: cancelling it closes the connection.
-            state.withLock { $0.stop() }?.cancel()
+            guard let task = state.withLock({ $0.stop() }) else { return }
+            URLSessionTaskQueue.queue.async { task.cancel() }
         }
     }
 

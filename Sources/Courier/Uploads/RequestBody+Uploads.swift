@@ -38,8 +38,10 @@ extension RequestBody {
     ///   early or runs long fails the send. Without one, the body is sent chunked.
     /// - URLSessionTransport reads the body on URLSession's own thread, which waits for each chunk: a
     ///   sequence that is slow to produce holds up the other transfers meanwhile, on Linux those of every
-    ///   session in the process (FoundationNetworking gives them one work queue). Use AsyncHTTPClientTransport
-    ///   for a source that may stall.
+    ///   session in the process (FoundationNetworking gives them one work queue), until it produces or the send
+    ///   ends (its timeout, its cancellation: the upload is then aborted, the body never ended early, and the
+    ///   queue let go). Courier's own calls into that queue wait off Swift's cooperative pool, so the process's
+    ///   other tasks run on meanwhile. Use AsyncHTTPClientTransport for a source that may stall.
     /// - Cancelling the send cancels the task that iterates the sequence.
     ///
     /// - Parameters:

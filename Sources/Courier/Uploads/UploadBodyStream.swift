@@ -36,6 +36,8 @@ package final class UploadBodyStream: InputStream {
 
         var status: Stream.Status = .notOpen
         var reader: Reader?
+        /// Set by ``UploadBodyStream/abort()``: every reading from then on, even one opened later, fails.
+        var aborted = false
         var counter: UploadCounter
         var error: (any Error)?
     }
@@ -56,6 +58,12 @@ package final class UploadBodyStream: InputStream {
     package override func open() {
         pass.withLock { pass in
             pass.end(.notOpen)
+            // Aborted before its reader opened it (a deadline that passed before URLSession started the upload).
+            if pass.aborted {
+                pass.error = CancellationError()
+                pass.status = .error
+                return
+            }
             pass.counter = UploadCounter(source)
             switch source.origin {
             case .segments(let segments):
@@ -106,14 +114,15 @@ package final class UploadBodyStream: InputStream {
     }
 
     /// Ends the current reading with an error, from any thread, even while a read waits for the next chunk of a
-    /// stream: that read, and every read after it until the next `open()`, fails (returns -1) rather than
-    /// ending the body, and the stream's sequence sees its task cancelled.
+    /// stream: that read, every read after it, and every reading opened later fails (returns -1) rather than
+    /// ending the body, and the stream's sequence sees its task cancelled. (A re-send reads a fresh stream.)
     ///
     /// URLSession on Linux reads a body stream on the work queue every session of the process shares: an
     /// exchange that ends (its deadline passed, its caller cancelled) aborts its upload first, so that a stream
     /// that has stalled lets go of that queue, and only then cancels its task, which waits for the queue.
     package func abort() {
         pass.withLock { pass in
+            pass.aborted = true
             guard pass.status == .open else { return }
             pass.error = CancellationError()
             pass.end(.error)

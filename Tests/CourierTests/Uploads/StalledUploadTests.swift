@@ -107,9 +107,24 @@ struct StalledUploadTests {
         #expect(stream.hasBytesAvailable)
         var buffer = [UInt8](repeating: 0, count: 16)
         #expect(stream.read(&buffer, maxLength: buffer.count) == -1)
-        // The next pass (another send) starts again from the first byte.
+        // Opened again, it stays aborted: a re-send reads a fresh stream.
         stream.open()
-        #expect(stream.read(&buffer, maxLength: buffer.count) == 16)
+        #expect(stream.read(&buffer, maxLength: buffer.count) == -1)
         stream.close()
+    }
+
+    @Test("a stream aborted before its reader opens it fails the reading, never sends a body")
+    func abortBeforeOpen() {
+        let stream = UploadBodyStream(UploadSource(length: nil) { ChunkIterator(AsyncStream<Data> { $0.finish() }) })
+        stream.abort()
+        stream.open()
+        #expect(stream.hasBytesAvailable)
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(stream.read(&buffer, maxLength: buffer.count) == -1)
+        #expect(stream.streamError is CancellationError)
+        // Another send's stream reads the whole (empty) body.
+        let fresh = stream.fresh()
+        fresh.open()
+        #expect(fresh.read(&buffer, maxLength: buffer.count) == 0)
     }
 }
