@@ -44,21 +44,23 @@ struct CredentialIdentity: Sendable {
         if let fields = request.allHTTPHeaderFields, !fields.isEmpty {
             let attached = AttachedCredential.current
             for (name, value) in fields where Self.isCredential(name, attached: attached) {
-                credentials.append((name.lowercased(), value))
+                credentials.append((name.asciiLowercased, value))
             }
         }
         guard !credentials.isEmpty else { return nil }
-        credentials.sort { $0.name < $1.name }
+        credentials.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         if let secret { return Self.keyedIdentity(of: credentials, secret: secret) }
         var first = Hasher()
         var second = Hasher()
         first.combine(salts.0)
         second.combine(salts.1)
+        // By bytes: `String`'s hashing follows canonical equivalence, which would give two credentials that differ
+        // in bytes (a token in two Unicode normalizations) one partition.
         for (name, value) in credentials {
-            first.combine(name)
-            first.combine(value)
-            second.combine(name)
-            second.combine(value)
+            first.combine(utf8Of: name)
+            first.combine(utf8Of: value)
+            second.combine(utf8Of: name)
+            second.combine(utf8Of: value)
         }
         return Self.hex(UInt64(bitPattern: Int64(first.finalize())))
             + Self.hex(UInt64(bitPattern: Int64(second.finalize())))

@@ -90,7 +90,9 @@ enum HTTPCachePolicy {
 
     /// Whether `stored` was stored for the representation `request` asks for (RFC 9111 §4.1).
     static func matches(_ stored: CachedResponse, _ request: URLRequest) -> Bool {
-        variant(of: request, vary: stored.facts.vary) == stored.variant
+        // By bytes: two values that differ to the server (two tenants) but are equal as `String`s never match.
+        guard let variant = variant(of: request, vary: stored.facts.vary) else { return false }
+        return variant.hasSameBytes(as: stored.variant)
     }
 
     // MARK: Freshness

@@ -48,9 +48,30 @@ public final class RequestCoalescer: Sendable {
         /// The fields not ignored: names lowercased, values exactly as sent; sorted by name.
         let headers: [Header]
 
+        /// Compared and hashed by bytes (``ExactString``): values canonically equivalent but different in bytes
+        /// (two tenants' identifiers, say) are different requests to the server.
         struct Header: Hashable {
             let name: String
             let value: String
+
+            static func == (lhs: Self, rhs: Self) -> Bool {
+                lhs.name.hasSameBytes(as: rhs.name) && lhs.value.hasSameBytes(as: rhs.value)
+            }
+
+            func hash(into hasher: inout Hasher) {
+                hasher.combine(utf8Of: name)
+                hasher.combine(utf8Of: value)
+            }
+        }
+
+        static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.method.hasSameBytes(as: rhs.method) && lhs.url.hasSameBytes(as: rhs.url) && lhs.headers == rhs.headers
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(utf8Of: method)
+            hasher.combine(utf8Of: url)
+            hasher.combine(headers)
         }
     }
 
@@ -81,10 +102,10 @@ public final class RequestCoalescer: Sendable {
         guard request.httpBody == nil, request.httpBodyStream == nil, let url = request.url else { return nil }
         var headers: [Key.Header] = []
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
-            let name = name.lowercased()
+            let name = name.asciiLowercased
             if !ignoredHeaders.contains(name) { headers.append(Key.Header(name: name, value: value)) }
         }
-        headers.sort { $0.name < $1.name }
+        headers.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         return Key(method: method, url: url.absoluteString, headers: headers)
     }
 

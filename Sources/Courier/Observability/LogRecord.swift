@@ -188,12 +188,8 @@ public struct LogRecord: Sendable, CustomStringConvertible {
         if let errorCode { metadata["error.code"] = errorCode.description }
         if let error { metadata["error"] = error }
         if let middleware { metadata["middleware"] = middleware }
-        for (name, value) in requestHeaders ?? [:] {
-            metadata["http.request.header.\(name.lowercased())"] = value
-        }
-        for (name, value) in responseHeaders ?? [:] {
-            metadata["http.response.header.\(name.lowercased())"] = value
-        }
+        Self.add(requestHeaders, as: "http.request.header.", to: &metadata)
+        Self.add(responseHeaders, as: "http.response.header.", to: &metadata)
         if let bodyPreview { metadata["http.response.body_preview"] = bodyPreview }
         for (key, value) in call?.metadata ?? [] {
             metadata[key] = value
@@ -222,6 +218,23 @@ public struct LogRecord: Sendable, CustomStringConvertible {
     }
 
     /// `duration` in milliseconds with one decimal, for example `12.3`.
+    /// Adds each of `headers` to `metadata` under `prefix` and its name made lower-case in ASCII only. Two names
+    /// that become one key (`É` and `é`, composed or not) keep both values, joined in the order of their names'
+    /// bytes: none is lost, and the order is the same every run.
+    private static func add(_ headers: [String: String]?, as prefix: String, to metadata: inout [String: String]) {
+        guard let headers else { return }
+        var collided = false
+        for (name, value) in headers where metadata.updateValue(value, forKey: prefix + name.asciiLowercased) != nil {
+            collided = true
+        }
+        guard collided else { return }
+        for name in headers.keys { metadata[prefix + name.asciiLowercased] = nil }
+        for (name, value) in headers.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }) {
+            let key = prefix + name.asciiLowercased
+            metadata[key] = metadata[key].map { $0 + ", " + value } ?? value
+        }
+    }
+
     static func milliseconds(_ duration: Duration) -> String {
         let (seconds, attoseconds) = duration.components
         let tenthsOfMilliseconds = seconds * 10_000 + attoseconds / 100_000_000_000_000

@@ -116,9 +116,10 @@ extension RateLimitStore {
 /// entries whose window reset more than a minute ago, so it does not grow with the number of partitions seen.
 public final class InMemoryRateLimitStore: RateLimitStore {
     // No state machine: a dictionary under a lock, with no waiters.
-    private let quotas = LockedState<[String: RateLimitQuota]>([:])
+    // By bytes (``ExactString``), as every store must: partitions that differ in bytes never share a quota.
+    private let quotas = LockedState<[ExactString: RateLimitQuota]>([:])
     /// The shared windows, by partition: when each ends and how many of its slots are taken.
-    private let windows = LockedState<[String: (endsAt: Date, taken: Int, number: Int)]>([:])
+    private let windows = LockedState<[ExactString: (endsAt: Date, taken: Int, number: Int)]>([:])
     private let currentDate: @Sendable () -> Date
 
     /// Creates an empty store.
@@ -130,7 +131,7 @@ public final class InMemoryRateLimitStore: RateLimitStore {
 
     /// The quota stored for `partition`, or `nil`.
     public func quota(for partition: String) async -> RateLimitQuota? {
-        quotas.withLock { $0[partition] }
+        quotas.withLock { $0[ExactString(partition)] }
     }
 
     /// Takes up to `count` of the `limit` slots of `partition`'s current window (a new one of `window` when
@@ -145,13 +146,13 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     {
         let now = currentDate()
         return windows.withLock { windows in
-            var current = windows[partition] ?? (endsAt: now, taken: 0, number: 0)
+            var current = windows[ExactString(partition)] ?? (endsAt: now, taken: 0, number: 0)
             if current.endsAt <= now {
                 current = (endsAt: now.addingTimeInterval(window.timeInterval), taken: 0, number: current.number + 1)
             }
             let granted = min(max(count, 0), max(limit - current.taken, 0))
             current.taken += granted
-            windows[partition] = current
+            windows[ExactString(partition)] = current
             if windows.count > 64 { windows = windows.filter { $0.value.endsAt > now } }
             return RateLimitReservation(
                 partition: partition,
@@ -166,11 +167,11 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     public func release(_ count: Int, of reservation: RateLimitReservation) async {
         let now = currentDate()
         windows.withLock { windows in
-            guard var current = windows[reservation.partition], current.number == reservation.window,
+            guard var current = windows[ExactString(reservation.partition)], current.number == reservation.window,
                 current.endsAt == reservation.windowEndsAt, current.endsAt > now
             else { return }
             current.taken -= min(max(count, 0), current.taken)
-            windows[reservation.partition] = current
+            windows[ExactString(reservation.partition)] = current
         }
     }
 
@@ -178,7 +179,7 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     public func record(_ quota: RateLimitQuota, for partition: String) async {
         let expired = currentDate().addingTimeInterval(-60)
         quotas.withLock { quotas in
-            quotas[partition] = quota
+            quotas[ExactString(partition)] = quota
             if quotas.count > 64 {
                 quotas = quotas.filter { $0.value.resetsAt.map { $0 > expired } ?? true }
             }

@@ -88,7 +88,8 @@ public final class RateLimiter: Sendable {
     /// The partitions by key, and the last one looked up: most clients send to one host, and comparing two keys
     /// costs less than hashing one, or, with the host partition, comparing a URL's origin less than keying it.
     struct Partitions {
-        var slots: [String: Slot] = [:]
+        /// By bytes (``ExactString``): partition keys that differ in bytes (two tenants) never share a quota.
+        var slots: [ExactString: Slot] = [:]
         /// The last partition looked up.
         var lastKey = ""
         var lastSlot: Slot?
@@ -98,11 +99,11 @@ public final class RateLimiter: Sendable {
 
         /// The slot of `key`, if the partition was used before; `origin` is that of the URL keyed `key`, if any.
         mutating func slot(_ key: String, origin: String = "") -> Slot? {
-            if let lastSlot, lastKey == key {
+            if let lastSlot, lastKey.hasSameBytes(as: key) {
                 if !origin.isEmpty { lastOrigin = origin }
                 return lastSlot
             }
-            guard let slot = slots[key] else { return nil }
+            guard let slot = slots[ExactString(key)] else { return nil }
             (lastKey, lastSlot, lastOrigin) = (key, slot, origin)
             return slot
         }
@@ -199,7 +200,7 @@ public final class RateLimiter: Sendable {
     public func state(for partition: String) -> PartitionState? {
         let now = elapsed()
         return lock.withLock { _ in
-            partitions.value.slots[partition].map(\.value).map { machine in
+            partitions.value.slots[ExactString(partition)].map(\.value).map { machine in
                 PartitionState(
                     limit: machine.limit,
                     remaining: machine.isUnlimited ? nil : machine.remaining,
@@ -280,7 +281,7 @@ public final class RateLimiter: Sendable {
                     var machine = Machine(settings: settings)
                     if let seed { machine.seed(seed, now: now) }
                     slot = Slot(machine)
-                    partitions.value.slots[partition] = slot
+                    partitions.value.slots[ExactString(partition)] = slot
                 }
                 return (slot: slot, action: slot.value.acquire(now: now, since: since, deadline: deadlineOffset))
             }
@@ -447,7 +448,8 @@ public final class RateLimiter: Sendable {
 
     private func tick(_ partition: String) {
         let now = elapsed()
-        guard let output = lock.withLock({ _ in partitions.value.slots[partition]?.value.tick(now: now) }) else {
+        guard let output = lock.withLock({ _ in partitions.value.slots[ExactString(partition)]?.value.tick(now: now) })
+        else {
             return
         }
         carryOut(output, for: partition)

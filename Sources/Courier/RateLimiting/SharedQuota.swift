@@ -139,7 +139,8 @@ final class SharedQuota: Sendable {
     private let sleepUntil: @Sendable (Duration) async throws -> Void
     /// Sleeps for a duration on the same clock: the bound of a reservation.
     private let sleepFor: @Sendable (Duration) async throws -> Void
-    private let blocks = LockedState<[String: Block]>([:])
+    /// By bytes (``ExactString``): partitions that differ in bytes never share a block.
+    private let blocks = LockedState<[ExactString: Block]>([:])
 
     init(
         _ limit: RateLimitPolicy.SharedLimit,
@@ -195,13 +196,13 @@ final class SharedQuota: Sendable {
         var gone = false
         var reserved = false
         // `pending` counts the request from its first step on: a task cancelled before that counts nothing.
-        defer { if !gone, !arriving { blocks.withLock { blocks in blocks[partition]?.pending -= 1 } } }
+        defer { if !gone, !arriving { blocks.withLock { blocks in blocks[ExactString(partition)]?.pending -= 1 } } }
         while true {
             try Task.checkCancellation()
             if reserved, heldSlotEnded() { return .heldSlotEnded }
             let now = elapsed()
             let step = blocks.withLock { blocks in
-                Self.next(&blocks[partition, default: Block()], now: now, limit, arriving: arriving)
+                Self.next(&blocks[ExactString(partition), default: Block()], now: now, limit, arriving: arriving)
             }
             arriving = false
             switch step {
@@ -243,7 +244,7 @@ final class SharedQuota: Sendable {
 
     /// The block of `partition`, if it was used (for tests and diagnostics).
     func block(_ partition: String) -> Block? {
-        blocks.withLock { blocks in blocks[partition] }
+        blocks.withLock { blocks in blocks[ExactString(partition)] }
     }
 
     /// Records that a request that took a slot of `partition` ended. When it was the last one and slots are left
@@ -251,8 +252,8 @@ final class SharedQuota: Sendable {
     func finished(_ partition: String) {
         let now = elapsed()
         let giveBack = blocks.withLock { blocks -> Bool in
-            guard var block = blocks[partition] else { return false }
-            defer { blocks[partition] = block }
+            guard var block = blocks[ExactString(partition)] else { return false }
+            defer { blocks[ExactString(partition)] = block }
             block.inFlight -= 1
             block.lastActive = now
             guard block.inFlight == 0, block.pending == 0, block.left > 0, !block.givingBack else { return false }
@@ -280,8 +281,8 @@ final class SharedQuota: Sendable {
                         case giveBack(Int, RateLimitReservation)
                     }
                     let next = self.blocks.withLock { blocks -> Next in
-                        guard var block = blocks[partition] else { return .stop }
-                        defer { blocks[partition] = block }
+                        guard var block = blocks[ExactString(partition)] else { return .stop }
+                        defer { blocks[ExactString(partition)] = block }
                         guard block.inFlight == 0, block.pending == 0, !block.fetching, block.left > 0,
                             block.usableUntil > now, let reservation = block.reservation
                         else {
@@ -395,10 +396,10 @@ final class SharedQuota: Sendable {
                     NetworkNumber.duration(seconds: reservation.windowEndsAt.timeIntervalSince(policy.currentDate()))
                 }
                 let waiters = self.blocks.withLock { blocks in
-                    var block = blocks[partition, default: Block()]
+                    var block = blocks[ExactString(partition), default: Block()]
                     defer {
                         block.waiters = [:]
-                        blocks[partition] = block
+                        blocks[ExactString(partition)] = block
                     }
                     block.fetching = false
                     switch (result, endsIn) {
@@ -444,10 +445,10 @@ final class SharedQuota: Sendable {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 let registered = blocks.withLock { blocks -> Bool in
-                    guard blocks[partition]?.fetching == true, !Task.isCancelled else { return false }
-                    let number = blocks[partition]!.nextWaiter
-                    blocks[partition]!.nextWaiter += 1
-                    blocks[partition]!.waiters[number] = continuation
+                    guard blocks[ExactString(partition)]?.fetching == true, !Task.isCancelled else { return false }
+                    let number = blocks[ExactString(partition)]!.nextWaiter
+                    blocks[ExactString(partition)]!.nextWaiter += 1
+                    blocks[ExactString(partition)]!.waiters[number] = continuation
                     id.withLock { $0 = number }
                     return true
                 }
@@ -490,7 +491,7 @@ final class SharedQuota: Sendable {
     private func remove(_ id: LockedState<Int?>, from partition: String) -> CheckedContinuation<Void, any Error>? {
         blocks.withLock { blocks in
             guard let number = id.withLock({ $0 }) else { return nil }
-            return blocks[partition]?.waiters.removeValue(forKey: number)
+            return blocks[ExactString(partition)]?.waiters.removeValue(forKey: number)
         }
     }
 

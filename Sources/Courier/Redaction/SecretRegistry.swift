@@ -62,7 +62,9 @@ final class SecretRegistry: @unchecked Sendable {
     }
 
     private var slots: [Slot] = []
-    private var slotOfValue: [String: Int] = [:]
+    /// By bytes (``ExactString``): a value canonically equivalent to one registered, but different in bytes, is
+    /// another secret, with bytes of its own to find.
+    private var slotOfValue: [ExactString: Int] = [:]
     private var freeSlots: [Int] = []
     private var newest = -1
     private var oldest = -1
@@ -88,7 +90,8 @@ final class SecretRegistry: @unchecked Sendable {
         // Re-registering a value registered recently (within the newest half) changes nothing that matters:
         // it cannot be dropped before `capacity / 2` other values are registered. Only a read.
         let isRecent = lock.withReadLock {
-            slotOfValue[value].map { registrations &- slots[$0].stamp < UInt64(max(capacity / 2, 1)) } ?? false
+            slotOfValue[ExactString(value)].map { registrations &- slots[$0].stamp < UInt64(max(capacity / 2, 1)) }
+                ?? false
         }
         if isRecent { return }
         lock.withWriteLock { insert(value) }
@@ -141,7 +144,7 @@ final class SecretRegistry: @unchecked Sendable {
 
     private func insert(_ value: String) {
         registrations &+= 1
-        if let slot = slotOfValue[value] {
+        if let slot = slotOfValue[ExactString(value)] {
             unlink(slot)
             linkAsNewest(slot)
             slots[slot].stamp = registrations
@@ -160,7 +163,7 @@ final class SecretRegistry: @unchecked Sendable {
         let bytes = Array(value.utf8.prefix(Redaction.maximumSecretLength))
         let keys = Self.prefixKeys(of: bytes)
         slots[slot] = Slot(value: value, bytes: bytes, keys: keys, stamp: registrations)
-        slotOfValue[value] = slot
+        slotOfValue[ExactString(value)] = slot
         linkAsNewest(slot)
         for key in keys {
             filter.insert(key)
@@ -188,7 +191,7 @@ final class SecretRegistry: @unchecked Sendable {
             candidates[key]?.removeAll { $0 == slot }
             if candidates[key]?.isEmpty == true { candidates[key] = nil }
         }
-        slotOfValue[slots[slot].value] = nil
+        slotOfValue[ExactString(slots[slot].value)] = nil
         slots[slot] = Slot()
         freeSlots.append(slot)
         liveCount.store(slotOfValue.count, ordering: .relaxed)

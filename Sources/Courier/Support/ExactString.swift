@@ -1,0 +1,48 @@
+/// A `String` compared and hashed by its UTF-8 bytes.
+///
+/// `String`'s own `==` and hashing follow Unicode canonical equivalence: `"é"` precomposed equals `"e\u{301}"`,
+/// and the Kelvin sign equals `K`. That is right for text a person reads and wrong for a key made of what a
+/// caller or a server sent: two tenants, two credentials, two secrets or two `Vary` values that differ in bytes
+/// are different to every server, and must never be one key here.
+struct ExactString: Hashable, Sendable {
+    let string: String
+
+    init(_ string: String) {
+        self.string = string
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool {
+        guard lhs.string.utf8.count == rhs.string.utf8.count else { return false }
+        var (left, right) = (lhs.string, rhs.string)
+        return left.withUTF8 { left in right.withUTF8 { right in left.elementsEqual(right) } }
+    }
+
+    func hash(into hasher: inout Hasher) {
+        hasher.combine(utf8Of: string)
+    }
+}
+
+extension Hasher {
+    /// Feeds the UTF-8 bytes of `string` and their count, so that strings that differ in bytes hash apart even
+    /// when they are equal as `String`s.
+    mutating func combine(utf8Of string: String) {
+        var string = string
+        string.withUTF8 { combine(bytes: UnsafeRawBufferPointer($0)) }
+        combine(string.utf8.count)
+    }
+}
+
+extension String {
+    /// Whether the two strings have the same UTF-8 bytes (`==` compares canonical equivalence).
+    func hasSameBytes(as other: String) -> Bool {
+        ExactString(self) == ExactString(other)
+    }
+
+    /// The string with its ASCII capital letters, and only those, made small: the case-insensitivity of HTTP's
+    /// tokens (RFC 9110 §5.1). `lowercased()` maps more (the Kelvin sign to `k`), so two names that differ to a
+    /// server could become one.
+    var asciiLowercased: String {
+        guard utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return self }
+        return String(decoding: utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+}
