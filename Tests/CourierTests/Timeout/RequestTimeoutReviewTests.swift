@@ -38,7 +38,8 @@ struct RequestTimeoutReviewTests {
         let holding = HoldingTransport()
         let client = Client(baseURL: base, transport: holding)
         let call = Task {
-            try await Deadline.$current.withValue(Deadline(after: .milliseconds(300))) {
+            // Nearer than 30 s, and long enough that the call reaches the transport before it on a loaded machine.
+            try await Deadline.$current.withValue(Deadline(after: .seconds(5))) {
                 let _: EmptyResponse = try await client.send(.get("/held", timeout: .seconds(30)))
             }
         }
@@ -49,7 +50,7 @@ struct RequestTimeoutReviewTests {
         #expect(timer.pendingCount == 0)
         let error = try await #require(throws: CourierError.self) { try await call.join() }
         #expect(error.code == .timedOut)
-        #expect(error.timeout == .milliseconds(300))
+        #expect(error.timeout == .seconds(5))
         #expect(error.timeoutScope == .call)
         #expect(timer.pendingCount == 0)
     }
@@ -65,29 +66,30 @@ struct RequestTimeoutReviewTests {
             }
         )
         let relay = Middleware(name: "relay") { request, next in
-            let timeout: Duration = request.url?.path == "/short-inner" ? .milliseconds(200) : .seconds(30)
+            let timeout: Duration = request.url?.path == "/short-inner" ? .seconds(2) : .seconds(30)
             let _: EmptyResponse = try await inner.send(.get("/inner", timeout: timeout))
             return try await next(request)
         }
         let outer = Client(baseURL: base, transport: MockTransport.ok, middleware: [relay])
 
-        // The outer call's deadline (300 ms) is nearer than the inner request's own (30 s): the inner chain runs
-        // under the outer deadline, and the inner client's timer for 30 s gets no entry.
+        // The outer call's deadline (3 s) is nearer than the inner request's own (30 s): the inner chain runs
+        // under the outer deadline, and the inner client's timer for 30 s gets no entry. (Seconds, not
+        // milliseconds: both calls must reach the inner transport before their deadlines on a loaded machine.)
         let outerFirst = try await #require(throws: CourierError.self) {
-            let _: EmptyResponse = try await outer.send(.get("/long-inner", timeout: .milliseconds(300)))
+            let _: EmptyResponse = try await outer.send(.get("/long-inner", timeout: .seconds(3)))
         }
         #expect(outerFirst.code == .timedOut)
-        #expect(outerFirst.timeout == .milliseconds(300))
+        #expect(outerFirst.timeout == .seconds(3))
         #expect(outerFirst.timeoutScope == .call)
 
-        // The inner request's own deadline (200 ms) is nearer than the outer call's (30 s).
+        // The inner request's own deadline (2 s) is nearer than the outer call's (30 s).
         let innerFirst = try await #require(throws: CourierError.self) {
             let _: EmptyResponse = try await outer.send(.get("/short-inner", timeout: .seconds(30)))
         }
         #expect(innerFirst.code == .timedOut)
-        #expect(innerFirst.timeout == .milliseconds(200))
+        #expect(innerFirst.timeout == .seconds(2))
         #expect(innerFirst.middleware == "relay")
-        #expect(seen.withLock { $0 } == [.milliseconds(300), .milliseconds(200)])
+        #expect(seen.withLock { $0 } == [.seconds(3), .seconds(2)])
         // The outer call's work ended with it; nothing waits in its timer.
         #expect(outer.requestTimeouts.timer(for: .seconds(30))?.pendingCount == 0)
     }
@@ -106,10 +108,11 @@ struct RequestTimeoutReviewTests {
         policy.backoff = .immediate
         let client = Client(baseURL: base, transport: transport, middleware: [.retry(policy)])
         let error = try await #require(throws: CourierError.self) {
-            let _: EmptyResponse = try await client.send(.get("/flaky", timeout: .seconds(1)))
+            // Long enough for both attempts to start on a loaded machine; the second hangs until the deadline.
+            let _: EmptyResponse = try await client.send(.get("/flaky", timeout: .seconds(5)))
         }
         #expect(error.code == .timedOut)
-        #expect(error.timeout == .seconds(1))
+        #expect(error.timeout == .seconds(5))
         #expect(error.timeoutScope == .call)
         #expect(error.attempts == 2)
         #expect(error.middleware == nil)
@@ -181,7 +184,8 @@ struct RequestTimeoutReviewTests {
         let holding = HoldingTransport()
         let client = Client(baseURL: base, transport: holding)
         let call = Task {
-            let _: EmptyResponse = try await client.send(.get("/held", timeout: .milliseconds(200)))
+            // Long enough that the call is held (and counted) before its deadline on a loaded machine.
+            let _: EmptyResponse = try await client.send(.get("/held", timeout: .seconds(5)))
         }
         await holding.waitUntilHolding(1)
         #expect(client.lifecycle.inFlight == 1)
