@@ -83,10 +83,16 @@ final class KnownSecretPool: Sendable {
 
     init(seed: UInt64) {
         var random = SplitMix64.derived(seed: seed, 0xC0FFEE)
-        values = (0..<32).map { index in
+        var values = (0..<32).map { index in
             let characters = index.isMultiple(of: 2) ? RandomText.plainCharacters : RandomText.tokenCharacters
             return "kn\(index)" + RandomText.token(length: 14 + index % 20, using: &random, characters: characters)
         }
+        // Two secrets equal as `String`s (canonically equivalent) that differ in bytes: `é` composed, and `e`
+        // with a combining accent. Each is a secret of its own, and each is redacted wherever it is quoted.
+        let stem = "kn30" + RandomText.token(length: 12, using: &random, characters: RandomText.plainCharacters)
+        values[30] = stem + "caf\u{E9}-tail"
+        values[31] = stem + "cafe\u{301}-tail"
+        self.values = values
         refresh()
     }
 
