@@ -112,7 +112,22 @@ enum FuzzTargets {
         for duration in [observation.reset, observation.window, observation.retryAfter] {
             if let duration { try check(duration >= .zero, "negative duration \(duration)") }
         }
-        for field in headers { _ = StructuredFieldList.parse(field.value) }
+        for field in headers { try checkListShape(field.value) }
+    }
+
+    /// A structured-field list splits on its ASCII bytes only: with every non-ASCII scalar replaced by `x`, the
+    /// list parses to the same members, with the same replacement in each item, key and value.
+    static func checkListShape(_ value: String) throws {
+        func replaced(_ text: String) -> String {
+            String(String.UnicodeScalarView(text.unicodeScalars.map { $0.isASCII ? $0 : "x" }))
+        }
+        let expected = StructuredFieldList.parse(value).map { member in
+            StructuredFieldList.Member(
+                item: replaced(member.item),
+                parameters: member.parameters.map { (replaced($0.key), replaced($0.value)) }
+            )
+        }
+        try check(StructuredFieldList.parse(replaced(value)) == expected, "the list splits on a non-ASCII scalar")
     }
 
     /// `Retry-After` (the whole input is the value): the delay is never negative, and a value that is an

@@ -131,7 +131,8 @@ enum RateLimitHeaders {
         }
         guard let chosen else { return observation }
         observation.reset = chosen.value("t").flatMap(seconds)
-        let policy = policies.first { $0.item == chosen.item } ?? (policies.count == 1 ? policies.first : nil)
+        let named = policies.first { $0.item.hasSameBytes(as: chosen.item) }
+        let policy = named ?? (policies.count == 1 ? policies.first : nil)
         observation.limit = policy?.value("q").flatMap(leadingInteger)
         observation.window = policy?.value("w").flatMap(seconds)
         return observation
@@ -141,12 +142,12 @@ enum RateLimitHeaders {
     private static func dictionaryForm(_ members: [StructuredFieldList.Member]) -> RateLimitObservation {
         var observation = RateLimitObservation()
         for member in members {
-            let parts = member.item.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2 else { continue }
-            switch parts[0].lowercased() {
-            case "limit": observation.limit = leadingInteger(parts[1])
-            case "remaining": observation.remaining = leadingInteger(parts[1])
-            case "reset": observation.reset = seconds(parts[1])
+            let (name, value) = StructuredFieldList.splitOnce(member.item[...], at: UInt8(ascii: "="))
+            guard let value else { continue }
+            switch String(name).asciiLowercased {
+            case "limit": observation.limit = leadingInteger(value)
+            case "remaining": observation.remaining = leadingInteger(value)
+            case "reset": observation.reset = seconds(value)
             default: break
             }
         }
@@ -185,77 +186,104 @@ enum RateLimitHeaders {
 /// `;key=value` parameters. Quoted strings may contain commas and semicolons; a malformed member is kept as
 /// well as it can be rather than failing the whole field, since a client should pace itself from whatever
 /// the server sends.
+///
+/// The reader works on the field's bytes: only the ASCII `,` `;` `=` `"` and `\\` separate, quote and escape, and
+/// only spaces and tabs are trimmed. Read as `Character`s, a comma followed by a combining mark would be one
+/// character and no separator, and U+037E (Greek question mark) would equal `;`, so a server's list would split
+/// where no other reader splits it.
 enum StructuredFieldList {
     struct Member: Equatable {
         /// The bare item, unquoted when it was a string: `default`, `100`, or `limit=100` in a dictionary.
         var item: String
-        /// The parameters in order, keys lowercased; a parameter without a value has the value `"?1"`.
+        /// The parameters in order, keys lowercased in ASCII; a parameter without a value has the value `"?1"`.
         var parameters: [(key: String, value: String)]
 
-        /// The first parameter named `key`.
+        /// The first parameter named `key` (its bytes).
         func value(_ key: String) -> String? {
-            parameters.first { $0.key == key }?.value
+            parameters.first { $0.key.hasSameBytes(as: key) }?.value
         }
 
         static func == (lhs: Member, rhs: Member) -> Bool {
-            lhs.item == rhs.item && lhs.parameters.elementsEqual(rhs.parameters) { $0 == $1 }
+            lhs.item.hasSameBytes(as: rhs.item)
+                && lhs.parameters.elementsEqual(rhs.parameters) {
+                    $0.key.hasSameBytes(as: $1.key) && $0.value.hasSameBytes(as: $1.value)
+                }
         }
     }
 
     static func parse(_ value: String) -> [Member] {
-        split(value, on: ",").compactMap { text in
-            let parts = split(text, on: ";")
+        split(value[...], on: UInt8(ascii: ",")).compactMap { text in
+            let parts = split(text, on: UInt8(ascii: ";"))
             let item = unquoted(parts[0])
             guard !item.isEmpty || parts.count > 1 else { return nil }
             let parameters = parts.dropFirst().compactMap { part -> (key: String, value: String)? in
-                let pair = part.split(separator: "=", maxSplits: 1)
-                guard let key = pair.first?.trimmingCharacters(in: .whitespaces).lowercased(), !key.isEmpty else {
-                    return nil
-                }
-                return (key, pair.count == 2 ? unquoted(String(pair[1])) : "?1")
+                let (name, value) = splitOnce(part, at: UInt8(ascii: "="))
+                let key = String(trimmed(name)).asciiLowercased
+                guard !key.isEmpty else { return nil }
+                return (key, value.map(unquoted) ?? "?1")
             }
             return Member(item: item, parameters: parameters)
         }
     }
 
-    /// Splits `text` on `separator` outside double quotes (a backslash escapes the next character in quotes).
-    private static func split(_ text: String, on separator: Character) -> [String] {
-        var parts: [String] = []
-        var current = ""
+    /// `text` before and after its first `separator` byte; no second part when it has none.
+    static func splitOnce(_ text: Substring, at separator: UInt8) -> (Substring, Substring?) {
+        guard let index = text.utf8.firstIndex(of: separator) else { return (text, nil) }
+        return (text[..<index], text[text.utf8.index(after: index)...])
+    }
+
+    /// Splits `text` on `separator` outside double quotes (a backslash escapes the next byte in quotes).
+    private static func split(_ text: Substring, on separator: UInt8) -> [Substring] {
+        var parts: [Substring] = []
+        var start = text.startIndex
         var inQuotes = false
         var escaped = false
-        for character in text {
+        var index = text.utf8.startIndex
+        while index != text.utf8.endIndex {
+            let byte = text.utf8[index]
             if escaped {
                 escaped = false
-            } else if inQuotes, character == "\\" {
+            } else if inQuotes, byte == UInt8(ascii: "\\") {
                 escaped = true
-            } else if character == "\"" {
+            } else if byte == UInt8(ascii: "\"") {
                 inQuotes.toggle()
-            } else if character == separator, !inQuotes {
-                parts.append(current)
-                current = ""
-                continue
+            } else if byte == separator, !inQuotes {
+                parts.append(text[start..<index])
+                start = text.utf8.index(after: index)
             }
-            current.append(character)
+            text.utf8.formIndex(after: &index)
         }
-        parts.append(current)
+        parts.append(text[start...])
         return parts
     }
 
-    /// Trims spaces and removes the quotes (and escapes) of a quoted string.
-    private static func unquoted(_ text: String) -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard trimmed.count >= 2, trimmed.hasPrefix("\""), trimmed.hasSuffix("\"") else { return trimmed }
-        var result = ""
+    /// `text` without the spaces and tabs around it (RFC 9110's optional whitespace).
+    private static func trimmed(_ text: Substring) -> Substring {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = text.utf8.firstIndex(where: { !isSpace($0) }),
+            let last = text.utf8.lastIndex(where: { !isSpace($0) })
+        else { return text[text.endIndex...] }
+        return text[first..<text.utf8.index(after: last)]
+    }
+
+    /// Trims spaces and tabs and removes the quotes (and escapes) of a quoted string.
+    private static func unquoted(_ text: Substring) -> String {
+        let trimmed = trimmed(text)
+        let bytes = trimmed.utf8
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else {
+            return String(trimmed)
+        }
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count - 2)
         var escaped = false
-        for character in trimmed.dropFirst().dropLast() {
-            if !escaped, character == "\\" {
+        for byte in bytes.dropFirst().dropLast() {
+            if !escaped, byte == UInt8(ascii: "\\") {
                 escaped = true
                 continue
             }
             escaped = false
-            result.append(character)
+            result.append(byte)
         }
-        return result
+        return String(decoding: result, as: UTF8.self)
     }
 }

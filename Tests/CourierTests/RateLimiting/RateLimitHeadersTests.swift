@@ -252,4 +252,59 @@ struct RateLimitHeadersTests {
             #expect(observed == observe(fields, status: status))
         }
     }
+
+    @Test("a list splits on its ASCII separators only: a combining mark after a comma, U+037E for a semicolon")
+    func separatorsAreBytes() {
+        // The comma ends the first member even though a combining mark follows it; the second member's r=0 is
+        // the most restrictive.
+        let combining = observe(["RateLimit": "a;r=5;t=9,\u{301}b;r=0;t=3"])
+        #expect(combining.remaining == 0)
+        #expect(combining.reset == .seconds(3))
+        // U+037E (Greek question mark) is canonically equivalent to ";" as a String, but is not a separator.
+        let greek = observe(["RateLimit": "default;r=5\u{37E}t=10"])
+        #expect(greek.remaining == 5)
+        #expect(greek.reset == nil)
+        // A no-break space is not the optional whitespace around a parameter.
+        let noBreak = observe(["RateLimit": "default;r=4;t=\u{A0}7"])
+        #expect(noBreak.reset == nil)
+        // Keys are lowercased in ASCII only: the Kelvin sign is not "k", and "R" is "r".
+        let upper = observe(["RateLimit": "default;R=6;T=2"])
+        #expect(upper.remaining == 6)
+        #expect(upper.reset == .seconds(2))
+    }
+
+    @Test("a structured-field list's shape depends only on its ASCII bytes (seeded)")
+    func structureIgnoresNonASCII() {
+        // Replacing each non-ASCII scalar with "x" must not change how the list splits: the parse of the replaced
+        // text is the parse of the original with the same replacement in every item, key and value.
+        let alphabet: [String] = [
+            ",", ";", "=", "\"", "\\", " ", "\t", "r", "t", "q", "w", "R", "1", "0", "a",
+            "\u{301}", "\u{37E}", "\u{A0}", "\u{212A}", "\u{130}", "é", "\u{FF1B}", "\u{200B}",
+        ]
+        func replaced(_ text: String) -> String {
+            String(String.UnicodeScalarView(text.unicodeScalars.map { $0.isASCII ? $0 : "x" }))
+        }
+        var generator = SplitMix64(seed: 20_261_207)
+        for _ in 0..<3_000 {
+            let length = Int.random(in: 0...24, using: &generator)
+            let text = (0..<length).map { _ in alphabet.randomElement(using: &generator)! }.joined()
+            let expected = StructuredFieldList.parse(text).map { member in
+                StructuredFieldList.Member(
+                    item: replaced(member.item),
+                    parameters: member.parameters.map { (replaced($0.key), replaced($0.value)) }
+                )
+            }
+            let actual = StructuredFieldList.parse(replaced(text))
+            #expect(actual.count == expected.count, "\(text.debugDescription)")
+            for (lhs, rhs) in zip(actual, expected) {
+                #expect(lhs.item.hasSameBytes(as: rhs.item), "\(text.debugDescription)")
+                #expect(
+                    lhs.parameters.elementsEqual(rhs.parameters) {
+                        $0.key.hasSameBytes(as: $1.key) && $0.value.hasSameBytes(as: $1.value)
+                    },
+                    "\(text.debugDescription)"
+                )
+            }
+        }
+    }
 }
