@@ -392,7 +392,7 @@ struct PostgresHTTPCacheStoreTests {
             )
             #expect(try await a.beginFill(for: key, holder: "a") == nil)
             let left = try #require(try await b.beginFill(for: key, holder: "b"))
-            #expect(left > .seconds(20) && left <= .seconds(30))
+            #expect(left > .seconds(10) && left <= .seconds(30))
             #expect(try await b.beginFill(for: otherKey, holder: "b") == nil, "another partition is another fill")
             try await b.endFill(for: key, holder: "b")  // not b's: changes nothing
             #expect(try await b.beginFill(for: key, holder: "b") != nil)

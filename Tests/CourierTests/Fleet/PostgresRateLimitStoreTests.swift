@@ -42,7 +42,7 @@ struct PostgresRateLimitStoreTests {
             #expect(Set(reservations.map(\.window)).count == 1)
             #expect(reservations.allSatisfy { (0...7).contains($0.granted) })
             let endsIn = reservations.map { $0.windowEndsAt.timeIntervalSinceNow }
-            #expect(endsIn.allSatisfy { $0 > 25 && $0 <= 30 })
+            #expect(endsIn.allSatisfy { $0 > 10 && $0 <= 30 })
         }
     }
 
