@@ -97,6 +97,18 @@ enum FuzzTargets {
             headers: headers
         )
         try check(invalidated.first == HTTPCachePolicy.resource(url), "the target URI is invalidated first")
+        try checkVaryKeepsTenantsApart(headers.headerValue("vary") ?? "", request: request)
+    }
+
+    /// A `Vary` that names `X-Tenant` first keeps two tenants apart whatever follows it (a combining mark after
+    /// the comma, say): their variants differ unless the list has `*`, which no request matches.
+    static func checkVaryKeepsTenantsApart(_ vary: String, request: URLRequest) throws {
+        var tenants = [request, request]
+        tenants[0].setValue("acme", forHTTPHeaderField: "X-Tenant")
+        tenants[1].setValue("acme\u{A0}", forHTTPHeaderField: "X-Tenant")
+        let variants = tenants.map { HTTPCachePolicy.variant(of: $0, vary: "X-Tenant," + vary) }
+        guard let first = variants[0], let second = variants[1] else { return }
+        try check(!first.hasSameBytes(as: second), "two tenants have one variant under Vary: X-Tenant,\(vary)")
     }
 
     /// `RateLimit`, `RateLimit-Policy`, `RateLimit-*`, `X-RateLimit-*` and `Retry-After` of a `429` (the input is

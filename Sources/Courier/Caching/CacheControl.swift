@@ -54,17 +54,19 @@ struct CacheControl: Sendable, Equatable {
         var start = value.startIndex
         var index = value.startIndex
         func flush(upTo end: String.Index) {
-            let item = trimmed(value[start..<end])
+            let item = FieldText.trimmed(value[start..<end])
             guard !item.isEmpty else { return }
             if let equals = item.utf8.firstIndex(of: UInt8(ascii: "=")) {
-                let name = trimmed(item[..<equals]).lowercased()
-                var argument = trimmed(item[item.index(after: equals)...])
-                if argument.count >= 2, argument.first == "\"", argument.last == "\"" {
-                    argument = argument.dropFirst().dropLast()
+                let name = String(FieldText.trimmed(item[..<equals])).asciiLowercased
+                var argument = FieldText.trimmed(item[item.utf8.index(after: equals)...])
+                let quote = UInt8(ascii: "\"")
+                if argument.utf8.count >= 2, argument.utf8.first == quote, argument.utf8.last == quote {
+                    let bytes = argument.utf8
+                    argument = argument[bytes.index(after: bytes.startIndex)..<bytes.index(before: bytes.endIndex)]
                 }
                 result.append((name, argument))
             } else {
-                result.append((item.lowercased(), nil))
+                result.append((String(item).asciiLowercased, nil))
             }
         }
         // Byte by byte: the separators are ASCII, so every index found is also a character boundary.
@@ -81,14 +83,5 @@ struct CacheControl: Sendable, Equatable {
         }
         flush(upTo: value.endIndex)
         return result
-    }
-
-    /// `text` without leading and trailing spaces and tabs (the only whitespace HTTP allows around items).
-    private static func trimmed(_ text: Substring) -> Substring {
-        let isText: (UInt8) -> Bool = { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") }
-        guard let first = text.utf8.firstIndex(where: isText), let last = text.utf8.lastIndex(where: isText) else {
-            return text[text.endIndex...]
-        }
-        return text[first..<text.utf8.index(after: last)]
     }
 }

@@ -76,15 +76,17 @@ enum HTTPCachePolicy {
     static func variant(of request: URLRequest, vary: String?) -> String? {
         guard let vary else { return "" }
         var names = Set<String>()
-        for name in vary.split(separator: ",") {
-            let name = name.trimmingCharacters(in: .whitespaces).lowercased()
+        // By bytes (FieldText): a comma followed by a combining mark still separates, and only spaces and tabs are
+        // trimmed, so no name is hidden and no two values the server tells apart become one variant.
+        for name in FieldText.split(vary[...], on: UInt8(ascii: ",")) {
+            let name = String(FieldText.trimmed(name)).asciiLowercased
             if name == "*" { return nil }
             if !name.isEmpty { names.insert(name) }
         }
         return names.sorted().map { name in
             guard let value = request.value(forHTTPHeaderField: name) else { return name }
             if CredentialIdentity.isCredential(name) { return name + ":(credential)" }
-            return name + ":" + value.trimmingCharacters(in: .whitespaces)
+            return name + ":" + FieldText.trimmed(value[...])
         }.joined(separator: "\n")
     }
 

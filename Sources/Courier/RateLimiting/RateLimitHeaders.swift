@@ -142,7 +142,7 @@ enum RateLimitHeaders {
     private static func dictionaryForm(_ members: [StructuredFieldList.Member]) -> RateLimitObservation {
         var observation = RateLimitObservation()
         for member in members {
-            let (name, value) = StructuredFieldList.splitOnce(member.item[...], at: UInt8(ascii: "="))
+            let (name, value) = FieldText.splitOnce(member.item[...], at: UInt8(ascii: "="))
             guard let value else { continue }
             switch String(name).asciiLowercased {
             case "limit": observation.limit = leadingInteger(value)
@@ -217,19 +217,13 @@ enum StructuredFieldList {
             let item = unquoted(parts[0])
             guard !item.isEmpty || parts.count > 1 else { return nil }
             let parameters = parts.dropFirst().compactMap { part -> (key: String, value: String)? in
-                let (name, value) = splitOnce(part, at: UInt8(ascii: "="))
-                let key = String(trimmed(name)).asciiLowercased
+                let (name, value) = FieldText.splitOnce(part, at: UInt8(ascii: "="))
+                let key = String(FieldText.trimmed(name)).asciiLowercased
                 guard !key.isEmpty else { return nil }
                 return (key, value.map(unquoted) ?? "?1")
             }
             return Member(item: item, parameters: parameters)
         }
-    }
-
-    /// `text` before and after its first `separator` byte; no second part when it has none.
-    static func splitOnce(_ text: Substring, at separator: UInt8) -> (Substring, Substring?) {
-        guard let index = text.utf8.firstIndex(of: separator) else { return (text, nil) }
-        return (text[..<index], text[text.utf8.index(after: index)...])
     }
 
     /// Splits `text` on `separator` outside double quotes (a backslash escapes the next byte in quotes).
@@ -257,18 +251,9 @@ enum StructuredFieldList {
         return parts
     }
 
-    /// `text` without the spaces and tabs around it (RFC 9110's optional whitespace).
-    private static func trimmed(_ text: Substring) -> Substring {
-        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
-        guard let first = text.utf8.firstIndex(where: { !isSpace($0) }),
-            let last = text.utf8.lastIndex(where: { !isSpace($0) })
-        else { return text[text.endIndex...] }
-        return text[first..<text.utf8.index(after: last)]
-    }
-
     /// Trims spaces and tabs and removes the quotes (and escapes) of a quoted string.
     private static func unquoted(_ text: Substring) -> String {
-        let trimmed = trimmed(text)
+        let trimmed = FieldText.trimmed(text)
         let bytes = trimmed.utf8
         guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else {
             return String(trimmed)

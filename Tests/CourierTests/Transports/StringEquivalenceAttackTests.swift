@@ -98,6 +98,33 @@ struct StringEquivalenceAttackTests {
         #expect(Self.bytes(ohm.0) == Self.bytes(Self.ohmTenant), "the Ohm tenant was given the Greek tenant's response")
     }
 
+    @Test(
+        "caching: a Vary list splits on its ASCII commas and trims only spaces and tabs",
+        arguments: [
+            // A combining mark after the comma: as Characters, `,\u{301}` is one and no separator, X-Tenant was never
+            // read, and every tenant had the same variant.
+            ("X-Tenant,\u{301}Accept", "acme", "globex"),
+            // Values that differ only by a no-break space (not HTTP's whitespace) are two tenants to the server.
+            ("X-Tenant", "acme", "acme\u{A0}"),
+            ("X-Tenant", "acme", "\u{2003}acme"),
+        ]
+    )
+    func varyListIsBytes(vary: String, first: String, second: String) async throws {
+        let transport = MockTransport { request in
+            .status(
+                200,
+                body: request.header("X-Tenant") ?? "none",
+                headers: ["Cache-Control": "max-age=60", "Vary": vary]
+            )
+        }
+        let client = Client(transport: transport, middleware: [.caching(HTTPCache(clock: ManualClock()))])
+        let one = try await client.send(Self.request(["X-Tenant": first]))
+        let two = try await client.send(Self.request(["X-Tenant": second]))
+        #expect(Self.bytes(one.0) == Self.bytes(first))
+        #expect(transport.callCount == 2, "the second tenant was answered from the first one's stored response")
+        #expect(Self.bytes(two.0) == Self.bytes(second), "a tenant was given another's response")
+    }
+
     @Test("caching: the Vary match of a stored response compares the request's header bytes")
     func varyMatchComparesBytes() throws {
         let stored = CachedResponse(
