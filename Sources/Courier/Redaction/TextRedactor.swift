@@ -467,7 +467,7 @@ private struct Scan {
         guard range.count == word.count else { return false }
         var offset = 0
         for index in range {
-            guard lowercased(t[index]) == word[offset] else { return false }
+            guard t[index].asciiLowercased == word[offset] else { return false }
             offset += 1
         }
         return true
@@ -513,12 +513,14 @@ enum RedactionNames {
         guard name.count >= shortest else { return false }
         let (lowStarts, highStarts) = fragmentStarts
         for start in 0...(name.count - shortest) {
-            let first = lowercased(name[start])
+            let first = name[start].asciiLowercased
             let starts = first < 64 ? lowStarts & (1 << UInt64(first)) : highStarts & (1 << UInt64(first & 63))
             guard first < 128, starts != 0 else { continue }
             for fragment in fragmentsByFirstByte[Int(first)] where start + fragment.count <= name.count {
                 var offset = 1
-                while offset < fragment.count && lowercased(name[start + offset]) == fragment[offset] { offset += 1 }
+                while offset < fragment.count && name[start + offset].asciiLowercased == fragment[offset] {
+                    offset += 1
+                }
                 if offset == fragment.count { return true }
             }
         }
@@ -537,13 +539,9 @@ enum RedactionNames {
 
     static func equalsIgnoringCase(_ name: UnsafeBufferPointer<UInt8>, _ word: [UInt8]) -> Bool {
         guard name.count == word.count else { return false }
-        for index in 0..<word.count where lowercased(name[index]) != word[index] { return false }
+        for index in 0..<word.count where name[index].asciiLowercased != word[index] { return false }
         return true
     }
-}
-
-@inline(__always) private func lowercased(_ byte: UInt8) -> UInt8 {
-    byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
 }
 
 @inline(__always) private func isLetter(_ byte: UInt8) -> Bool { (byte | 0x20) &- UInt8(ascii: "a") < 26 }

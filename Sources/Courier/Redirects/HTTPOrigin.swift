@@ -84,9 +84,7 @@ struct HTTPOrigin: Hashable, Sendable {
         let compared = text.utf8.withContiguousStorageIfAvailable { bytes in
             lowercased.utf8.withContiguousStorageIfAvailable { expected in
                 for index in bytes.indices {
-                    let byte = bytes[index]
-                    let folded = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
-                    if folded != expected[index] { return false }
+                    if bytes[index].asciiLowercased != expected[index] { return false }
                 }
                 return true
             }
@@ -99,8 +97,7 @@ struct HTTPOrigin: Hashable, Sendable {
     static func equalsLowercasedByViews(_ text: String, _ lowercased: String) -> Bool {
         guard text.utf8.count == lowercased.utf8.count else { return false }
         for (byte, expected) in zip(text.utf8, lowercased.utf8) {
-            let folded = byte &- UInt8(ascii: "A") < 26 ? byte | 0x20 : byte
-            if folded != expected { return false }
+            if byte.asciiLowercased != expected { return false }
         }
         return true
     }

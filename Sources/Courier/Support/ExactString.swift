@@ -42,7 +42,15 @@ extension String {
     /// tokens (RFC 9110 §5.1). `lowercased()` maps more (the Kelvin sign to `k`), so two names that differ to a
     /// server could become one.
     var asciiLowercased: String {
-        guard utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return self }
-        return String(decoding: utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+        guard utf8.contains(where: { $0.asciiLowercased != $0 }) else { return self }
+        return String(decoding: utf8.map(\.asciiLowercased), as: UTF8.self)
+    }
+}
+
+extension UInt8 {
+    /// The byte with an ASCII capital letter made small, any other byte as it is: the one case folding of HTTP's
+    /// names, schemes and hosts, wherever they are compared or keyed.
+    var asciiLowercased: UInt8 {
+        self &- UInt8(ascii: "A") < 26 ? self | 0x20 : self
     }
 }

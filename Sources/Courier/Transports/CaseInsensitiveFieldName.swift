@@ -13,22 +13,17 @@ struct CaseInsensitiveFieldName: Hashable, Sendable {
 
     static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.spelling.utf8.count == rhs.spelling.utf8.count
-            && lhs.spelling.utf8.elementsEqual(rhs.spelling.utf8) { folded($0) == folded($1) }
+            && lhs.spelling.utf8.elementsEqual(rhs.spelling.utf8) { $0.asciiLowercased == $1.asciiLowercased }
     }
 
     func hash(into hasher: inout Hasher) {
         let hashed: Void? = spelling.utf8.withContiguousStorageIfAvailable { bytes in
-            for byte in bytes { hasher.combine(Self.folded(byte)) }
+            for byte in bytes { hasher.combine(byte.asciiLowercased) }
         }
         if hashed == nil {
-            for byte in spelling.utf8 { hasher.combine(Self.folded(byte)) }
+            for byte in spelling.utf8 { hasher.combine(byte.asciiLowercased) }
         }
         // The length ends the sequence, as `String`'s own hashing does.
         hasher.combine(spelling.utf8.count)
-    }
-
-    /// `byte` with an upper-case ASCII letter made lower-case.
-    private static func folded(_ byte: UInt8) -> UInt8 {
-        (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
     }
 }
