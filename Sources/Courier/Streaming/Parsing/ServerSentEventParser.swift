@@ -205,7 +205,10 @@ private enum FieldName {
         }
     }
 
+    /// Whether `bytes` are `name`'s, of which there are as many (the callers checked the count).
     private static func matches(_ bytes: UnsafeRawBufferPointer, _ name: StaticString) -> Bool {
-        name.withUTF8Buffer { $0.elementsEqual(bytes) }
+        let expected = name.utf8Start
+        for index in 0..<bytes.count where bytes[index] != expected[index] { return false }
+        return true
     }
 }
