@@ -1,0 +1,288 @@
+import CourierTesting
+import Foundation
+import Testing
+
+@testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A second reader's attacks on the HTTP cache: each test states a promise of ``HTTPCache`` (its doc comment, the
+/// Caching article or RFC 9111, which the article says the cache follows) and fails while the cache breaks it.
+@Suite("HTTPCache under attack", .timeLimit(.minutes(1)))
+struct CacheAttackTests {
+    private static let base = URL(string: "https://api.example.test")!
+    private let start = Date(timeIntervalSince1970: 1_700_000_000)
+
+    private func get(_ path: String, _ headers: [String: String] = [:], method: String = "GET") -> URLRequest {
+        var request = URLRequest(url: Self.base.appending(path: path))
+        request.httpMethod = method
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        return request
+    }
+
+    private func text(_ result: (Data, HTTPURLResponse)) -> String {
+        String(decoding: result.0, as: UTF8.self)
+    }
+
+    /// A resource whose version the test changes, answering `If-None-Match` with a `304` when it matches.
+    private final class Resource: Sendable {
+        let state = LockedState((version: 1, full: 0, notModified: 0))
+        var version: Int { state.withLock { $0.version } }
+        var full: Int { state.withLock { $0.full } }
+        var notModified: Int { state.withLock { $0.notModified } }
+        func change() { state.withLock { $0.version += 1 } }
+    }
+
+    // MARK: 304 with a validator that is not the stored one
+
+    @Test(
+        "a 304 whose ETag is not the stored one does not relabel the stored body (RFC 9111 §4.3.4)",
+        arguments: ["\"v2\"", "W/\"v2\""]
+    )
+    func notModifiedWithOtherETag(_ otherTag: String) async throws {
+        let store = InMemoryHTTPCacheStore()
+        let calls = LockedState(0)
+        let transport = MockTransport { request in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            switch call {
+            case 1:
+                return .status(200, body: "one", headers: ["ETag": "\"v1\"", "Cache-Control": "no-cache"])
+            case 2:
+                // The revalidation: a 304 for another representation (a node of a load-balanced origin that already
+                // has v2, say). It says nothing about the stored "one".
+                return .status(304, headers: ["ETag": otherTag, "Cache-Control": "max-age=600"])
+            default:
+                return .status(200, body: "two", headers: ["ETag": otherTag, "Cache-Control": "max-age=600"])
+            }
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(store: store, clock: ManualClock(), startDate: start))]
+        )
+        #expect(text(try await client.send(get("/doc"))) == "one")
+        let second = try await client.send(get("/doc"))
+        // Whatever is served, the body "one" is never labelled with the other representation's ETag …
+        #expect(!(text(second) == "one" && second.1.value(forHTTPHeaderField: "ETag") == otherTag))
+        // … nor stored so: the next revalidation would send If-None-Match with the other tag, and every 304 would
+        // then keep the wrong body.
+        let relabelled = store.allResponses.filter {
+            String(decoding: $0.body, as: UTF8.self) == "one" && $0.header("etag") == otherTag
+        }
+        #expect(relabelled.isEmpty)
+        // And a third request does not get "one" from memory as fresh.
+        let third = try await client.send(get("/doc"))
+        #expect(text(third) != "one")
+    }
+
+    // MARK: Revalidation and fills racing an invalidation
+
+    /// A server whose `PUT`s change the resource, and whose next `GET`, once ``holdNextRead()`` is called, is
+    /// answered at once but returned only when the returned gate opens: the answer is on its way while a `PUT` goes
+    /// and comes back.
+    private final class RacingServer: Sendable {
+        let resource = Resource()
+        let held = LockedState<Gate?>(nil)
+        let arrivals = Arrivals()
+
+        func holdNextRead() -> Gate {
+            let gate = Gate()
+            held.withLock { $0 = gate }
+            return gate
+        }
+
+        var transport: MockTransport {
+            MockTransport { request in
+                if request.urlRequest.httpMethod == "PUT" {
+                    self.resource.change()
+                    return .status(204)
+                }
+                let version = self.resource.version
+                let tag = "\"v\(version)\""
+                let headers = ["ETag": tag, "Cache-Control": "max-age=60"]
+                let answer: MockResponse
+                if request.header("If-None-Match") == tag {
+                    self.resource.state.withLock { $0.notModified += 1 }
+                    answer = .status(304, headers: headers)
+                } else {
+                    self.resource.state.withLock { $0.full += 1 }
+                    answer = .status(200, body: "version \(version)", headers: headers)
+                }
+                let gate = self.held.withLock { gate -> Gate? in
+                    defer { gate = nil }
+                    return gate
+                }
+                if let gate {
+                    self.arrivals.arrive()
+                    await gate.wait()
+                }
+                return answer
+            }
+        }
+    }
+
+    @Test("a 304 that arrives after a PUT invalidated the resource does not store the old body as fresh again")
+    func revalidationRacingInvalidation() async throws {
+        let server = RacingServer()
+        let clock = ManualClock()
+        let store = InMemoryHTTPCacheStore()
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: server.transport,
+            middleware: [.caching(HTTPCache(store: store, clock: clock, startDate: start))]
+        )
+        #expect(text(try await client.send(get("/doc"))) == "version 1")
+        clock.advance(by: .seconds(61))
+
+        let gate = server.holdNextRead()
+        let revalidation = Task { try await client.send(get("/doc")) }
+        await server.arrivals.wait(for: 1)  // the server said 304 for v1
+        _ = try await client.send(get("/doc", method: "PUT"))  // v2 now; the cache invalidated /doc
+        #expect(store.count == 0)
+        gate.open()
+        #expect(text(try await revalidation.join()) == "version 1")  // the answer to a read sent before the write
+        #expect(server.resource.notModified == 1)
+
+        // A read sent after the PUT returned must not get version 1 from memory.
+        #expect(text(try await client.send(get("/doc"))) == "version 2")
+    }
+
+    @Test("a 200 that arrives after a PUT invalidated the resource is not stored as fresh")
+    func fillRacingInvalidation() async throws {
+        let server = RacingServer()
+        let store = InMemoryHTTPCacheStore()
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: server.transport,
+            middleware: [.caching(HTTPCache(store: store, clock: ManualClock(), startDate: start))]
+        )
+        let gate = server.holdNextRead()
+        let read = Task { try await client.send(get("/doc")) }
+        await server.arrivals.wait(for: 1)  // the server answered version 1
+        _ = try await client.send(get("/doc", method: "PUT"))
+        gate.open()
+        #expect(text(try await read.join()) == "version 1")
+
+        #expect(text(try await client.send(get("/doc"))) == "version 2")
+    }
+
+    // MARK: Redirects
+
+    @Test("the response a 302 led to is not stored as the redirecting URL's own, with the target's lifetime")
+    func temporaryRedirectTargetNotStoredUnderSource() async throws {
+        let target = LockedState("/v1")
+        let transport = MockTransport { request in
+            let path = request.urlRequest.url?.path ?? ""
+            if path == "/latest" {
+                // A temporary redirect, with no lifetime of its own: it may change at any moment.
+                return .status(302, headers: ["Location": target.withLock { $0 }])
+            }
+            return .status(200, body: path, headers: ["Cache-Control": "max-age=600", "ETag": "\"\(path)\""])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [
+                .caching(HTTPCache(clock: ManualClock(), startDate: start)), .validatingStatus(), .followingRedirects(),
+            ]
+        )
+        #expect(text(try await client.send(get("/latest"))) == "/v1")
+        target.withLock { $0 = "/v2" }
+        // The server never said /latest → /v1 may be reused; the 302 must be asked for again.
+        #expect(text(try await client.send(get("/latest"))) == "/v2")
+    }
+
+    @Test("a POST answered with a 303 the redirect layer follows still invalidates the Location it named")
+    func seeOtherLocationInvalidates() async throws {
+        let version = LockedState(1)
+        let transport = MockTransport { request in
+            if request.urlRequest.httpMethod == "POST" {
+                version.withLock { $0 += 1 }
+                return .status(303, headers: ["Location": "/items/2"])
+            }
+            return .status(200, body: "v\(version.withLock { $0 })", headers: ["Cache-Control": "max-age=600"])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [
+                .caching(HTTPCache(clock: ManualClock(), startDate: start)), .validatingStatus(), .followingRedirects(),
+            ]
+        )
+        #expect(text(try await client.send(get("/items/2"))) == "v1")
+        // The documented order: the cache outside the redirect layer, which follows the 303 with a GET.
+        #expect(text(try await client.send(get("/items/2/rename", method: "POST"))) == "v2")
+        // RFC 9111 §4.4: the 303's same-origin Location is invalidated; the cache never saw it.
+        #expect(text(try await client.send(get("/items/2"))) == "v2")
+    }
+
+    // MARK: Invalidation by Location
+
+    @Test(
+        "a same-origin Location spelled with the default port or another host case invalidates the stored URL",
+        arguments: [
+            "https://api.example.test:443/items/1", "https://API.example.test/items/1",
+            "HTTPS://api.example.test/items/1",
+        ]
+    )
+    func locationSpellingsInvalidate(_ location: String) async throws {
+        let store = InMemoryHTTPCacheStore()
+        let transport = MockTransport { request in
+            if request.urlRequest.httpMethod == "POST" {
+                return .status(201, headers: ["Location": location])
+            }
+            return .status(200, body: "item", headers: ["Cache-Control": "max-age=600"])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(store: store, clock: ManualClock(), startDate: start))]
+        )
+        _ = try await client.send(get("/items/1"))
+        #expect(store.count == 1)
+        _ = try await client.send(get("/items", method: "POST"))
+        // RFC 9110 §4.2.3: these are the same URI as https://api.example.test/items/1 (the Location's origin is
+        // the request's, as the cache itself decided).
+        #expect(store.count == 0)
+    }
+
+    // MARK: private, for a cache shared by every caller of a client
+
+    /// A design question more than a slip: the Caching article stores `private` responses ("this cache is private")
+    /// yet calls the cache "shared by every caller of the client" when it refuses `Set-Cookie`.
+    @Test("a private response is not served to a caller whose request differs in a header the credential list lacks")
+    func privateResponseNotSharedAcrossUsers() async throws {
+        let transport = MockTransport { request in
+            let user = request.header("X-User-Id") ?? "nobody"
+            return .status(200, body: "profile of \(user)", headers: ["Cache-Control": "private, max-age=600"])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: ManualClock(), startDate: start))]
+        )
+        #expect(text(try await client.send(get("/profile", ["X-User-Id": "42"]))) == "profile of 42")
+        // The server said the response is for one user only (RFC 9111 §5.2.2.7); the cache answers user 43 with it.
+        #expect(text(try await client.send(get("/profile", ["X-User-Id": "43"]))) == "profile of 43")
+    }
+
+    // MARK: The request's own directives
+
+    @Test("only-if-cached never reaches the server (RFC 9111 §5.2.1.7): a miss is a 504")
+    func onlyIfCached() async throws {
+        let transport = MockTransport { _ in .status(200, body: "fresh", headers: ["Cache-Control": "max-age=600"]) }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: ManualClock(), startDate: start))]
+        )
+        let result = try await client.send(get("/doc", ["Cache-Control": "only-if-cached"]))
+        #expect(transport.callCount == 0)
+        #expect(result.1.statusCode == 504)
+    }
+}
