@@ -16,14 +16,17 @@ import FoundationNetworking
 ///   stored response answers, with its own status (a `200`), to the layers outside. A `304` thrown as a
 ///   ``CourierError`` by a status validation layer inside counts too. When the updated response may no longer
 ///   be stored (the `304` says `no-store`, or sets a cookie), it answers this request only and every stored
-///   response of the resource is removed.
+///   response of the resource is removed. A `304` whose `ETag` (or, without one, `Last-Modified`) is not the stored
+///   response's is for another representation (RFC 9111 §4.3.4): it updates nothing, and the request is sent again
+///   without conditions.
 /// - **What is not stored**: responses with `no-store` (in the request or the response), responses that set
 ///   a cookie (`Set-Cookie`: the cookie is for the caller it was set for, never replayed to another), `Vary: *`,
 ///   statuses other than 200, 203, 204, 300, 301, 308, 404, 405, 410, 414 and 501, and, for a request carrying a
 ///   credential, any response that does not allow it with `public`, `must-revalidate` or `s-maxage`
 ///   (RFC 9111 §3.5). `no-cache` and `private` responses are stored (this cache is private), and a `no-cache`
 ///   one is revalidated before each use. Requests with a body, a `Range` or a conditional header of their own
-///   pass through untouched.
+///   pass through untouched. A response a redirect layer inside fetched from another URL (the target of a `302`)
+///   answers its request unstored: its lifetime is that URL's, not the redirecting one's.
 /// - **Credentials are never mixed**: a request's credential headers (``CredentialHeaders``: `Authorization`,
 ///   `Cookie`, `X-API-Key`, …, and the names you register; see ``HTTPCacheKey/partition``) are part of the key,
 ///   as an opaque keyed hash, so a response stored for one credential never answers a request
@@ -34,7 +37,10 @@ import FoundationNetworking
 ///   combination is stored separately.
 /// - **Unsafe requests invalidate**: a `POST`, `PUT`, `DELETE`, `PATCH` (any method but `GET`, `HEAD`,
 ///   `OPTIONS`, `TRACE`) that gets a 2xx or 3xx response removes every stored response of its URL, and of
-///   its `Location` and `Content-Location` on the same origin, for every credential.
+///   its `Location` and `Content-Location` on the same origin (however the origin is spelled), and of the URL a
+///   redirect layer inside followed to on that origin (a `303`'s target), for every credential. A response that was
+///   on its way when an unsafe request through this cache invalidated its resource is not stored, nor a `304`'s
+///   update kept: it may describe the resource before the change.
 /// - **stale-if-error**: when the server fails (an error, or 500, 502, 503 or 504), a stored response is
 ///   served instead only if it said so with `stale-if-error=<seconds>` and is not stale by more than that,
 ///   and never if it says `must-revalidate` or `no-cache`.
@@ -56,6 +62,8 @@ public final class HTTPCache: Sendable {
     private let onEvent: (@Sendable (CacheEvent) -> Void)?
     private let credentials: CredentialIdentity
     private let coalescer = RequestCoalescer()
+    /// What unsafe requests invalidated while fetches were in flight (see ``InvalidationLog``).
+    private let invalidations = LockedState(InvalidationLog())
 
     /// Creates a cache.
     ///
@@ -269,6 +277,10 @@ public final class HTTPCache: Sendable {
         next: Next
     ) async throws -> (Data, HTTPURLResponse) {
         if stored == nil { emit(.miss, lookup) }
+        // An unsafe request that invalidates the resource while this fetch is on its way makes what comes back
+        // unfit to store: it may describe the resource before the change.
+        let begun = invalidations.withLock { $0.begin() }
+        defer { invalidations.withLock { $0.end(begun) } }
         let conditions = stored.map(HTTPCachePolicy.conditionalHeaders) ?? []
         var outgoing = lookup.request
         for condition in conditions { outgoing.setValue(condition.value, forHTTPHeaderField: condition.name) }
@@ -298,6 +310,16 @@ public final class HTTPCache: Sendable {
         }
         let responseDate = now()
         let headers = HTTPCachePolicy.headers(of: response)
+        // A response a redirect layer inside fetched from another URL (the target of a 302, say) is that URL's, and
+        // its lifetime that URL's: it answers this request, unstored.
+        let isOwnResource = response.url.map { HTTPCachePolicy.isSameResource(lookup.url, $0) } ?? true
+        if response.statusCode == 304, let stored, !conditions.isEmpty,
+            !isOwnResource || !HTTPCachePolicy.notModifiedDescribes(stored, headers)
+        {
+            // The 304 is for another representation or another URL: it says nothing about the stored body. Asked
+            // again without conditions, the server sends the representation it has now.
+            return try await fetch(lookup, stored: nil, next: next)
+        }
         if response.statusCode == 304, let stored, !conditions.isEmpty {
             let updated = HTTPCachePolicy.updated(
                 stored,
@@ -316,7 +338,7 @@ public final class HTTPCache: Sendable {
                     headers: updated.headers
                 ) != nil
             if mayKeep {
-                _ = try await save(updated, lookup)
+                _ = try await save(updated, lookup, begun: begun)
             } else {
                 try await remove(lookup)
             }
@@ -328,12 +350,14 @@ public final class HTTPCache: Sendable {
             emit(.staleIfError, lookup)
             return served(stored, lookup, now: now())
         }
-        if let variant = HTTPCachePolicy.variantToStore(
-            request: lookup.request,
-            hasCredential: lookup.hasCredential,
-            statusCode: response.statusCode,
-            headers: headers
-        ) {
+        if isOwnResource,
+            let variant = HTTPCachePolicy.variantToStore(
+                request: lookup.request,
+                hasCredential: lookup.hasCredential,
+                statusCode: response.statusCode,
+                headers: headers
+            )
+        {
             let entry = CachedResponse(
                 statusCode: response.statusCode,
                 headers: headers,
@@ -342,7 +366,7 @@ public final class HTTPCache: Sendable {
                 responseDate: responseDate,
                 variant: variant
             )
-            if try await save(entry, lookup) { emit(.stored, lookup) }
+            if try await save(entry, lookup, begun: begun) { emit(.stored, lookup) }
         }
         return (data, response)
     }
@@ -359,8 +383,12 @@ public final class HTTPCache: Sendable {
             method: method,
             url: url,
             statusCode: response.statusCode,
-            headers: HTTPCachePolicy.headers(of: response)
+            headers: HTTPCachePolicy.headers(of: response),
+            respondedFrom: response.url
         )
+        // Noted before the entries go: a fetch that stores after this either sees the note or stored before the
+        // removal below.
+        invalidations.withLock { log in for resource in resources { log.invalidate(resource) } }
         for resource in resources {
             let target = URL(string: resource) ?? url
             do {
@@ -387,10 +415,19 @@ public final class HTTPCache: Sendable {
         }
     }
 
-    /// Stores `entry`; `false` when the store threw.
-    private func save(_ entry: CachedResponse, _ lookup: Lookup) async throws -> Bool {
+    /// Stores `entry`, unless an unsafe request invalidated its resource since the fetch that brought it began at
+    /// `begun` (checked again after the write, which is then undone: the invalidation may have removed the
+    /// resource's entries between the check and the write); `false` when it was not stored or the store threw.
+    private func save(_ entry: CachedResponse, _ lookup: Lookup, begun: UInt64) async throws -> Bool {
+        let resource = lookup.key.resource
+        func invalidated() -> Bool { invalidations.withLock { $0.isInvalidated(resource, since: begun) } }
+        if invalidated() { return false }
         do {
             try await store.store(entry, for: lookup.key)
+            if invalidated() {
+                try await store.removeResponses(forResource: resource)
+                return false
+            }
             return true
         } catch is CancellationError {
             throw CancellationError()

@@ -192,6 +192,33 @@ enum HTTPCachePolicy {
         return fields
     }
 
+    /// Whether a `304` describes `stored` (RFC 9111 §4.3.4): when it carries an `ETag`, `stored` has the same one
+    /// (weak comparison, RFC 9110 §8.8.3.2); when it carries none but a `Last-Modified`, and `stored` has one too,
+    /// they name the same time. A `304` for another representation (a node of the origin that already has the next
+    /// version, say) says nothing about the stored body: taking its fields would label that body with the other
+    /// representation's validator, and every later `304` would keep it.
+    static func notModifiedDescribes(_ stored: CachedResponse, _ notModified: [String: String]) -> Bool {
+        if let tag = notModified.headerValue("etag") {
+            guard let storedTag = stored.header("etag") else { return false }
+            return opaqueTag(tag).hasSameBytes(as: opaqueTag(storedTag))
+        }
+        if let modified = notModified.headerValue("last-modified"), let storedModified = stored.header("last-modified")
+        {
+            let now = stored.responseDate
+            if let left = date(modified, now: now), let right = date(storedModified, now: now) { return left == right }
+            return String(FieldText.trimmed(modified[...])).hasSameBytes(
+                as: String(FieldText.trimmed(storedModified[...]))
+            )
+        }
+        return true
+    }
+
+    /// An entity tag without its weakness indicator (`W/`) and the spaces and tabs around it.
+    private static func opaqueTag(_ tag: String) -> String {
+        let trimmed = FieldText.trimmed(tag[...])
+        return String(trimmed.hasPrefix("W/") ? trimmed.dropFirst(2) : trimmed)
+    }
+
     /// `stored` updated by a `304` (RFC 9111 §4.3.4): the `304`'s header fields replace the stored ones of the
     /// same name, except those that describe the `304` message itself; the dates become the revalidation's.
     static func updated(
@@ -234,20 +261,68 @@ enum HTTPCachePolicy {
         method: String,
         url: URL,
         statusCode: Int,
-        headers: [String: String]
+        headers: [String: String],
+        respondedFrom final: URL? = nil
     ) -> [String] {
         guard !["GET", "HEAD", "OPTIONS", "TRACE"].contains(method), (200..<400).contains(statusCode) else {
             return []
         }
         var resources = [resource(url)]
-        for name in ["location", "content-location"] {
-            guard let value = headers.headerValue(name), let target = URL(string: value, relativeTo: url)?.absoluteURL,
-                RedirectContext.isSameOrigin(url, target)
-            else { continue }
+        func add(_ target: URL) {
+            guard RedirectContext.isSameOrigin(url, target) else { return }
             let targetResource = resource(target)
-            if !resources.contains(targetResource) { resources.append(targetResource) }
+            // The same origin spelled otherwise (`HTTPS://`, the host's case, an explicit default port): the entries
+            // of the request's origin are filed under the request's spelling of it.
+            for spelling in [targetResource, respelled(targetResource, asOriginOf: resources[0])]
+            where !resources.contains(spelling) {
+                resources.append(spelling)
+            }
+        }
+        // A redirect layer inside the cache followed a 3xx (a 303 to the created resource, a 307): the response
+        // is the last hop's, and the resource it came from is one the request changed or named.
+        let base = final ?? url
+        if let final, !isSameResource(url, final) { add(final) }
+        for name in ["location", "content-location"] {
+            guard let value = headers.headerValue(name), let target = URL(string: value, relativeTo: base)?.absoluteURL
+            else { continue }
+            add(target)
         }
         return resources
+    }
+
+    /// `resource` with its scheme and authority replaced by those of `other` (a resource of the same origin).
+    static func respelled(_ resource: String, asOriginOf other: String) -> String {
+        guard let end = authorityEnd(in: resource), let otherEnd = authorityEnd(in: other) else { return resource }
+        return String(other[..<otherEnd]) + resource[end...]
+    }
+
+    /// Where the authority of `absolute` (a URL's text, `scheme://authority…`) ends: at its first `/`, `?` or `#`,
+    /// else at its end; `nil` without `://`.
+    private static func authorityEnd(in absolute: String) -> String.Index? {
+        let bytes = absolute.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), bytes[colon...].starts(with: "://".utf8) else {
+            return nil
+        }
+        let authority = bytes.index(colon, offsetBy: 3)
+        return bytes[authority...].firstIndex {
+            $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
+        } ?? bytes.endIndex
+    }
+
+    /// Whether `response` (the URL a response came from) is `request`'s own resource, its origin and the rest of
+    /// its text compared as RFC 9110 §4.2.3 allows (an empty path is `/`). Not so after a redirect layer inside the
+    /// cache followed a `3xx`: the response is then another resource's.
+    static func isSameResource(_ request: URL, _ response: URL) -> Bool {
+        guard RedirectContext.isSameOrigin(request, response) else { return false }
+        func rest(_ url: URL) -> Substring {
+            let text = resource(url)
+            guard let end = authorityEnd(in: text) else { return text[...] }
+            return text[end...]
+        }
+        let (left, right) = (rest(request), rest(response))
+        if String(left).hasSameBytes(as: String(right)) { return true }
+        func pathed(_ rest: Substring) -> String { rest.hasPrefix("/") ? String(rest) : "/" + rest }
+        return pathed(left).hasSameBytes(as: pathed(right))
     }
 
     /// The resource a URL names, as a key: the absolute URL without its fragment and without its user info
