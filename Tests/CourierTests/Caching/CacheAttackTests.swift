@@ -251,6 +251,79 @@ struct CacheAttackTests {
         #expect(store.count == 0)
     }
 
+    /// Pins a promise no other test covered end to end (it passes on the code before and after the fixes above): an
+    /// origin's response never removes another origin's entries, whatever its Location says or wherever a redirect
+    /// layer inside followed it to.
+    @Test(
+        "no response invalidates another origin's entries: Location tricks, and a 303 followed to another origin",
+        arguments: [
+            "https://api.example.test@other.example.test/items/1", "//other.example.test/items/1",
+            "https://other.example.test:443/items/1", "HTTPS://OTHER.example.test/items/1",
+            "https://other.example.test./items/1", "http://api.example.test/items/1",
+        ]
+    )
+    func otherOriginNeverInvalidated(_ location: String) async throws {
+        let store = InMemoryHTTPCacheStore()
+        let transport = MockTransport { request in
+            if request.urlRequest.httpMethod == "POST" {
+                return .status(303, headers: ["Location": location, "Content-Location": location])
+            }
+            return .status(200, body: "item", headers: ["Cache-Control": "max-age=600"])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [
+                .caching(HTTPCache(store: store, clock: ManualClock(), startDate: start)), .validatingStatus(),
+                .followingRedirects(allowsInsecureRedirects: true),
+            ]
+        )
+        let other = URLRequest(url: URL(string: "https://other.example.test/items/1")!)
+        let plain = URLRequest(url: URL(string: "http://api.example.test/items/1")!)
+        _ = try await client.send(other)
+        _ = try await client.send(plain)
+        #expect(store.count == 2)
+        _ = try? await client.send(get("/items", method: "POST"))
+        #expect(store.count == 2)
+        #expect(transport.requests.filter { $0.httpMethod == "GET" }.count >= 2)
+        _ = try await client.send(other)
+        _ = try await client.send(plain)
+        #expect(store.count == 2)
+    }
+
+    /// Pins a promise no other test covered (it passes on the code before and after the fixes above): a 304 that
+    /// names other `Vary` fields never makes the stored response of one tenant match another tenant's request.
+    @Test("a 304 that changes Vary never lets another tenant's request match the stored response")
+    func notModifiedChangingVary() async throws {
+        let calls = LockedState(0)
+        let transport = MockTransport { request in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            let tenant = request.header("X-Tenant") ?? "none"
+            if call == 2 {
+                // Tenant A's revalidation: the 304 names other fields, or none that A and B differ in.
+                return .status(304, headers: ["ETag": "\"a\"", "Vary": "Accept", "Cache-Control": "max-age=600"])
+            }
+            return .status(
+                200,
+                body: "for \(tenant)",
+                headers: ["ETag": "\"\(tenant)\"", "Vary": "X-Tenant", "Cache-Control": "max-age=0"]
+            )
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: ManualClock(), startDate: start))]
+        )
+        #expect(text(try await client.send(get("/doc", ["X-Tenant": "a"]))) == "for a")
+        #expect(text(try await client.send(get("/doc", ["X-Tenant": "a"]))) == "for a")
+        #expect(text(try await client.send(get("/doc", ["X-Tenant": "b"]))) == "for b")
+        #expect(text(try await client.send(get("/doc", ["X-Tenant": "b", "Accept": "*/*"]))) == "for b")
+        #expect(text(try await client.send(get("/doc"))) == "for none")
+    }
+
     // MARK: private, for a cache shared by every caller of a client
 
     /// A design question more than a slip: the Caching article stores `private` responses ("this cache is private")
