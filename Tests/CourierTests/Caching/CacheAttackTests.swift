@@ -324,6 +324,31 @@ struct CacheAttackTests {
         #expect(text(try await client.send(get("/doc"))) == "for none")
     }
 
+    // MARK: Concurrent misses that the coalescer joins
+
+    @Test(
+        "concurrent misses that differ only in a header the coalescer ignores do not share a response that Varies on it",
+        arguments: ["baggage", "X-Correlation-ID"]
+    )
+    func coalescedMissesHonourVary(_ header: String) async throws {
+        let transport = MockTransport { request in
+            let tenant = request.header(header) ?? "none"
+            return .status(200, body: "for \(tenant)", headers: ["Cache-Control": "max-age=600", "Vary": header])
+        }
+        let holding = HoldingTransport(wrapping: transport)
+        let cache = HTTPCache(clock: ManualClock(), startDate: start)
+        let client = Client(baseURL: exampleBaseURL, transport: holding, middleware: [.caching(cache)])
+        let first = Task { try await client.send(get("/doc", [header: "tenant=a"])) }
+        await holding.waitUntilHolding(1)
+        let second = Task { try await client.send(get("/doc", [header: "tenant=b"])) }
+        // Either the second request joins the first's fetch (the coalescer leaves the header out of its key) …
+        try await waitUntil { cache.waitingCallers == 2 || holding.heldCount == 2 }
+        holding.open()
+        #expect(text(try await first.join()) == "for tenant=a")
+        // … but the server said the response varies with it (RFC 9111 §4.1): tenant b must not get tenant a's.
+        #expect(text(try await second.join()) == "for tenant=b")
+    }
+
     // MARK: private, for a cache shared by every caller of a client
 
     /// A design question more than a slip: the Caching article stores `private` responses ("this cache is private")
