@@ -132,7 +132,20 @@ public final class HTTPCache: Sendable {
         }
         // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
         guard let coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
-        return try await coalescer.share(coalescingKey) { try await self.fetch(lookup, next: next) }
+        let ranHere = LockedState(false)
+        let shared = try await coalescer.share(coalescingKey) {
+            ranHere.withLock { $0 = true }
+            return try await self.fetch(lookup, next: next)
+        }
+        // A caller that joined another's fetch sent the same fields except those the coalescer leaves out of its key
+        // (tracing ids, `baggage`): a response that Varies on one of them answers only the request it was sent for
+        // (RFC 9111 §4.1). This caller then looks up, or fetches, its own.
+        if ranHere.withLock({ $0 })
+            || !HTTPCachePolicy.varies(shared.1.value(forHTTPHeaderField: "Vary"), onAnyOf: coalescer.ignoredHeaders)
+        {
+            return shared
+        }
+        return try await fetch(lookup, next: next)
     }
 
     /// One `GET` or `HEAD` request, as the cache files it.
