@@ -14,6 +14,8 @@ struct CacheControl: Sendable, Equatable {
     var isPrivate = false
     var isPublic = false
     var mustRevalidate = false
+    /// A request's `only-if-cached` (RFC 9111 §5.2.1.7): a stored response or a `504`, never the network.
+    var onlyIfCached = false
 
     init() {}
 
@@ -31,6 +33,7 @@ struct CacheControl: Sendable, Equatable {
             case "private": isPrivate = true
             case "public": isPublic = true
             case "must-revalidate": mustRevalidate = true
+            case "only-if-cached": onlyIfCached = true
             default: break
             }
         }

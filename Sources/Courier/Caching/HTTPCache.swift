@@ -23,9 +23,10 @@ import FoundationNetworking
 ///   a cookie (`Set-Cookie`: the cookie is for the caller it was set for, never replayed to another), `Vary: *`,
 ///   statuses other than 200, 203, 204, 300, 301, 308, 404, 405, 410, 414 and 501, and, for a request carrying a
 ///   credential, any response that does not allow it with `public`, `must-revalidate` or `s-maxage`
-///   (RFC 9111 §3.5). `no-cache` and `private` responses are stored (this cache is private), and a `no-cache`
-///   one is revalidated before each use. Requests with a body, a `Range` or a conditional header of their own
-///   pass through untouched. A response a redirect layer inside fetched from another URL (the target of a `302`)
+///   (RFC 9111 §3.5). A `private` response is stored only in a credential's partition (a request with a
+///   credential, the response allowing it as above): without a credential the cache cannot tell which of a
+///   client's users it is for. `no-cache` responses are stored and revalidated before each use. Requests with a body, a `Range` or a conditional header of their own
+///   pass through untouched (or, with `only-if-cached`, are answered `504`). A response a redirect layer inside fetched from another URL (the target of a `302`)
 ///   answers its request unstored: its lifetime is that URL's, not the redirecting one's.
 /// - **Credentials are never mixed**: a request's credential headers (``CredentialHeaders``: `Authorization`,
 ///   `Cookie`, `X-API-Key`, …, and the names you register; see ``HTTPCacheKey/partition``) are part of the key,
@@ -110,7 +111,11 @@ public final class HTTPCache: Sendable {
             return try await next(request)
         }
         let fields = HTTPCachePolicy.requestFields(request)
-        guard !fields.bypassing, !fields.directives.noStore else { return try await next(request) }
+        guard !fields.bypassing, !fields.directives.noStore else {
+            // Passed by (a conditional header or a `Range` of its own, `no-store`), yet never sent: `only-if-cached`.
+            let directives = fields.bypassing ? HTTPCachePolicy.requestDirectives(request) : fields.directives
+            return directives.onlyIfCached ? Self.gatewayTimeout(url) : try await next(request)
+        }
         let credential = credentials.identity(of: request)
         let key = HTTPCacheKey(
             resource: HTTPCachePolicy.resource(url),
@@ -129,6 +134,11 @@ public final class HTTPCache: Sendable {
                 emit(.hit, lookup)
                 return served(stored, lookup, now: now)
             }
+        }
+        // The caller asked for a stored response or nothing (RFC 9111 §5.2.1.7): nothing fresh is stored.
+        if lookup.directives.onlyIfCached {
+            emit(.miss, lookup)
+            return Self.gatewayTimeout(url)
         }
         // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
         guard let coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
@@ -477,6 +487,13 @@ public final class HTTPCache: Sendable {
             )!
         }
         return (lookup.method == "HEAD" ? Data() : stored.body, response)
+    }
+
+    /// The answer to an `only-if-cached` request that nothing fresh stored answers: a `504` without a body, sent
+    /// nowhere.
+    private static func gatewayTimeout(_ url: URL) -> (Data, HTTPURLResponse) {
+        // HTTPURLResponse's initializer fails only for a malformed HTTP version.
+        (Data(), HTTPURLResponse(url: url, statusCode: 504, httpVersion: "HTTP/1.1", headerFields: [:])!)
     }
 
     private func emit(_ kind: CacheEvent.Kind, _ lookup: Lookup) {

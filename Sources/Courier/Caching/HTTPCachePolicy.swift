@@ -61,6 +61,10 @@ enum HTTPCachePolicy {
         if hasCredential, !directives.isPublic, !directives.mustRevalidate, directives.sharedMaxAge == nil {
             return nil
         }
+        // `private` is for one user (RFC 9111 §5.2.2.7). With a credential the partition is that user's; without one
+        // the cache cannot tell whose the response is (a server-side client answers many users through one cache,
+        // told apart by a field it does not know), so it answers its caller only.
+        if directives.isPrivate, !hasCredential { return nil }
         let hasExplicitLifetime = directives.maxAge != nil || headers.headerValue("expires") != nil
         let hasValidator = headers.headerValue("etag") != nil || headers.headerValue("last-modified") != nil
         guard hasExplicitLifetime || hasValidator else { return nil }

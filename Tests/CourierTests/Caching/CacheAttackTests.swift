@@ -382,5 +382,16 @@ struct CacheAttackTests {
         let result = try await client.send(get("/doc", ["Cache-Control": "only-if-cached"]))
         #expect(transport.callCount == 0)
         #expect(result.1.statusCode == 504)
+        #expect(result.0.isEmpty)
+        // With a conditional header of its own (which passes the cache by) it still never reaches the server.
+        let conditional = try await client.send(
+            get("/doc", ["Cache-Control": "only-if-cached", "If-None-Match": "\"v1\""])
+        )
+        #expect(conditional.1.statusCode == 504)
+        #expect(transport.callCount == 0)
+        // Once a fresh response is stored, only-if-cached is answered with it, still without the server.
+        #expect(text(try await client.send(get("/doc"))) == "fresh")
+        #expect(text(try await client.send(get("/doc", ["Cache-Control": "only-if-cached"]))) == "fresh")
+        #expect(transport.callCount == 1)
     }
 }

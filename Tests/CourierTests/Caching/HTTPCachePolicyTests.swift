@@ -137,7 +137,9 @@ struct HTTPCachePolicyTests {
             (206, ["Cache-Control": "max-age=60"], [:], false, false),
             (500, ["Cache-Control": "max-age=60"], [:], false, false),
             (404, ["Cache-Control": "max-age=60"], [:], false, true),
-            (200, ["Cache-Control": "private, max-age=60"], [:], false, true),
+            // For one user, and without a credential the cache cannot tell whose: answers its caller only.
+            (200, ["Cache-Control": "private, max-age=60"], [:], false, false),
+            (200, ["Cache-Control": "private, must-revalidate, max-age=60"], [:], true, true),
             (200, ["Cache-Control": "private, max-age=60"], [:], true, false),
             (200, ["Cache-Control": "max-age=60"], [:], true, false),
             (200, ["Cache-Control": "public, max-age=60"], [:], true, true),
