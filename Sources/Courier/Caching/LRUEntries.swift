@@ -5,9 +5,20 @@
 /// Every operation is O(1) in the number of entries, plus the variants of the key or the keys of the resource
 /// it touches: the order of use is a doubly linked list threaded through the dictionary.
 struct LRUEntries {
+    /// An entry: its key and its variant, the variant compared by its bytes (two tenants' `Vary` values equal as
+    /// `String`s are two entries, not one replacing the other).
     struct ID: Hashable {
         let key: HTTPCacheKey
         let variant: String
+
+        static func == (lhs: Self, rhs: Self) -> Bool {
+            lhs.key == rhs.key && lhs.variant.hasSameBytes(as: rhs.variant)
+        }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(key)
+            hasher.combine(utf8Of: variant)
+        }
     }
 
     private struct Node {
@@ -20,7 +31,7 @@ struct LRUEntries {
     let maximumCount: Int
     let maximumSize: Int
     private var nodes: [ID: Node] = [:]
-    private var variants: [HTTPCacheKey: Set<String>] = [:]
+    private var variants: [HTTPCacheKey: Set<ExactString>] = [:]
     private var keys: [String: Set<HTTPCacheKey>] = [:]
     private var newest: ID?
     private var oldest: ID?
@@ -39,7 +50,7 @@ struct LRUEntries {
         guard let stored = variants[key] else { return [] }
         var found: [CachedResponse] = []
         for variant in stored {
-            let id = ID(key: key, variant: variant)
+            let id = ID(key: key, variant: variant.string)
             guard let node = nodes[id] else { continue }
             unlink(id)
             linkAsNewest(id)
@@ -58,7 +69,7 @@ struct LRUEntries {
         let size = response.size
         guard size <= maximumSize, maximumCount > 0 else { return [] }
         nodes[id] = Node(response: response, size: size)
-        variants[key, default: []].insert(response.variant)
+        variants[key, default: []].insert(ExactString(response.variant))
         keys[key.resource, default: []].insert(key)
         self.size += size
         linkAsNewest(id)
@@ -73,7 +84,7 @@ struct LRUEntries {
     /// Removes every entry of `resource`.
     mutating func removeAll(forResource resource: String) {
         for key in keys[resource] ?? [] {
-            for variant in variants[key] ?? [] { remove(ID(key: key, variant: variant)) }
+            for variant in variants[key] ?? [] { remove(ID(key: key, variant: variant.string)) }
         }
     }
 
@@ -90,7 +101,7 @@ struct LRUEntries {
         unlink(id)
         nodes[id] = nil
         size -= node.size
-        variants[id.key]?.remove(id.variant)
+        variants[id.key]?.remove(ExactString(id.variant))
         if variants[id.key]?.isEmpty == true {
             variants[id.key] = nil
             keys[id.key.resource]?.remove(id.key)

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A `String` compared and hashed by its UTF-8 bytes.
 ///
 /// `String`'s own `==` and hashing follow Unicode canonical equivalence: `"é"` precomposed equals `"e\u{301}"`,
@@ -12,9 +14,16 @@ struct ExactString: Hashable, Sendable {
     }
 
     static func == (lhs: Self, rhs: Self) -> Bool {
-        guard lhs.string.utf8.count == rhs.string.utf8.count else { return false }
-        var (left, right) = (lhs.string, rhs.string)
-        return left.withUTF8 { left in right.withUTF8 { right in left.elementsEqual(right) } }
+        let count = lhs.string.utf8.count
+        guard count == rhs.string.utf8.count else { return false }
+        // In the strings' own storage when both have it contiguous (native strings do): no copy, one memcmp.
+        let compared = lhs.string.utf8.withContiguousStorageIfAvailable { left in
+            rhs.string.utf8.withContiguousStorageIfAvailable { right in
+                count == 0 || memcmp(left.baseAddress!, right.baseAddress!, count) == 0
+            }
+        }
+        if case .some(.some(let isEqual)) = compared { return isEqual }
+        return lhs.string.utf8.elementsEqual(rhs.string.utf8)
     }
 
     func hash(into hasher: inout Hasher) {
@@ -26,8 +35,11 @@ extension Hasher {
     /// Feeds the UTF-8 bytes of `string` and their count, so that strings that differ in bytes hash apart even
     /// when they are equal as `String`s.
     mutating func combine(utf8Of string: String) {
-        var string = string
-        string.withUTF8 { combine(bytes: UnsafeRawBufferPointer($0)) }
+        let hashed: Void? = string.utf8.withContiguousStorageIfAvailable { combine(bytes: UnsafeRawBufferPointer($0)) }
+        if hashed == nil {
+            var string = string
+            string.withUTF8 { combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
         combine(string.utf8.count)
     }
 }

@@ -32,6 +32,23 @@ struct LRUEntriesTests {
         #expect(entries.responses(for: key("b")).isEmpty)
     }
 
+    @Test("two variants that differ in bytes but are equal as Strings are two entries, neither replacing the other")
+    func variantsCompareBytes() {
+        var entries = LRUEntries(maximumCount: 10, maximumSize: 1_000)
+        // X-Tenant values with the Ohm sign and with Greek capital omega: two tenants to the server.
+        let ohm = "x-tenant:\u{2126}mega"
+        let omega = "x-tenant:\u{3A9}mega"
+        #expect(ohm == omega)
+        entries.store(response(1, variant: ohm), for: key("a"))
+        entries.store(response(2, variant: omega), for: key("a"))
+        #expect(entries.count == 2)
+        let variants = entries.responses(for: key("a")).map { Array($0.variant.utf8) }.sorted { $0.count < $1.count }
+        #expect(variants == [Array(omega.utf8), Array(ohm.utf8)])
+        entries.removeAll(forResource: key("a").resource)
+        #expect(entries.count == 0)
+        #expect(entries.size == 0)
+    }
+
     @Test("past the byte limit the oldest go until the total fits; a response larger than the limit is not kept")
     func evictsBySize() {
         var entries = LRUEntries(maximumCount: 10, maximumSize: 100)
