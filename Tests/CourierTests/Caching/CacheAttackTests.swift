@@ -11,20 +11,8 @@ import FoundationNetworking
 /// A second reader's attacks on the HTTP cache: each test states a promise of ``HTTPCache`` (its doc comment, the
 /// Caching article or RFC 9111, which the article says the cache follows) and fails while the cache breaks it.
 @Suite("HTTPCache under attack", .timeLimit(.minutes(1)))
-struct CacheAttackTests {
-    private static let base = URL(string: "https://api.example.test")!
+struct CacheAttackTests: CachingSuite {
     private let start = Date(timeIntervalSince1970: 1_700_000_000)
-
-    private func get(_ path: String, _ headers: [String: String] = [:], method: String = "GET") -> URLRequest {
-        var request = URLRequest(url: Self.base.appending(path: path))
-        request.httpMethod = method
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        return request
-    }
-
-    private func text(_ result: (Data, HTTPURLResponse)) -> String {
-        String(decoding: result.0, as: UTF8.self)
-    }
 
     /// A resource whose version the test changes, answering `If-None-Match` with a `304` when it matches.
     private final class Resource: Sendable {

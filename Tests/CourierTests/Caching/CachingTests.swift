@@ -9,20 +9,8 @@ import FoundationNetworking
 #endif
 
 @Suite("Middleware.caching")
-struct CachingTests {
-    private static let base = URL(string: "https://api.example.test")!
+struct CachingTests: CachingSuite {
     private let start = Date(timeIntervalSince1970: 1_700_000_000)
-
-    private func get(_ path: String, _ headers: [String: String] = [:], method: String = "GET") -> URLRequest {
-        var request = URLRequest(url: Self.base.appending(path: path))
-        request.httpMethod = method
-        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
-        return request
-    }
-
-    private func text(_ result: (Data, HTTPURLResponse)) -> String {
-        String(decoding: result.0, as: UTF8.self)
-    }
 
     /// Collects the cache's events.
     private final class Events: Sendable {
