@@ -46,7 +46,9 @@ import FoundationNetworking
 ///   served instead only if it said so with `stale-if-error=<seconds>` and is not stale by more than that,
 ///   and never if it says `must-revalidate` or `no-cache`.
 /// - **Concurrent misses** for the same request go to the server once (the ``RequestCoalescer`` machinery);
-///   every caller gets the result, and a cancelled caller stops waiting without cancelling the others. Across
+///   every caller gets the result (unless the response Varies on a tracing field the callers' requests may differ
+///   in, or on anything, `Vary: *`: then each caller that joined looks up or fetches its own), and a cancelled
+///   caller stops waiting without cancelling the others. Across
 ///   the processes that share a store, a store that coordinates fills (``HTTPCacheStore/beginFill(for:holder:)``)
 ///   lets one of them fetch while the others wait for what it stores, each no longer than its lease, and never
 ///   past a caller's deadline.
@@ -142,19 +144,11 @@ public final class HTTPCache: Sendable {
         }
         // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
         guard let coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
-        let ranHere = LockedState(false)
-        let shared = try await coalescer.share(coalescingKey) {
-            ranHere.withLock { $0 = true }
-            return try await self.fetch(lookup, next: next)
-        }
+        let shared = try await coalescer.share(coalescingKey) { try await self.fetch(lookup, next: next) }
         // A caller that joined another's fetch sent the same fields except those the coalescer leaves out of its key
-        // (tracing ids, `baggage`): a response that Varies on one of them answers only the request it was sent for
-        // (RFC 9111 §4.1). This caller then looks up, or fetches, its own.
-        if ranHere.withLock({ $0 })
-            || !HTTPCachePolicy.varies(shared.1.value(forHTTPHeaderField: "Vary"), onAnyOf: coalescer.ignoredHeaders)
-        {
-            return shared
-        }
+        // (tracing ids, `baggage`): a response that Varies on one of them, or on anything (`*`), answers only the
+        // request it was sent for (RFC 9111 §4.1). This caller then looks up, or fetches, its own.
+        if shared.ranHere || !coalescer.varies(shared.response.1) { return shared.response }
         return try await fetch(lookup, next: next)
     }
 

@@ -94,15 +94,6 @@ enum HTTPCachePolicy {
         }.joined(separator: "\n")
     }
 
-    /// Whether `vary` (a response's `Vary` field) names one of `names` (lowercased).
-    static func varies(_ vary: String?, onAnyOf names: Set<String>) -> Bool {
-        guard let vary else { return false }
-        return FieldText.split(vary[...], on: UInt8(ascii: ",")).contains { name in
-            let name = String(FieldText.trimmed(name)).asciiLowercased
-            return names.contains(name)
-        }
-    }
-
     /// Whether `stored` was stored for the representation `request` asks for (RFC 9111 §4.1).
     static func matches(_ stored: CachedResponse, _ request: URLRequest) -> Bool {
         // By bytes: two values that differ to the server (two tenants) but are equal as `String`s never match.

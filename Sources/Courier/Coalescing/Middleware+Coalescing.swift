@@ -12,7 +12,8 @@ extension Middleware {
     ///
     /// Requests are identical when their method, URL and header fields match, except for per-request
     /// tracing ids; `Authorization` and `Cookie` are always part of the comparison, so callers with
-    /// different credentials never share a response. `POST` and the other methods, and requests with a
+    /// different credentials never share a response. A response that Varies on a tracing id the key leaves
+    /// out, or on anything (`Vary: *`), is not shared either: each caller that joined sends its own. `POST` and the other methods, and requests with a
     /// body, are never coalesced, nor is a streamed call (``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)``:
     /// its body has one reader). See ``RequestCoalescer`` for the exact key and for cancellation: a
     /// cancelled caller stops waiting at once, and the shared call is cancelled only when every caller has

@@ -19,7 +19,8 @@ import FoundationNetworking
 ///   header such as a tenant id are therefore part of the key: two callers share a response only if they
 ///   sent the same credentials and asked for the same representation. The default ignored set,
 ///   ``defaultIgnoredHeaders``, holds per-request tracing and correlation ids, which would otherwise make
-///   every request unique.
+///   every request unique. A response that Varies on one of the ignored fields, or on anything (`Vary: *`),
+///   answers only the request it was sent for: each caller that joined then sends its own request.
 ///
 /// **Cancellation** — the shared call runs in a task owned by the coalescer, not by any caller. A cancelled
 /// caller stops waiting at once (`CancellationError`); the others keep waiting. The shared call is
@@ -112,17 +113,33 @@ public final class RequestCoalescer: Sendable {
     /// Sends `request` through `next`, or joins an identical call already in flight.
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
         guard let key = key(for: request) else { return try await next(request) }
-        return try await share(key) { try await next(request) }
+        let shared = try await share(key) { try await next(request) }
+        // A caller that joined sent the same fields but those the key leaves out (tracing ids): a response that
+        // Varies on one of them, or on anything (`*`), answers only the request it was sent for (RFC 9110 §12.5.5).
+        // This caller then sends its own.
+        if shared.ranHere || !varies(shared.response.1) { return shared.response }
+        return try await next(request)
+    }
+
+    /// Whether `response` Varies on a field the key leaves out, or on anything (`Vary: *`): then it answers
+    /// only the request it was sent for, not the callers that joined it.
+    func varies(_ response: HTTPURLResponse) -> Bool {
+        guard let vary = response.value(forHTTPHeaderField: "Vary") else { return false }
+        return FieldText.split(vary[...], on: UInt8(ascii: ",")).contains { name in
+            let name = String(FieldText.trimmed(name)).asciiLowercased
+            return name == "*" || ignoredHeaders.contains(name)
+        }
     }
 
     /// Runs `operation` for `key`, or joins the run already in flight for it (the caching layer shares its
-    /// misses this way).
+    /// misses this way). `ranHere` says which: a caller that joined got a response to another's request.
     func share(
         _ key: Key,
         _ operation: @escaping @Sendable () async throws -> (Data, HTTPURLResponse)
-    ) async throws -> (Data, HTTPURLResponse) {
+    ) async throws -> (response: (Data, HTTPURLResponse), ranHere: Bool) {
         let waiterID = state.withLock { $0.makeWaiterID() }
-        return try await withTaskCancellationHandler {
+        var ranHere = false
+        let response = try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: Waiter) in
                 // Task.isCancelled is read under the lock: a cancellation either happened before (seen here) or
                 // its handler runs after this section and finds the waiter.
@@ -135,6 +152,7 @@ public final class RequestCoalescer: Sendable {
                 case .cancelled:
                     continuation.resume(throwing: CancellationError())
                 case .start(let flightID):
+                    ranHere = true
                     let call = SharedWork.start {
                         let result: Result<(Data, HTTPURLResponse), any Error>
                         do {
@@ -160,6 +178,7 @@ public final class RequestCoalescer: Sendable {
                 waiter.resume(throwing: CancellationError())
             }
         }
+        return (response, ranHere)
     }
 
     private func finish(_ key: Key, flightID: Int, with result: Result<(Data, HTTPURLResponse), any Error>) {

@@ -208,6 +208,52 @@ struct CoalescingTests {
     }
 
     @Test(
+        "a caller that joined does not take a response that Varies on a header the key leaves out: it sends its own",
+        arguments: ["X-Request-ID", "traceparent, Accept", "*"]
+    )
+    func joinerHonoursVary(_ vary: String) async throws {
+        let held = HoldingTransport(
+            wrapping: MockTransport { request in
+                .status(200, body: request.header("X-Request-ID") ?? "none", headers: ["Vary": vary])
+            }
+        )
+        let client = Client(transport: held, middleware: [.coalescing(coalescer)])
+        func request(_ id: String) -> URLRequest {
+            var request = get(url)
+            request.setValue(id, forHTTPHeaderField: "X-Request-ID")
+            request.setValue("00-\(id)-01", forHTTPHeaderField: "traceparent")
+            return request
+        }
+        let first = Task { try await client.send(request("one")) }
+        await held.waitUntilHolding(1)
+        let second = Task { try await client.send(request("two")) }
+        // The second request joins the first's call: the key leaves tracing ids out …
+        try await waitUntil { coalescer.waitingCallers == 2 }
+        held.open()
+        #expect(String(decoding: try await first.join().0, as: UTF8.self) == "one")
+        // … but the server said the response depends on one of them (or on anything, `*`): it answers only the
+        // request it was sent for.
+        #expect(String(decoding: try await second.join().0, as: UTF8.self) == "two")
+        #expect(held.requests.count == 2)
+    }
+
+    @Test("a response that Varies only on headers in the key is shared, whatever their spelling")
+    func joinersShareWhenVaryIsInTheKey() async throws {
+        let held = HoldingTransport(
+            wrapping: MockTransport { _ in .status(200, body: "shared", headers: ["Vary": " accept-encoding ,ACCEPT"]) }
+        )
+        let client = Client(transport: held, middleware: [.coalescing(coalescer)])
+        let first = Task { try await client.send(get(url)) }
+        await held.waitUntilHolding(1)
+        let second = Task { try await client.send(get(url)) }
+        try await waitUntil { coalescer.waitingCallers == 2 }
+        held.open()
+        #expect(String(decoding: try await first.join().0, as: UTF8.self) == "shared")
+        #expect(String(decoding: try await second.join().0, as: UTF8.self) == "shared")
+        #expect(held.requests.count == 1)
+    }
+
+    @Test(
         "the key: method, URL and headers but tracing ids; header names are case-insensitive",
         arguments: [
             ("GET", ["Authorization": "Bearer a"], "GET", ["authorization": "Bearer a"], true),
