@@ -462,10 +462,12 @@ struct RateLimitStateMachine<Waiter> {
     /// The next time a tick is needed (a window opens, a deadline or maximum wait passes), unless an earlier
     /// or equal one is already scheduled.
     private mutating func tickToSchedule(now: Duration) -> Duration? {
-        guard let head = entries.first else { return nil }
+        guard !entries.isEmpty else { return nil }
+        // The earliest arrival, not the head's: a request that waited for the fleet's window comes back to the
+        // queue with its first arrival, earlier than those of the waiters ahead of it.
         let candidates = [
             resetAt,
-            settings.maximumWait.map { head.since + $0 },
+            settings.maximumWait.flatMap { maximum in entries.lazy.map(\.since).min().map { $0 + maximum } },
             entries.lazy.compactMap(\.deadline).min(),
         ]
         guard let wake = candidates.lazy.compactMap({ $0 }).filter({ $0 > now }).min() else { return nil }

@@ -12,7 +12,9 @@ struct RateLimitModelTests {
     typealias Machine = RateLimitStateMachine<Int>
 
     private enum Event {
-        case arrive(caller: Int, deadline: Duration?)
+        /// `since`, when earlier than the arrival: the caller waited elsewhere first (for the fleet's window) and
+        /// comes back with its first arrival, which its maximum wait counts from.
+        case arrive(caller: Int, deadline: Duration?, since: Duration?)
         case cancel(caller: Int)
         case process(caller: Int, ticket: Machine.Ticket)
         case respond(ticket: Machine.Ticket, observation: RateLimitObservation)
@@ -30,6 +32,10 @@ struct RateLimitModelTests {
     private struct Server {
         let limit: Int
         let window: Duration
+        /// Whether the server says only how many requests are left (no limit, no reset) and, when it refuses one, when
+        /// to try again: the machine then cannot tell when a waiter's slot opens, and only its ticks refuse the waiters
+        /// whose maximum wait has passed. Such a server refuses requests the machine could not know to hold.
+        var terse = false
         var counts: [Int: Int] = [:]
         var refusals = 0
 
@@ -39,6 +45,7 @@ struct RateLimitModelTests {
             let count = counts[index, default: 0]
             guard count < limit else {
                 refusals += 1
+                if terse { return RateLimitObservation(retryAfter: end - time, isThrottled: true) }
                 return RateLimitObservation(
                     limit: limit,
                     remaining: 0,
@@ -49,6 +56,7 @@ struct RateLimitModelTests {
                 )
             }
             counts[index] = count + 1
+            if terse { return RateLimitObservation(remaining: limit - count - 1) }
             return RateLimitObservation(limit: limit, remaining: limit - count - 1, reset: end - time, window: window)
         }
     }
@@ -97,15 +105,23 @@ struct RateLimitModelTests {
 
         mutating func handle(_ event: Event) {
             switch event {
-            case .arrive(let caller, let deadline):
-                switch machine.acquire(now: now, deadline: deadline) {
+            case .arrive(let caller, let deadline, let since):
+                switch machine.acquire(now: now, since: since, deadline: deadline) {
                 case .send(let ticket):
                     fates[caller] = .waiting(id: -1)
                     send(caller, ticket)
                 case .reject(let rejection):
                     fates[caller] = .refused(at: now, rejection)
                 case .suspend(let id):
-                    switch machine.enqueue(caller, id: id, now: now, deadline: deadline, isCancelled: false) {
+                    let waiting = machine.enqueue(
+                        caller,
+                        id: id,
+                        now: now,
+                        since: since,
+                        deadline: deadline,
+                        isCancelled: false
+                    )
+                    switch waiting {
                     case .send(let ticket):
                         fates[caller] = .waiting(id: id)
                         send(caller, ticket)
@@ -148,21 +164,27 @@ struct RateLimitModelTests {
             }
         }
 
-        /// Nobody still waits once its deadline has come.
+        /// Nobody still waits once its deadline has come, or its maximum wait from its first arrival has passed.
         mutating func checkDeadlines() {
             for (caller, fate) in fates {
                 guard case .waiting(let id) = fate, id >= 0 else { continue }
                 if let deadline = deadlines[caller], deadline <= now {
                     violations.append("caller \(caller) still waits at \(now), past its deadline \(deadline)")
                 }
+                if let maximum = machine.settings.maximumWait, let since = sinces[caller], since + maximum <= now {
+                    violations.append("caller \(caller) still waits at \(now), past its maximum wait from \(since)")
+                }
             }
         }
 
         var deadlines: [Int: Duration] = [:]
+        /// Each caller's first arrival, and its arrival in this queue.
+        var sinces: [Int: Duration] = [:]
+        var arrivals: [Int: Duration] = [:]
     }
 
     @Test(
-        "never more requests in a server window than it allows; nobody waits past its deadline; nobody leaks",
+        "never more requests in a server window than it allows; nobody waits past its deadline or maximum wait; nobody leaks",
         arguments: 0..<60
     )
     func model(seed: UInt64) {
@@ -180,19 +202,26 @@ struct RateLimitModelTests {
         var simulation = Simulation(
             random: random,
             machine: Machine(settings: settings),
-            server: Server(limit: limit, window: window)
+            server: Server(limit: limit, window: window, terse: seed % 3 == 2)
         )
         let callers = 200
         for caller in 0..<callers {
             let arrival = simulation.milliseconds(0...120_000)
             let deadline: Duration? = simulation.chance(0.4) ? arrival + simulation.milliseconds(1...60_000) : nil
+            // A caller that waited for the fleet's window first comes back with its first arrival, earlier than
+            // that of callers ahead of it in the queue.
+            let since: Duration? = simulation.chance(0.3) ? arrival - simulation.milliseconds(0...60_000) : nil
             simulation.deadlines[caller] = deadline
-            simulation.schedule(.arrive(caller: caller, deadline: deadline), at: arrival)
+            simulation.sinces[caller] = since ?? arrival
+            simulation.arrivals[caller] = arrival
+            simulation.schedule(.arrive(caller: caller, deadline: deadline, since: since), at: arrival)
         }
         simulation.run()
 
         #expect(simulation.violations == [], "seed \(seed)")
-        #expect(simulation.server.refusals == 0, "seed \(seed): the server refused requests")
+        if !simulation.server.terse {
+            #expect(simulation.server.refusals == 0, "seed \(seed): the server refused requests")
+        }
         #expect(simulation.server.counts.values.allSatisfy { $0 <= limit })
         #expect(simulation.machine.waiterCount == 0)
         #expect(simulation.machine.inFlight == 0)
@@ -204,6 +233,17 @@ struct RateLimitModelTests {
             }
             if case .sent(let at) = fate, let deadline = simulation.deadlines[caller] {
                 #expect(at < deadline, "seed \(seed): caller \(caller) sent at or after its deadline")
+            }
+            // A caller whose maximum wait ended before it came back to the queue ends where it comes back.
+            if let maximumWait, let since = simulation.sinces[caller], let arrival = simulation.arrivals[caller] {
+                switch fate {
+                case .sent(let at), .refused(let at, .waitTooLong):
+                    #expect(
+                        at <= max(arrival, since + maximumWait),
+                        "seed \(seed): caller \(caller) \(fate) past its maximum wait"
+                    )
+                default: break
+                }
             }
         }
         #expect(simulation.resumptions.values.allSatisfy { $0 <= 1 }, "seed \(seed): a caller was resumed twice")

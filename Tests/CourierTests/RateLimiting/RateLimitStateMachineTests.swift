@@ -282,6 +282,42 @@ struct RateLimitStateMachineTests {
         #expect(Self.arrive(&machine, 3, now: .seconds(2)) != nil)
     }
 
+    @Test(
+        "a waiter that arrived before the head (it waited elsewhere first) gets a tick at the end of its own maximum wait"
+    )
+    func earlierArrivalBehindTheHead() throws {
+        // Behind a probe, when no slot's time is known, ticks refuse the waiters whose maximum wait has passed. A
+        // request that waited for the fleet's window first comes back with its first arrival (`since`), earlier than
+        // the head's: its maximum wait ends first, and the tick must come then (it came at the head's, 0.4 s late).
+        var machine = Machine(settings: Self.settings(maximumWait: .seconds(1)))
+        let probe = try #require(Self.arrive(&machine, 0))
+        #expect(probe.isProbe)
+        guard case .suspend(let head) = machine.acquire(now: .milliseconds(500), deadline: nil) else {
+            Issue.record("the head was not told to wait")
+            return
+        }
+        let headWaits = machine.enqueue(1, id: head, now: .milliseconds(500), deadline: nil, isCancelled: false)
+        #expect(headWaits == .waiting(scheduleTick: .milliseconds(1_500)))
+        let second = machine.acquire(now: .milliseconds(600), since: .milliseconds(100), deadline: nil)
+        guard case .suspend(let late) = second else {
+            Issue.record("the second waiter was not told to wait")
+            return
+        }
+        let lateWaits = machine.enqueue(
+            2,
+            id: late,
+            now: .milliseconds(600),
+            since: .milliseconds(100),
+            deadline: nil,
+            isCancelled: false
+        )
+        #expect(lateWaits == .waiting(scheduleTick: .milliseconds(1_100)))
+        let tick = machine.tick(now: .milliseconds(1_100))
+        #expect(tick.rejections.map(\.0) == [2])
+        #expect(machine.waiterCount == 1)
+        #expect(tick.scheduleTick == .milliseconds(1_500))
+    }
+
     @Test("a quota of 0 with nothing left and no reset holds for the fallback delay, then probes")
     func zeroQuotaNoReset() throws {
         var machine = Machine(settings: Self.settings(maximumWait: .seconds(60)))
