@@ -68,8 +68,10 @@ public struct HTTPHeaders: Sendable, Hashable, ExpressibleByDictionaryLiteral, S
 }
 
 extension String {
-    /// Whether the two strings are equal ignoring case. Header names are ASCII tokens, so ASCII letters are
-    /// compared byte by byte without allocating; anything else falls back to `lowercased()`.
+    /// Whether the two strings are equal ignoring the case of ASCII letters, the only case a field name has (RFC 9110
+    /// §5.1: a name is a token of ASCII). Every other byte compares exactly: names that are not ASCII (no valid name;
+    /// a server's bytes, to confuse) are the same only when their bytes are, never by Unicode's folding (`É` and `é`,
+    /// `Σ` and `σ` are two names).
     ///
     /// The bytes are compared in the strings' own storage (a `zip` of the two UTF-8 views cost about 60
     /// instructions a byte, callgrind); `caseInsensitiveEqualsByViews` is the same comparison over the views, for
@@ -78,41 +80,34 @@ extension String {
         guard utf8.count == other.utf8.count else { return false }
         let compared = utf8.withContiguousStorageIfAvailable { bytes in
             other.utf8.withContiguousStorageIfAvailable { otherBytes in
-                Self.asciiCaseInsensitiveComparison(bytes, otherBytes)
+                Self.asciiCaseInsensitiveEquals(bytes, otherBytes)
             }
         }
         guard case .some(.some(let isEqual)) = compared else { return caseInsensitiveEqualsByViews(other) }
-        return isEqual ?? (lowercased() == other.lowercased())
+        return isEqual
     }
 
     /// ``caseInsensitiveEquals(_:)`` through the UTF-8 views.
     func caseInsensitiveEqualsByViews(_ other: String) -> Bool {
         guard utf8.count == other.utf8.count else { return false }
-        var isASCII = true
-        for (a, b) in zip(utf8, other.utf8) where a != b {
-            guard a < 0x80, b < 0x80 else {
-                isASCII = false
-                break
-            }
-            guard a | 0x20 == b | 0x20, (0x61...0x7A).contains(a | 0x20) else { return false }
-        }
-        return isASCII || lowercased() == other.lowercased()
+        return zip(utf8, other.utf8).allSatisfy(Self.asciiCaseInsensitiveEquals)
     }
 
-    /// Whether two byte sequences of the same length are equal but for the case of ASCII letters: `nil` when they
-    /// differ at a byte that is not ASCII (only Unicode's lowercasing can tell then).
-    private static func asciiCaseInsensitiveComparison(
+    /// Whether two byte sequences of the same length are equal but for the case of ASCII letters.
+    private static func asciiCaseInsensitiveEquals(
         _ bytes: UnsafeBufferPointer<UInt8>,
         _ otherBytes: UnsafeBufferPointer<UInt8>
-    ) -> Bool? {
-        for index in bytes.indices {
-            let a = bytes[index]
-            let b = otherBytes[index]
-            if a == b { continue }
-            guard a < 0x80, b < 0x80 else { return nil }
-            guard a | 0x20 == b | 0x20, (0x61...0x7A).contains(a | 0x20) else { return false }
+    ) -> Bool {
+        for index in bytes.indices where !asciiCaseInsensitiveEquals(bytes[index], otherBytes[index]) {
+            return false
         }
         return true
+    }
+
+    /// Whether two bytes are equal but for the case of an ASCII letter.
+    @inline(__always)
+    private static func asciiCaseInsensitiveEquals(_ a: UInt8, _ b: UInt8) -> Bool {
+        a == b || (a | 0x20 == b | 0x20 && (0x61...0x7A).contains(a | 0x20))
     }
 }
 

@@ -48,6 +48,20 @@ struct CaseInsensitiveComparisonTests {
         #expect(equal < 1_700)
     }
 
+    @Test(
+        "only ASCII letters fold: names that differ in a byte that is not ASCII are two names, whatever Unicode's case",
+        arguments: [("X-\u{00C9}", "X-\u{00E9}"), ("\u{03A3}-Id", "\u{03C3}-Id"), ("X-\u{0416}", "X-\u{0436}")]
+    )
+    func notASCIIComparesBytes(_ name: String, _ other: String) {
+        // RFC 9110 §5.1 makes field names case-insensitive, and a name is a token of ASCII: no name of a valid head
+        // has these bytes, and a server that sends them (to confuse whoever reads them) gets no Unicode folding of
+        // them, in either comparison, and never in the strings' own storage alone.
+        #expect(!name.caseInsensitiveEquals(other))
+        #expect(!name.caseInsensitiveEqualsByViews(other))
+        #expect(name.caseInsensitiveEquals(name))
+        #expect("X-Id-\u{00C9}".caseInsensitiveEquals("x-ID-\u{00C9}"))
+    }
+
     @Test("an origin's scheme and host compared in their storage and through their views agree", arguments: 0..<4)
     func origins(seed: UInt64) {
         var random = SplitMix64.derived(seed: seed, 29, 5)
