@@ -16,6 +16,12 @@ struct CacheControl: Sendable, Equatable {
     var mustRevalidate = false
     /// A request's `only-if-cached` (RFC 9111 §5.2.1.7): a stored response or a `504`, never the network.
     var onlyIfCached = false
+    /// A request's `min-fresh` (RFC 9111 §5.2.1.3): how many more seconds a stored response must stay fresh to
+    /// answer it.
+    var minFresh: Int?
+    /// A request's `max-stale` (RFC 9111 §5.2.1.2): how many seconds past its freshness a stored response may still
+    /// answer it; without an argument, any number (``NetworkNumber/maximumSeconds``).
+    var maxStale: Int?
 
     init() {}
 
@@ -34,10 +40,17 @@ struct CacheControl: Sendable, Equatable {
             case "public": isPublic = true
             case "must-revalidate": mustRevalidate = true
             case "only-if-cached": onlyIfCached = true
+            case "min-fresh": if minFresh == nil { minFresh = Self.seconds(part.argument) }
+            case "max-stale":
+                // Without an argument: any staleness. A malformed one counts as zero, as for `max-age`.
+                if maxStale == nil { maxStale = Self.seconds(part.argument) ?? Self.anyStaleness }
             default: break
             }
         }
     }
+
+    /// The `max-stale` of a directive without an argument.
+    private static let anyStaleness = NetworkNumber.int(NetworkNumber.maximumSeconds)
 
     /// A delta-seconds argument (RFC 9111 §1.2.2): digits only; a value above
     /// ``NetworkNumber/maximumSeconds`` (about 34,800 years) is that many, as §1.2.2 allows ("the greatest

@@ -11,8 +11,9 @@ import FoundationNetworking
 ///   `s-maxage` is for shared caches and is not used for freshness. There is no heuristic freshness: a
 ///   response with neither `max-age` nor `Expires` is stored only if it has a validator, and revalidated
 ///   each time it is used.
-/// - **Stale responses are revalidated**: the request goes out with `If-None-Match` (the stored `ETag`)
-///   and `If-Modified-Since` (the stored `Last-Modified`); a `304` updates the stored header fields and the
+/// - **Stale responses are revalidated** (unless the request's `max-stale` accepts one that does not say
+///   `must-revalidate`; a request's `min-fresh` treats a response that expires sooner as stale): the request
+///   goes out with `If-None-Match` (the stored `ETag`) and `If-Modified-Since` (the stored `Last-Modified`); a `304` updates the stored header fields and the
 ///   stored response answers, with its own status (a `200`), to the layers outside. A `304` thrown as a
 ///   ``CourierError`` by a status validation layer inside counts too. When the updated response may no longer
 ///   be stored (the `304` says `no-store`, or sets a cookie), it answers this request only and every stored

@@ -157,9 +157,10 @@ enum HTTPCachePolicy {
         return max(apparentAge, max(0, ageValue) + responseDelay)
     }
 
-    /// Whether `stored` may answer `request` at `now` without asking the server (RFC 9111 §4.2): fresh, and
-    /// neither the response (`no-cache`) nor the request (`no-cache`, `Pragma: no-cache`, `max-age` smaller
-    /// than its age, or `max-age=0`) asks for revalidation.
+    /// Whether `stored` may answer `request` at `now` without asking the server (RFC 9111 §4.2): fresh for at least
+    /// the request's `min-fresh`, or stale by no more than its `max-stale` when the response does not say
+    /// `must-revalidate`; and neither the response (`no-cache`) nor the request (`no-cache`, `Pragma: no-cache`,
+    /// `max-age` smaller than its age, or `max-age=0`) asks for revalidation.
     static func isFresh(_ stored: CachedResponse, for request: URLRequest, now: Date) -> Bool {
         isFresh(stored, requested: requestDirectives(request), now: now)
     }
@@ -171,7 +172,12 @@ enum HTTPCachePolicy {
         if facts.directives.noCache { return false }
         let age = facts.initialAge + max(0, now.timeIntervalSince(stored.responseDate))
         if let maxAge = requested.maxAge, age > Double(maxAge) { return false }
-        return facts.freshnessLifetime > age
+        // Seconds of freshness left; zero or less once stale.
+        let left = facts.freshnessLifetime - age
+        if left > 0 { return requested.minFresh.map { left >= Double($0) } ?? true }
+        // Stale: only as stale as the request accepts, and never a response that must be revalidated once stale.
+        guard let maxStale = requested.maxStale, !facts.directives.mustRevalidate else { return false }
+        return -left <= Double(maxStale)
     }
 
     /// Whether `stored` may be served after the server failed to answer (an error, or a 500, 502, 503 or 504):

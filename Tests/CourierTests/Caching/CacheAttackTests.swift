@@ -382,4 +382,87 @@ struct CacheAttackTests: CachingSuite {
         #expect(text(try await client.send(get("/doc", ["Cache-Control": "only-if-cached"]))) == "fresh")
         #expect(transport.callCount == 1)
     }
+
+    // MARK: The request's own freshness bounds
+
+    @Test("min-fresh (RFC 9111 §5.2.1.3): a stored response that will not stay fresh that long goes to the server")
+    func minFresh() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport { request in
+            .status(200, body: "call \(request.callIndex)", headers: ["Cache-Control": "max-age=600"])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: clock, startDate: start))]
+        )
+        #expect(text(try await client.send(get("/doc"))) == "call 0")
+        clock.advance(by: .seconds(500))
+        // 100 s of freshness left: enough for min-fresh=60 …
+        #expect(text(try await client.send(get("/doc", ["Cache-Control": "min-fresh=60"]))) == "call 0")
+        // … not for min-fresh=120, and not for a min-fresh of every second there is.
+        #expect(text(try await client.send(get("/doc", ["Cache-Control": "min-fresh=120"]))) == "call 1")
+        #expect(transport.callCount == 2)
+        clock.advance(by: .seconds(500))
+        let forever = get("/doc", ["Cache-Control": "min-fresh=99999999999999999999"])
+        #expect(text(try await client.send(forever)) == "call 2")
+        #expect(transport.callCount == 3)
+    }
+
+    @Test(
+        "max-stale (RFC 9111 §5.2.1.2): a stale response answers within the staleness the request accepts, never past it",
+        arguments: [("max-stale=100", true), ("max-stale", true), ("max-stale=10", false), ("max-stale=x", false)]
+    )
+    func maxStale(_ directive: String, servedStale: Bool) async throws {
+        let clock = ManualClock()
+        let transport = MockTransport { request in
+            .status(200, body: "call \(request.callIndex)", headers: ["Cache-Control": "max-age=60"])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: clock, startDate: start))]
+        )
+        #expect(text(try await client.send(get("/doc"))) == "call 0")
+        clock.advance(by: .seconds(120))
+        // Stale by 60 s.
+        let answer = try await client.send(get("/doc", ["Cache-Control": directive]))
+        #expect(text(answer) == (servedStale ? "call 0" : "call 1"))
+        #expect(transport.callCount == (servedStale ? 1 : 2))
+        if servedStale { #expect(answer.1.value(forHTTPHeaderField: "Age") == "120") }
+        // Without the directive, the stale response is never served (refetched, or the refetch just stored).
+        #expect(text(try await client.send(get("/doc"))) == "call 1")
+        #expect(transport.callCount == 2)
+    }
+
+    @Test("max-stale never serves a stale response that says must-revalidate or no-cache, and only-if-cached takes it")
+    func maxStaleHonoursTheResponse() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport { request in
+            let directives =
+                switch request.urlRequest.url!.path {
+                case "/strict": "max-age=60, must-revalidate"
+                case "/always": "max-age=60, no-cache"
+                default: "max-age=60"
+                }
+            return .status(200, body: "call \(request.callIndex)", headers: ["Cache-Control": directives])
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: clock, startDate: start))]
+        )
+        #expect(text(try await client.send(get("/strict"))) == "call 0")
+        #expect(text(try await client.send(get("/lenient"))) == "call 1")
+        #expect(text(try await client.send(get("/always"))) == "call 2")
+        clock.advance(by: .seconds(120))
+        // must-revalidate (RFC 9111 §5.2.2.2): once stale, never used without the server.
+        #expect(text(try await client.send(get("/strict", ["Cache-Control": "max-stale"]))) == "call 3")
+        // no-cache: never used without the server, fresh or stale.
+        #expect(text(try await client.send(get("/always", ["Cache-Control": "max-stale"]))) == "call 4")
+        // only-if-cached with max-stale: the stale response the request accepts, still without the server.
+        let offline = try await client.send(get("/lenient", ["Cache-Control": "only-if-cached, max-stale=3600"]))
+        #expect(text(offline) == "call 1")
+        #expect(transport.callCount == 5)
+    }
 }
