@@ -54,12 +54,14 @@ enum FuzzTargets {
     static func cacheControl(_ bytes: [UInt8]) throws {
         let text = String(decoding: bytes, as: UTF8.self)
         let directives = CacheControl(text)
-        for seconds in [directives.maxAge, directives.sharedMaxAge, directives.staleIfError] {
+        let requestBounds = [directives.minFresh, directives.maxStale]
+        for seconds in [directives.maxAge, directives.sharedMaxAge, directives.staleIfError] + requestBounds {
             if let seconds { try check(seconds >= 0, "negative delta-seconds \(seconds)") }
         }
         guard bytes.count(where: { $0 == UInt8(ascii: "\"") }).isMultiple(of: 2) else { return }
-        let extended = CacheControl(text + ", max-age=5, no-store")
+        let extended = CacheControl(text + ", max-age=5, no-store, max-stale=7")
         try check(extended.maxAge == (directives.maxAge ?? 5), "max-age \(String(describing: extended.maxAge))")
+        try check(extended.maxStale == (directives.maxStale ?? 7), "max-stale \(String(describing: extended.maxStale))")
         try check(extended.noStore, "no-store appended was not read")
     }
 
