@@ -12,11 +12,11 @@ import FoundationNetworking
 ///   response with neither `max-age` nor `Expires` is stored only if it has a validator, and revalidated
 ///   each time it is used.
 /// - **Stale responses are revalidated** (unless the request's `max-stale` accepts one that does not say
-///   `must-revalidate`; a request's `min-fresh` treats a response that expires sooner as stale): the request
-///   goes out with `If-None-Match` (the stored `ETag`) and `If-Modified-Since` (the stored `Last-Modified`); a `304` updates the stored header fields and the
-///   stored response answers, with its own status (a `200`), to the layers outside. A `304` thrown as a
-///   ``CourierError`` by a status validation layer inside counts too. When the updated response may no longer
-///   be stored (the `304` says `no-store`, or sets a cookie), it answers this request only and every stored
+///   `must-revalidate`; a request's `min-fresh` treats a response that expires sooner as stale): the request goes out
+///   with `If-None-Match` (the stored `ETag`) and `If-Modified-Since` (the stored `Last-Modified`); a `304` updates the
+///   stored header fields and the stored response answers, with its own status (a `200`), to the layers outside. A
+///   `304` thrown as a ``CourierError`` by a status validation layer inside counts too. When the updated response may
+///   no longer be stored (the `304` says `no-store`, or sets a cookie), it answers this request only and every stored
 ///   response of the resource is removed. A `304` whose `ETag` (or, without one, `Last-Modified`) is not the stored
 ///   response's is for another representation (RFC 9111 §4.3.4): it updates nothing, and the request is sent again
 ///   without conditions.
@@ -49,10 +49,9 @@ import FoundationNetworking
 /// - **Concurrent misses** for the same request go to the server once (the ``RequestCoalescer`` machinery);
 ///   every caller gets the result (unless the response Varies on a tracing field the callers' requests may differ
 ///   in, or on anything, `Vary: *`: then each caller that joined looks up or fetches its own), and a cancelled
-///   caller stops waiting without cancelling the others. Across
-///   the processes that share a store, a store that coordinates fills (``HTTPCacheStore/beginFill(for:holder:)``)
-///   lets one of them fetch while the others wait for what it stores, each no longer than its lease, and never
-///   past a caller's deadline.
+///   caller stops waiting without cancelling the others. Across the processes that share a store, a store that
+///   coordinates fills (``HTTPCacheStore/beginFill(for:holder:)``) lets one of them fetch while the others wait
+///   for what it stores, each no longer than its lease, and never past a caller's deadline.
 ///
 /// Each lookup or store is one call to the ``HTTPCacheStore``; a fresh hit costs that lookup, and sends nothing.
 /// What a stored response's fields say, and the `HTTPURLResponse` served from it, are worked out once per entry

@@ -10,15 +10,15 @@ extension Middleware {
     /// // 1,000 concurrent `GET /config` with the same credentials: one request on the wire.
     /// ```
     ///
-    /// Requests are identical when their method, URL and header fields match, except for per-request
-    /// tracing ids; `Authorization` and `Cookie` are always part of the comparison, so callers with
-    /// different credentials never share a response. A response that Varies on a tracing id the key leaves
-    /// out, or on anything (`Vary: *`), is not shared either: each caller that joined sends its own. `POST` and the other methods, and requests with a
-    /// body, are never coalesced, nor is a streamed call (``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)``:
-    /// its body has one reader). See ``RequestCoalescer`` for the exact key and for cancellation: a
-    /// cancelled caller stops waiting at once, and the shared call is cancelled only when every caller has
-    /// gone. Likewise a caller's deadline (a whole-call timeout outside) ends only its own wait: the shared
-    /// call runs under no caller's ``Deadline``.
+    /// Requests are identical when their method, URL and header fields match, except for per-request tracing ids;
+    /// `Authorization` and `Cookie` are always part of the comparison, so callers with different credentials never
+    /// share a response. A response that Varies on a tracing id the key leaves out, or on anything (`Vary: *`), is not
+    /// shared either: each caller that joined sends its own. `POST` and the other methods, and requests with a body,
+    /// are never coalesced, nor is a streamed call
+    /// (``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)``: its body has one reader). See
+    /// ``RequestCoalescer`` for the exact key and for cancellation: a cancelled caller stops waiting at once, and the
+    /// shared call is cancelled only when every caller has gone. Likewise a caller's deadline (a whole-call timeout
+    /// outside) ends only its own wait: the shared call runs under no caller's ``Deadline``.
     ///
     /// **Where it goes**: inside `authenticating` (the key then includes the credential actually sent), and
     /// outside the per-attempt layers it should share (timeout, status validation, the transport). Retry
