@@ -14,6 +14,15 @@ import FoundationNetworking
 struct CacheAttackTests: CachingSuite {
     private let start = Date(timeIntervalSince1970: 1_700_000_000)
 
+    /// A client whose only layer is a cache in memory on `clock`, in front of `transport`.
+    private func cachingClient(_ transport: some Transport, clock: ManualClock = ManualClock()) -> Client {
+        Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(HTTPCache(clock: clock, startDate: start))]
+        )
+    }
+
     /// A resource whose version the test changes, answering `If-None-Match` with a `304` when it matches.
     private final class Resource: Sendable {
         let state = LockedState((version: 1, full: 0, notModified: 0))
@@ -300,11 +309,7 @@ struct CacheAttackTests: CachingSuite {
                 headers: ["ETag": "\"\(tenant)\"", "Vary": "X-Tenant", "Cache-Control": "max-age=0"]
             )
         }
-        let client = Client(
-            baseURL: exampleBaseURL,
-            transport: transport,
-            middleware: [.caching(HTTPCache(clock: ManualClock(), startDate: start))]
-        )
+        let client = cachingClient(transport)
         #expect(text(try await client.send(get("/doc", ["X-Tenant": "a"]))) == "for a")
         #expect(text(try await client.send(get("/doc", ["X-Tenant": "a"]))) == "for a")
         #expect(text(try await client.send(get("/doc", ["X-Tenant": "b"]))) == "for b")
@@ -347,11 +352,7 @@ struct CacheAttackTests: CachingSuite {
             let user = request.header("X-User-Id") ?? "nobody"
             return .status(200, body: "profile of \(user)", headers: ["Cache-Control": "private, max-age=600"])
         }
-        let client = Client(
-            baseURL: exampleBaseURL,
-            transport: transport,
-            middleware: [.caching(HTTPCache(clock: ManualClock(), startDate: start))]
-        )
+        let client = cachingClient(transport)
         #expect(text(try await client.send(get("/profile", ["X-User-Id": "42"]))) == "profile of 42")
         // The server said the response is for one user only (RFC 9111 §5.2.2.7); the cache answers user 43 with it.
         #expect(text(try await client.send(get("/profile", ["X-User-Id": "43"]))) == "profile of 43")
@@ -362,11 +363,7 @@ struct CacheAttackTests: CachingSuite {
     @Test("only-if-cached never reaches the server (RFC 9111 §5.2.1.7): a miss is a 504")
     func onlyIfCached() async throws {
         let transport = MockTransport { _ in .status(200, body: "fresh", headers: ["Cache-Control": "max-age=600"]) }
-        let client = Client(
-            baseURL: exampleBaseURL,
-            transport: transport,
-            middleware: [.caching(HTTPCache(clock: ManualClock(), startDate: start))]
-        )
+        let client = cachingClient(transport)
         let result = try await client.send(get("/doc", ["Cache-Control": "only-if-cached"]))
         #expect(transport.callCount == 0)
         #expect(result.1.statusCode == 504)
@@ -391,11 +388,7 @@ struct CacheAttackTests: CachingSuite {
         let transport = MockTransport { request in
             .status(200, body: "call \(request.callIndex)", headers: ["Cache-Control": "max-age=600"])
         }
-        let client = Client(
-            baseURL: exampleBaseURL,
-            transport: transport,
-            middleware: [.caching(HTTPCache(clock: clock, startDate: start))]
-        )
+        let client = cachingClient(transport, clock: clock)
         #expect(text(try await client.send(get("/doc"))) == "call 0")
         clock.advance(by: .seconds(500))
         // 100 s of freshness left: enough for min-fresh=60 …
@@ -418,11 +411,7 @@ struct CacheAttackTests: CachingSuite {
         let transport = MockTransport { request in
             .status(200, body: "call \(request.callIndex)", headers: ["Cache-Control": "max-age=60"])
         }
-        let client = Client(
-            baseURL: exampleBaseURL,
-            transport: transport,
-            middleware: [.caching(HTTPCache(clock: clock, startDate: start))]
-        )
+        let client = cachingClient(transport, clock: clock)
         #expect(text(try await client.send(get("/doc"))) == "call 0")
         clock.advance(by: .seconds(120))
         // Stale by 60 s.
@@ -447,11 +436,7 @@ struct CacheAttackTests: CachingSuite {
                 }
             return .status(200, body: "call \(request.callIndex)", headers: ["Cache-Control": directives])
         }
-        let client = Client(
-            baseURL: exampleBaseURL,
-            transport: transport,
-            middleware: [.caching(HTTPCache(clock: clock, startDate: start))]
-        )
+        let client = cachingClient(transport, clock: clock)
         #expect(text(try await client.send(get("/strict"))) == "call 0")
         #expect(text(try await client.send(get("/lenient"))) == "call 1")
         #expect(text(try await client.send(get("/always"))) == "call 2")
