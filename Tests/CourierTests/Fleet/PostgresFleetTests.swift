@@ -27,6 +27,12 @@ enum PostgresTestServer {
     static let skipReason: Comment =
         "COURIER_POSTGRES_URL is not set: export COURIER_POSTGRES_URL=$(Scripts/start-postgres)"
 
+    /// The timeout of the cache stores of tests that are not about it: ten seconds rather than the default one.
+    /// A store call on a machine busy with the fleet suites (eight replica processes on two cores) can take
+    /// longer than a second, a query that opens a connection more so; one such call that timed out failed a
+    /// test about something else.
+    static let storeTimeout: Duration = .seconds(10)
+
     static func configuration(port: Int? = nil) -> PostgresClient.Configuration {
         let url = url!
         return PostgresClient.Configuration(
@@ -63,6 +69,54 @@ enum PostgresTestServer {
                 throw error
             }
         }
+    }
+
+    /// Runs `body` while another session of `client` holds the lock `lockSQL` takes, in a transaction that ends
+    /// when `body` does, however it ends.
+    ///
+    /// A test that released the lock only after its last `try` kept it when a step threw: the table's `DROP`
+    /// in ``withClient(configuration:dropTable:_:)`` then waited for the transaction forever, and the test failed
+    /// on its time limit a minute later, hiding the step's error. And a session that failed before it took the
+    /// lock left the test waiting for it; here its error is thrown instead.
+    static func whileLocked<Result: Sendable>(
+        _ client: PostgresClient,
+        _ lockSQL: String,
+        _ body: () async throws -> Result
+    ) async throws -> Result {
+        let (locked, lockTaken) = AsyncStream<Void>.makeStream()
+        let (release, releaseLock) = AsyncStream<Void>.makeStream()
+        let holder = Task {
+            defer { lockTaken.finish() }
+            try await client.withConnection { connection in
+                let logger = Logger(label: "lock")
+                try await connection.withTransaction(logger: logger) { connection in
+                    _ = try await connection.query(PostgresQuery(unsafeSQL: lockSQL), logger: logger)
+                    lockTaken.yield()
+                    for await _ in release { break }
+                }
+            }
+        }
+        var taken = false
+        for await _ in locked {
+            taken = true
+            break
+        }
+        guard taken else {
+            // The session ended without the lock: its error says why.
+            try await holder.join()
+            throw CourierError(.invalidRequest, message: "the session ended without taking the lock")
+        }
+        let result: Result
+        do {
+            result = try await body()
+        } catch {
+            releaseLock.finish()
+            try? await holder.join()
+            throw error
+        }
+        releaseLock.finish()
+        try await holder.join()
+        return result
     }
 }
 

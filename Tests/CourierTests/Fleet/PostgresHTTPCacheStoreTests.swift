@@ -78,7 +78,11 @@ struct PostgresHTTPCacheStoreTests {
     @Test("A response round-trips exactly: status, headers, binary body, both dates to the last bit, variant")
     func roundTrip() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout
+            )
             try await store.createTable()
             let requested = Date(
                 timeIntervalSinceReferenceDate: Date().timeIntervalSinceReferenceDate.rounded() + 0.1 + 0.2
@@ -119,7 +123,11 @@ struct PostgresHTTPCacheStoreTests {
     )
     func variantsAndRemoval() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout
+            )
             try await store.createTable()
             let resource = Self.url.absoluteString
             let get = HTTPCacheKey(resource: resource, partition: "GET")
@@ -147,7 +155,12 @@ struct PostgresHTTPCacheStoreTests {
     func sizeLimit() async throws {
         try await PostgresTestServer.withClient { client, table in
             let small = response("12345")
-            let store = try PostgresHTTPCacheStore(client: client, table: table, maximumResponseBytes: small.size)
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                maximumResponseBytes: small.size
+            )
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             try await store.store(response("123456"), for: key)
@@ -211,7 +224,13 @@ struct PostgresHTTPCacheStoreTests {
     @Test("A cleanup skips expired rows another session holds and deletes the others without waiting")
     func cleanupSkipsLockedRows() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table, cleanupInterval: .seconds(3600))
+            // A cleanup that waited for the lock would wait the store's timeout and throw.
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                cleanupInterval: .seconds(3600)
+            )
             try await store.createTable()
             // The first store cleans up: it stores a fresh row, so that the old ones are all there afterwards.
             try await store.store(
@@ -223,25 +242,12 @@ struct PostgresHTTPCacheStoreTests {
                 let key = HTTPCacheKey(resource: "https://api.example.test/old/\(index)", partition: "GET")
                 try await store.store(response("old \(index)", received: old), for: key)
             }
-            let (locked, lockTaken) = AsyncStream<Void>.makeStream()
-            let (release, releaseLock) = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await client.withConnection { connection in
-                    let logger = Logger(label: "lock")
-                    try await connection.withTransaction(logger: logger) { connection in
-                        _ = try await connection.query(
-                            "SELECT 1 FROM \(unescaped: table) ORDER BY keep_until LIMIT 1 FOR UPDATE",
-                            logger: logger
-                        )
-                        lockTaken.yield()
-                        for await _ in release { break }
-                    }
-                }
+            let deleted = try await PostgresTestServer.whileLocked(
+                client,
+                "SELECT 1 FROM \(table) ORDER BY keep_until LIMIT 1 FOR UPDATE"
+            ) {
+                try await store.removeExpired()
             }
-            for await _ in locked { break }
-            let deleted = try await store.removeExpired()
-            releaseLock.finish()
-            try await holder.join()
             #expect(deleted == 2)
             #expect(try await rowCount(client, table) == 2)
             #expect(try await store.removeExpired() == 1)
@@ -271,7 +277,11 @@ struct PostgresHTTPCacheStoreTests {
             try await PostgresHTTPCacheStore(client: client, table: table).createTable()
             let transport = origin()
             let replicas = try (0..<2).map { _ in
-                let store = try PostgresHTTPCacheStore(client: client, table: table)
+                let store = try PostgresHTTPCacheStore(
+                    client: client,
+                    table: table,
+                    timeout: PostgresTestServer.storeTimeout
+                )
                 return Client(
                     transport: transport,
                     middleware: [.caching(HTTPCache(store: store, partitionSecret: secret))]
@@ -302,7 +312,11 @@ struct PostgresHTTPCacheStoreTests {
             let transport = origin()
             let other = HTTPCache.PartitionSecret(Array("another secret, another fleet".utf8))
             for partitionSecret in [secret, other, nil, nil] {
-                let store = try PostgresHTTPCacheStore(client: client, table: table)
+                let store = try PostgresHTTPCacheStore(
+                    client: client,
+                    table: table,
+                    timeout: PostgresTestServer.storeTimeout
+                )
                 let cache = HTTPCache(store: store, partitionSecret: partitionSecret)
                 _ = try await Client(transport: transport, middleware: [.caching(cache)]).send(request("alice"))
             }
@@ -314,7 +328,11 @@ struct PostgresHTTPCacheStoreTests {
     @Test("No credential reaches the table: not the Authorization value, the URL's password, a query key or the secret")
     func noCredentialInTable() async throws {
         try await PostgresTestServer.withClient { [secret] client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout
+            )
             try await store.createTable()
             let transport = MockTransport { _ in
                 .status(
@@ -359,7 +377,11 @@ struct PostgresHTTPCacheStoreTests {
     @Test("A response carrying a credential header is not written; the cache reports storeFailed and answers")
     func credentialHeaderInResponseIsRefused() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout
+            )
             try await store.createTable()
             let events = Locked<[CacheEvent.Kind]>([])
             let transport = MockTransport { _ in
@@ -382,8 +404,18 @@ struct PostgresHTTPCacheStoreTests {
     @Test("Fills: one holder at a time per key, released by its holder only, its waiters woken by NOTIFY")
     func fillContract() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let a = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(30))
-            let b = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(30))
+            let a = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                fillLease: .seconds(30)
+            )
+            let b = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                fillLease: .seconds(30)
+            )
             try await a.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let otherKey = HTTPCacheKey(
@@ -410,7 +442,12 @@ struct PostgresHTTPCacheStoreTests {
     @Test("A holder that died: its fill ends with its lease, on the database's clock, and the next replica takes it")
     func fillLeaseExpires() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .milliseconds(300))
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                fillLease: .milliseconds(300)
+            )
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let start = ContinuousClock.now
@@ -542,30 +579,9 @@ struct PostgresHTTPCacheStoreTests {
         try await PostgresTestServer.withClient { client, table in
             try await PostgresHTTPCacheStore(client: client, table: table).createTable()
             // Another session holds the table in ACCESS EXCLUSIVE mode: every statement on it waits.
-            let (locked, lockTaken) = AsyncStream<Void>.makeStream()
-            let (release, releaseLock) = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await client.withConnection { connection in
-                    let logger = Logger(label: "lock")
-                    try await connection.withTransaction(logger: logger) { connection in
-                        _ = try await connection.query(
-                            "LOCK TABLE \(unescaped: table) IN ACCESS EXCLUSIVE MODE",
-                            logger: logger
-                        )
-                        lockTaken.yield()
-                        for await _ in release { break }
-                    }
-                }
-            }
-            for await _ in locked { break }
-            do {
+            try await PostgresTestServer.whileLocked(client, "LOCK TABLE \(table) IN ACCESS EXCLUSIVE MODE") {
                 try await expectCallerDeadline(client: client, table: table)
-            } catch {
-                releaseLock.finish()
-                throw error
             }
-            releaseLock.finish()
-            try await holder.join()
         }
     }
 

@@ -108,7 +108,11 @@ struct PostgresStoreAttackTests {
     @Test("One row that does not decode is skipped: the key's other rows still answer, and the cache still caches")
     func undecodableRowDoesNotPoisonTheKey() async throws {
         try await Self.withTables { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout
+            )
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let good = Self.response("good")
@@ -138,7 +142,11 @@ struct PostgresStoreAttackTests {
     @Test("A row with NaN, infinite or extreme dates and status decodes and is served or refetched, never a trap")
     func extremeNumbersInARow() async throws {
         try await Self.withTables { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table)
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout
+            )
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let dates: [Double] = [.nan, .infinity, -.infinity, .greatestFiniteMagnitude, -1e300, 0]
@@ -254,8 +262,18 @@ struct PostgresStoreAttackTests {
     func cancelledFillerEndsItsFill() async throws {
         try await Self.withTables { client, table in
             let lease = Duration.seconds(40)
-            let a = try PostgresHTTPCacheStore(client: client, table: table, fillLease: lease)
-            let b = try PostgresHTTPCacheStore(client: client, table: table, fillLease: lease)
+            let a = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                fillLease: lease
+            )
+            let b = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                fillLease: lease
+            )
             try await a.createTable()
             let arrived = Arrivals()
             let hanging = MockTransport.hanging(counting: arrived)
@@ -297,6 +315,7 @@ struct PostgresStoreAttackTests {
             let other = try PostgresHTTPCacheStore(
                 client: client,
                 table: "\(schemas[1]).cache",
+                timeout: PostgresTestServer.storeTimeout,
                 fillLease: .seconds(30)
             )
             try await mine.createTable()
@@ -322,10 +341,16 @@ struct PostgresStoreAttackTests {
             #expect(waited >= .seconds(5), "woken by another schema's fill")
 
             // Its own table, spelled without the schema by one replica and with it by the other: woken.
-            let plain = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(30))
+            let plain = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                fillLease: .seconds(30)
+            )
             let qualified = try PostgresHTTPCacheStore(
                 client: client,
                 table: "public.\(table)",
+                timeout: PostgresTestServer.storeTimeout,
                 fillLease: .seconds(30)
             )
             try await plain.createTable()
@@ -343,7 +368,12 @@ struct PostgresStoreAttackTests {
     )
     func foreignLeaseIsClamped() async throws {
         try await Self.withTables { client, table in
-            let store = try PostgresHTTPCacheStore(client: client, table: table, fillLease: .seconds(5))
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                fillLease: .seconds(5)
+            )
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let fillKey = PostgresHTTPCacheStore.fillKey(key)
@@ -400,30 +430,14 @@ struct PostgresStoreAttackTests {
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             // Another session holds the table of fills: the fill's INSERT waits behind it.
-            let (locked, lockTaken) = AsyncStream<Void>.makeStream()
-            let (release, releaseLock) = AsyncStream<Void>.makeStream()
-            let holder = Task {
-                try await client.withConnection { connection in
-                    let logger = Logger(label: "lock")
-                    try await connection.withTransaction(logger: logger) { connection in
-                        _ = try await connection.query(
-                            "LOCK TABLE \(unescaped: table)_fills IN ACCESS EXCLUSIVE MODE",
-                            logger: logger
-                        )
-                        lockTaken.yield()
-                        for await _ in release { break }
-                    }
-                }
+            try await PostgresTestServer.whileLocked(client, "LOCK TABLE \(table)_fills IN ACCESS EXCLUSIVE MODE") {
+                let begun = Task { try await store.beginFill(for: key, holder: "told it failed") }
+                await clock.waitForSleepers(count: 1)
+                // The INSERT is in the server, waiting for the lock, when the store gives up on it.
+                while try await Self.insertsInFills(client, table: table) == 0 { await Task.yield() }
+                clock.advance(by: .seconds(1))
+                await #expect(throws: CourierError.self) { try await begun.join() }
             }
-            for await _ in locked { break }
-            let begun = Task { try await store.beginFill(for: key, holder: "told it failed") }
-            await clock.waitForSleepers(count: 1)
-            // The INSERT is in the server, waiting for the lock, when the store gives up on it.
-            while try await Self.insertsInFills(client, table: table) == 0 { await Task.yield() }
-            clock.advance(by: .seconds(1))
-            await #expect(throws: CourierError.self) { try await begun.join() }
-            releaseLock.finish()
-            try await holder.join()
             // The abandoned statement ends once the lock is gone; then, within the store's timeout of real time (on a
             // busy machine, five seconds), nobody holds the fill: the next replica takes it.
             while try await Self.insertsInFills(client, table: table) > 0 { await Task.yield() }
