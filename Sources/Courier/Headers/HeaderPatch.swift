@@ -31,7 +31,24 @@ struct HeaderPatch: Sendable {
         self.operations = operations
     }
 
+    private init(operations: [Operation]) {
+        self.operations = operations
+    }
+
     var isEmpty: Bool { operations.isEmpty }
+
+    /// The fields' values, in order.
+    var values: [String] { operations.map(\.value) }
+
+    /// The fields whose names are not credential headers (``CredentialHeaders/contains(_:)``), and those that
+    /// are. Every field of a name goes to the same side, so each side replaces and adds as the whole did.
+    func separatingCredentials() -> (plain: HeaderPatch, credentials: HeaderPatch) {
+        let isCredential = operations.map { CredentialHeaders.contains($0.name) }
+        return (
+            HeaderPatch(operations: zip(operations, isCredential).filter { !$0.1 }.map(\.0)),
+            HeaderPatch(operations: zip(operations, isCredential).filter { $0.1 }.map(\.0))
+        )
+    }
 
     func apply(to request: inout URLRequest) {
         for operation in operations {

@@ -6,25 +6,37 @@ import FoundationNetworking
 
 extension Middleware {
     /// Adds header fields to every request, replacing any value the request already has under the same
-    /// name.
+    /// name; a credential header only to the requests `origins` allows.
     ///
     /// ```swift
     /// let client = Client(
     ///     baseURL: URL(string: "https://api.example.com")!,
-    ///     middleware: [.headers(["User-Agent": "courier/1.0", "Accept-Language": "en"])]
+    ///     middleware: [.headers(["User-Agent": "courier/1.0", "Accept-Language": "en", "X-API-Key": apiKey])]
     /// )
     /// ```
     ///
     /// The first field of a name replaces the request's value; further fields of the same name (made with
     /// ``HTTPHeaders/add(name:value:)``) are added after it, so a header can carry several values.
     ///
+    /// **Credentials stay with their origins.** A field whose name is a credential header
+    /// (``CredentialHeaders/contains(_:)`` when the middleware is made: `Authorization`, `Cookie`, `X-API-Key`, a
+    /// name containing `token`, …) is added only to requests for `origins` (the client's base URL's origin by
+    /// default; see ``CredentialOrigins``), never to a pre-signed link or a CDN on another origin, and never on
+    /// a redirect hop that left the first request's origin. Through a client without a base URL, such a field
+    /// makes every request fail with ``CourierError/Code/invalidRequest`` unless `origins` names them with
+    /// ``CredentialOrigins/only(_:)-(URL...)``. For a credential that changes or is refreshed, use
+    /// ``authenticating(token:scheme:origins:)`` and its siblings.
+    ///
     /// The fields are checked once, when the middleware is made. A name that is not an HTTP token, or a
     /// value containing CR, LF or NUL (header injection), makes every request through this middleware
     /// fail with ``CourierError/Code/invalidRequest`` before anything is sent. It does not crash: header
     /// values often come from configuration, and a server should report them, not trap.
     ///
+    /// - Parameters:
+    ///   - headers: The fields to add.
+    ///   - origins: The origins that receive the fields that are credential headers.
     /// - Returns: A middleware named `"headers"`.
-    public static func headers(_ headers: HTTPHeaders) -> Middleware {
+    public static func headers(_ headers: HTTPHeaders, origins: CredentialOrigins = .baseURL) -> Middleware {
         let name = "headers"
         let patch: HeaderPatch
         do {
@@ -37,9 +49,23 @@ extension Middleware {
         if patch.isEmpty {
             return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in try await next(request) }
         }
+        let (plain, credentials) = patch.separatingCredentials()
+        if credentials.isEmpty {
+            return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
+                var request = request
+                plain.apply(to: &request)
+                return try await next(request)
+            }
+        }
+        if let problem = origins.problem {
+            return .failing(name: name, message: problem)
+        }
+        // Printed nowhere, as an authenticating middleware's token is not.
+        for value in credentials.values { Redaction.registerSecret(value) }
         return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
             var request = request
-            patch.apply(to: &request)
+            plain.apply(to: &request)
+            if try origins.allows(request, through: next) { credentials.apply(to: &request) }
             return try await next(request)
         }
     }

@@ -119,4 +119,52 @@ struct HeadersTests {
         #expect(Middleware.headers(["A": "b"]).name == "headers")
         #expect(Middleware.jsonHeaders.name == "jsonHeaders")
     }
+    @Test("a credential field goes only to the base URL's origin; the other fields go everywhere")
+    func credentialsStayWithTheirOrigin() async throws {
+        let transport = MockTransport.ok
+        let client = makeClient(
+            transport,
+            [.headers(["X-API-Key": "key-3f9a", "Authorization": "Bearer t-77", "User-Agent": "courier/1.0"])]
+        )
+        for url in [
+            "https://api.example.test/v1/me", "https://cdn.example.net/report.csv", "http://api.example.test/v1/me",
+            "https://api.example.test:8443/v1/me",
+        ] {
+            _ = try await client.send(URLRequest(url: URL(string: url)!))
+        }
+        let sent = transport.requests
+        #expect(sent.count == 4)
+        #expect(sent.first?.value(forHTTPHeaderField: "X-API-Key") == "key-3f9a")
+        #expect(sent.first?.value(forHTTPHeaderField: "Authorization") == "Bearer t-77")
+        for request in sent {
+            #expect(request.value(forHTTPHeaderField: "User-Agent") == "courier/1.0")
+        }
+        for request in sent.dropFirst() {
+            #expect(request.value(forHTTPHeaderField: "X-API-Key") == nil, "\(request.url!)")
+            #expect(request.value(forHTTPHeaderField: "Authorization") == nil, "\(request.url!)")
+        }
+    }
+
+    @Test("without a base URL, a credential field fails every request unless its origins are named")
+    func credentialsWithoutBaseURL() async throws {
+        let transport = MockTransport.ok
+        let url = URL(string: "https://api.example.test/v1/me")!
+        let unnamed = Client(transport: transport, middleware: [.headers(["X-API-Key": "key-3f9a"])])
+        let error = await #expect(throws: CourierError.self) { try await unnamed.send(URLRequest(url: url)) }
+        #expect(error?.code == .invalidRequest)
+        #expect(error.map { !"\($0)".contains("key-3f9a") } == true)
+        #expect(transport.callCount == 0)
+
+        let named = Client(
+            transport: transport,
+            middleware: [.headers(["X-API-Key": "key-3f9a"], origins: .only(URL(string: "https://api.example.test")!))]
+        )
+        _ = try await named.send(URLRequest(url: url))
+        _ = try await named.send(URLRequest(url: URL(string: "https://cdn.example.net/f")!))
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "X-API-Key") } == ["key-3f9a", nil])
+        // Plain fields need no origin.
+        let plain = Client(transport: transport, middleware: [.headers(["User-Agent": "courier/1.0"])])
+        _ = try await plain.send(URLRequest(url: url))
+        #expect(transport.callCount == 3)
+    }
 }

@@ -79,6 +79,7 @@ struct StackInvariantTests {
         let refresherTokens: [String]
         let urlToken: String
         let password: String
+        let headerKey: String
 
         /// A text in every one of the secrets, and in no other tenant's.
         let marker: String
@@ -92,9 +93,12 @@ struct StackInvariantTests {
             refresherTokens = (1...8).map { "refresher-SECRET-\(tag)-v\($0)-j0k1" }
             urlToken = "url-SECRET-\(tag)-l2m3n4"
             password = "pw-SECRET-\(tag)-o5p6"
+            headerKey = "header-SECRET-\(tag)-q7r8"
         }
 
-        var all: [String] { [staticToken, tenantKey, providerToken, urlToken, password] + refresherTokens }
+        var all: [String] {
+            [staticToken, tenantKey, providerToken, urlToken, password, headerKey] + refresherTokens
+        }
     }
 
     /// What one tenant's client is made of: its layers, its refresher, if any, and its counter.
@@ -159,6 +163,7 @@ struct StackInvariantTests {
             case .idempotencyKey: tenant.middleware.append(.idempotencyKey())
             case .caching: tenant.middleware.append(.caching(cache))
             case .rateLimiting: tenant.middleware.append(.rateLimiting(limiter))
+            case .headers(let header): tenant.middleware.append(.headers([header: secrets.headerKey]))
             }
         }
         return tenant

@@ -26,6 +26,8 @@ struct StackCase: CustomStringConvertible {
         case caching
         /// `.rateLimiting`, with the limiter's longest wait.
         case rateLimiting(maximumWait: Duration)
+        /// `.headers`, with a static credential in `header`.
+        case headers(header: String)
 
         var description: String {
             switch self {
@@ -42,6 +44,7 @@ struct StackCase: CustomStringConvertible {
             case .idempotencyKey: "idempotencyKey"
             case .caching: "caching"
             case .rateLimiting(let wait): "rateLimiting(maximumWait: \(wait))"
+            case .headers(let header): "headers(\(header))"
             }
         }
 
@@ -55,7 +58,8 @@ struct StackCase: CustomStringConvertible {
 
         var credentialHeader: String? {
             switch self {
-            case .staticToken(let header), .tokenProvider(let header), .refresher(let header): header
+            case .staticToken(let header), .tokenProvider(let header), .refresher(let header), .headers(let header):
+                header
             default: nil
             }
         }
@@ -187,6 +191,13 @@ struct StackCase: CustomStringConvertible {
         for layer in extra {
             pool.insert(layer, at: Int(layerDraw.next() % UInt64(pool.count + 1)))
         }
+        // A static credential in `.headers`, from a stream of its own too.
+        var headersDraw = SplitMix64.derived(seed: seed, 7)
+        if headersDraw.nextUnitInterval() < 0.3 {
+            // Names no authenticating layer of the model uses: the fields would replace that layer's credential.
+            let header = ["X-Partner-Token", "Cookie"][Int(headersDraw.next() % 2)]
+            pool.insert(.headers(header: header), at: Int(headersDraw.next() % UInt64(pool.count + 1)))
+        }
         layers = pool
         method = pick(["GET", "GET", "PUT", "POST", "POST", "DELETE", "PATCH"])
         body = method == "GET" || method == "DELETE" ? .none : pick([.bytes, .bytes, .stream])
@@ -203,7 +214,8 @@ struct StackCase: CustomStringConvertible {
         for layer in layers {
             switch layer {
             case .timeout(let duration): return duration
-            case .counting, .logging, .idempotencyKey, .validatingStatus, .staticToken, .tokenProvider: continue
+            case .counting, .logging, .idempotencyKey, .validatingStatus, .staticToken, .tokenProvider, .headers:
+                continue
             default: return nil
             }
         }
