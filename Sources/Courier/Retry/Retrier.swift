@@ -67,14 +67,20 @@ struct Retrier<C: Clock<Duration>>: Sendable {
                 }
             case .retry(let event):
                 policy.onRetry?(event)
-                let record = CallRecord.current
-                record?.recordAttempt(attempt + 1)
-                if event.delay > .zero {
-                    try await clock.sleep(for: event.delay)
-                    record?.addBackoff(event.delay)
-                } else {
-                    try Task.checkCancellation()
+                do {
+                    if event.delay > .zero {
+                        try await clock.sleep(for: event.delay)
+                    } else {
+                        try Task.checkCancellation()
+                    }
+                } catch {
+                    // Cancelled while it waited: the retry is not sent, and its token goes back to the budget.
+                    policy.budget?.returnRetry()
+                    throw error
                 }
+                let record = CallRecord.current
+                if event.delay > .zero { record?.addBackoff(event.delay) }
+                record?.recordAttempt(attempt + 1)
                 // `decide` has checked that the body can be sent again; a streamed one is made afresh.
                 request = Replay.fresh(request)
                 attempt += 1
@@ -108,7 +114,6 @@ struct Retrier<C: Clock<Duration>>: Sendable {
         }
         guard policy.allowsSendingAgain(method: request.httpMethod, header: { request.value(forHTTPHeaderField: $0) })
         else { return .giveUp }
-        guard Replay.isReplayable(request) else { return .cannotReplay }
 
         var delay: Duration
         var retryAfter: Duration?
@@ -128,6 +133,12 @@ struct Retrier<C: Clock<Duration>>: Sendable {
             guard delay < deadline.timeLeft else { return .giveUp }
         }
         if let budget = policy.budget, !budget.withdrawForRetry() { return .giveUp }
+        // Last: a call that would not be retried anyway (a `Retry-After` past the cap, no time or budget left)
+        // ends with its response or error, not with the refusal to send its body again.
+        guard Replay.isReplayable(request) else {
+            policy.budget?.returnRetry()
+            return .cannotReplay
+        }
         delay = max(delay, .zero)
         let reason: RetryEvent.Reason
         switch failure {

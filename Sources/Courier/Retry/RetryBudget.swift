@@ -98,4 +98,9 @@ public final class RetryBudget: Sendable {
         let now = elapsed()
         return state.withLock { $0.withdrawForRetry(now: now) }
     }
+
+    /// Gives back the token of a retry that was not sent.
+    func returnRetry() {
+        state.withLock { $0.returnRetry() }
+    }
 }

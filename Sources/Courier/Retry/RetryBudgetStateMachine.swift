@@ -56,6 +56,13 @@ struct RetryBudgetStateMachine: Sendable, Equatable {
         return true
     }
 
+    /// A retry that took a token was not sent after all (its call was cancelled while it waited, or its body
+    /// cannot be sent again): the token goes back, and the retry is not counted.
+    mutating func returnRetry() {
+        retries = max(0, retries - 1)
+        deposit(Self.unit)
+    }
+
     /// Adds the floor's tokens for the time since the last refill. A `now` earlier than the last refill (read
     /// from the clock before another thread's later reading took the lock) adds nothing.
     mutating func refill(now: Duration) {

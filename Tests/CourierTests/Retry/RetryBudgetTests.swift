@@ -88,6 +88,53 @@ struct RetryBudgetTests {
         #expect(budget.statistics.refusals == 1)
     }
 
+    @Test("a caller cancelled while its retry waits gives the retry's token back, and no retry is counted")
+    func cancelledBackoffReturnsItsToken() async throws {
+        let clock = ManualClock()
+        let budget = RetryBudget(ratio: 0, minimumPerSecond: 1, maximumBalance: 1, clock: clock)
+        let transport = MockTransport(.status(503))
+        let policy = RetryPolicy(backoff: .constant(.seconds(10)), budget: budget)
+        let client = Client(transport: transport, middleware: [.retry(policy, clock: clock)])
+        let call = Task { try await client.send(RetryFixtures.request()) }
+        await clock.waitForSleepers(count: 1)
+        #expect(budget.balance < 1)  // taken for the retry that waits
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.join() }
+        #expect(budget.balance == 1)
+        #expect(budget.statistics.retries == 0)
+        #expect(transport.callCount == 1)
+    }
+
+    @Test("a one-shot body whose retry the budget refuses ends with the last response, not bodyNotReplayable")
+    func emptyBudgetWithOneShotBody() async throws {
+        let budget = RetryBudget(ratio: 0, minimumPerSecond: 0, clock: ManualClock())
+        let transport = MockTransport(.status(503))
+        let policy = RetryPolicy(backoff: .immediate, budget: budget)
+        let client = Client(transport: transport, middleware: [.retry(policy)])
+        var request = RetryFixtures.request("PUT")
+        request.httpBodyStream = InputStream(data: Data("x".utf8))
+        let (_, response) = try await client.send(request)
+        #expect(response.statusCode == 503)
+        #expect(transport.callCount == 1)
+        #expect(budget.statistics.refusals == 1)
+    }
+
+    @Test("a one-shot body that cannot be sent again takes no token from the budget")
+    func oneShotBodyTakesNoToken() async throws {
+        let budget = RetryBudget(ratio: 0, minimumPerSecond: 1, maximumBalance: 1, clock: ManualClock())
+        let transport = MockTransport(.status(503))
+        let client = Client(
+            transport: transport,
+            middleware: [.retry(RetryPolicy(backoff: .immediate, budget: budget))]
+        )
+        var request = RetryFixtures.request("PUT")
+        request.httpBodyStream = InputStream(data: Data("x".utf8))
+        let error = await #expect(throws: CourierError.self) { try await client.send(request) }
+        #expect(error?.code == .bodyNotReplayable)
+        #expect(budget.balance == 1)
+        #expect(budget.statistics.retries == 0)
+    }
+
     /// Sends `count` concurrent requests through `policy` to a server that always answers 503 and
     /// returns how many attempts reached it.
     private func storm(count: Int, policy: RetryPolicy) async throws -> Int {

@@ -352,4 +352,21 @@ struct TransientErrorTests {
         #expect(!RetryPolicy.isTransient(CourierError(.decodingFailed, message: "x")))
         #expect(!RetryPolicy.isTransient(CourierError(.invalidRequest, message: "x")))
     }
+    @Test(
+        "a one-shot body the server asks to retry later than the cap, or past the deadline, ends with the last response",
+        arguments: ["3600", "20"]
+    )
+    func oneShotBodyNotRetriedAnyway(_ retryAfter: String) async throws {
+        let clock = ManualClock()
+        let transport = MockTransport(.status(429, headers: ["Retry-After": retryAfter]))
+        let client = Client(
+            transport: transport,
+            middleware: [.timeout(.seconds(10), clock: clock), .retry(RetryFixtures.policy(), clock: clock)]
+        )
+        var request = RetryFixtures.request("PUT")
+        request.httpBodyStream = InputStream(data: Data("x".utf8))
+        let (_, response) = try await clock.run { [request] in try await client.send(request) }
+        #expect(response.statusCode == 429)
+        #expect(transport.callCount == 1)
+    }
 }
