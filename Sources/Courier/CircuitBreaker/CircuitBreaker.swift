@@ -24,7 +24,10 @@ public import FoundationNetworking
 ///
 /// What counts as a failure is ``Policy/isFailure``; by default transport errors, timeouts and `5xx`
 /// responses. Any other outcome, a `404` for instance, shows that the host is up and counts as a success.
-/// Cancellation counts as neither.
+/// Cancellation counts as neither, and so does a request that never left the process: a layer inside shed it
+/// (``CourierError/Code/concurrencyLimited``, ``CourierError/Code/rateLimited``, another circuit's
+/// ``CourierError/Code/circuitOpen``), the client was shut down, or the request could not be built. A probe
+/// shed so decides nothing, like a cancelled one.
 ///
 /// Time comes from an injected clock (`ContinuousClock` by default; a manual clock in tests). The state
 /// lives under a lock in this object; each host's logic is a value-type state machine. Hosts whose circuit
@@ -56,7 +59,7 @@ public final class CircuitBreaker: Sendable {
         /// How long the circuit stays open before a probe is let through.
         public var cooldown: Duration
         /// Whether an outcome counts as a failure: the response, or the error the rest of the chain threw.
-        /// `CancellationError` never reaches it.
+        /// `CancellationError` never reaches it, nor the error of a request that never left the process.
         public var isFailure: @Sendable (Result<HTTPURLResponse, any Error>) -> Bool
 
         /// Creates a policy.
@@ -211,9 +214,19 @@ public final class CircuitBreaker: Sendable {
 
     /// Classifies what the rest of the chain returned or threw.
     func outcome(of result: Result<HTTPURLResponse, any Error>) -> CircuitBreakerStateMachine.Outcome {
-        if case .failure(let error) = result, error is CancellationError || Task.isCancelled { return .ignored }
+        if case .failure(let error) = result {
+            if error is CancellationError || Task.isCancelled { return .ignored }
+            // Refused on this side before anything reached the host: it says nothing about the host's health.
+            if let error = error as? CourierError, Self.refusedBeforeSending.contains(error.code) { return .ignored }
+        }
         return policy.isFailure(result) ? .failure : .success
     }
+
+    /// The errors of a request that never left this process: a layer inside shed it (a full queue, a rate
+    /// limit, another open circuit), the client was shut down, or the request could not be built.
+    static let refusedBeforeSending: Set<CourierError.Code> = [
+        .concurrencyLimited, .rateLimited, .circuitOpen, .clientShutDown, .invalidRequest, .encodingFailed,
+    ]
 
     private static func publicState(_ state: CircuitBreakerStateMachine.State, now: Duration) -> State {
         switch state {

@@ -79,6 +79,34 @@ struct CircuitBreakingTests {
         #expect(upstream.transport.callCount == 4)
     }
 
+    @Test(
+        "a request a layer inside refused before sending counts neither way, and a probe refused so decides nothing",
+        arguments: [CourierError.Code.concurrencyLimited, .rateLimited, .circuitOpen]
+    )
+    func refusedBeforeSending(_ code: CourierError.Code) async throws {
+        upstream.set(503, for: hostA)
+        let shedding = Locked(false)
+        let shed = Middleware(name: "shed") { request, next in
+            if shedding.value { throw CourierError(code, message: "refused before sending") }
+            return try await next(request)
+        }
+        let breaker = CircuitBreaker(.init(failureThreshold: 2, cooldown: .seconds(10)), clock: clock)
+        let client = Client(transport: upstream.transport, middleware: [.circuitBreaker(breaker), shed])
+        _ = try await client.send(URLRequest(url: hostA))
+        shedding.withLock { $0 = true }
+        await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+        #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 1), "a shed request reset the count")
+
+        shedding.withLock { $0 = false }
+        _ = try await client.send(URLRequest(url: hostA))
+        #expect(breaker.state(for: hostA) == .open)
+        clock.advance(by: .seconds(10))
+        shedding.withLock { $0 = true }
+        await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+        #expect(breaker.state(for: hostA) == .halfOpen, "a shed probe closed the circuit")
+        #expect(upstream.transport.callCount == 2)
+    }
+
     @Test("a failed probe opens the circuit for another full cooldown")
     func probeFailureReopens() async throws {
         let (breaker, client) = circuit(hostAAnswering: 502, threshold: 1, cooldown: .seconds(10))
