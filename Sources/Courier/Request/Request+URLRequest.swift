@@ -48,6 +48,9 @@ extension Request {
             case .stream(let source): request.httpBodyStream = UploadBodyStream(source)
             }
             if let contentType, request.value(forHTTPHeaderField: "Content-Type") == nil {
+                // Checked as the header fields are: FoundationNetworking drops a value with CR or LF silently, and
+                // Darwin's Foundation keeps it (header injection).
+                try RequestValidation.validateHeader(name: "Content-Type", value: contentType, request: request)
                 request.setValue(contentType, forHTTPHeaderField: "Content-Type")
             }
         }

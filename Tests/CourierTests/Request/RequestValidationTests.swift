@@ -236,4 +236,14 @@ struct RequestValidationTests {
         #expect(error?.code == .encodingFailed)
         #expect(error?.underlying is EncodingError)
     }
+    @Test(
+        "a body's Content-Type with CR, LF or NUL is an invalid request, from send and from urlRequest alike",
+        arguments: ["text/plain\r\nX-Injected: 1", "text/plain\nX-Injected: 1", "text/plain\u{0}"]
+    )
+    func contentTypeInjection(_ contentType: String) async throws {
+        let request = Request<EmptyResponse>.post("/x", body: .data(Data("x".utf8), contentType: contentType))
+        let error = await refusal(request)
+        #expect(error?.code == .invalidRequest)
+        #expect(throws: CourierError.self) { try request.urlRequest(baseURL: exampleBaseURL) }
+    }
 }
