@@ -49,7 +49,8 @@ import FoundationNetworking
 /// - **Concurrent misses** for the same request go to the server once (the ``RequestCoalescer`` machinery);
 ///   every caller gets the result (unless the response Varies on a tracing field the callers' requests may differ
 ///   in, or on anything, `Vary: *`: then each caller that joined looks up or fetches its own), and a cancelled
-///   caller stops waiting without cancelling the others. Across the processes that share a store, a store that
+///   caller stops waiting without cancelling the others. A caller that comes after an unsafe request through
+///   this cache changed the resource never joins a fetch that began before the change. Across the processes that share a store, a store that
 ///   coordinates fills (``HTTPCacheStore/beginFill(for:holder:)``) lets one of them fetch while the others wait
 ///   for what it stores, each no longer than its lease, and never past a caller's deadline.
 ///
@@ -143,7 +144,10 @@ public final class HTTPCache: Sendable {
             return Self.gatewayTimeout(url)
         }
         // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
-        guard let coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
+        guard var coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
+        // A caller that comes after an unsafe request changed the resource does not join a fetch that began before
+        // (and may bring back the resource as it was): the invalidation is part of the key.
+        coalescingKey.invalidation = invalidations.withLock { $0.lastInvalidation(of: key.resource) } ?? 0
         let shared = try await coalescer.share(coalescingKey) { try await self.fetch(lookup, next: next) }
         // A caller that joined another's fetch sent the same fields except those the coalescer leaves out of its key
         // (tracing ids, `baggage`): a response that Varies on one of them, or on anything (`*`), answers only the

@@ -36,6 +36,13 @@ struct InvalidationLog: Sendable {
         if !inFlight.isEmpty { invalidated[resource] = generation }
     }
 
+    /// The generation of the last invalidation of `resource` while a fetch that began before it is still in
+    /// flight, or `nil`. Callers that see different values must not share a fetch: the one that began before the
+    /// invalidation may bring back the resource as it was before the change.
+    func lastInvalidation(of resource: String) -> UInt64? {
+        invalidated[resource]
+    }
+
     /// Whether `resource` was invalidated after a fetch that began at `begun` began.
     func isInvalidated(_ resource: String, since begun: UInt64) -> Bool {
         (invalidated[resource] ?? 0) > begun

@@ -48,6 +48,10 @@ public final class RequestCoalescer: Sendable {
         let url: String
         /// The fields not ignored: names lowercased, values exactly as sent; sorted by name.
         let headers: [Header]
+        /// The caching layer's generation of the last invalidation of the resource while a fetch of it was in flight
+        /// (``InvalidationLog/lastInvalidation(of:)``), 0 when none: a call that began after an unsafe request
+        /// changed the resource never joins a fetch that began before, whose response may predate the change.
+        var invalidation: UInt64 = 0
 
         /// Compared and hashed by bytes (``ExactString``): values canonically equivalent but different in bytes
         /// (two tenants' identifiers, say) are different requests to the server.
@@ -67,12 +71,14 @@ public final class RequestCoalescer: Sendable {
 
         static func == (lhs: Self, rhs: Self) -> Bool {
             lhs.method.hasSameBytes(as: rhs.method) && lhs.url.hasSameBytes(as: rhs.url) && lhs.headers == rhs.headers
+                && lhs.invalidation == rhs.invalidation
         }
 
         func hash(into hasher: inout Hasher) {
             hasher.combine(utf8Of: method)
             hasher.combine(utf8Of: url)
             hasher.combine(headers)
+            hasher.combine(invalidation)
         }
     }
 

@@ -168,6 +168,23 @@ struct CacheAttackTests: CachingSuite {
         #expect(text(try await client.send(get("/doc"))) == "version 2")
     }
 
+    @Test("a read that begins after a PUT returned does not join a fetch that began before it")
+    func readAfterWriteDoesNotJoinEarlierFetch() async throws {
+        let server = RacingServer()
+        let cache = HTTPCache(clock: ManualClock(), startDate: start)
+        let client = Client(baseURL: exampleBaseURL, transport: server.transport, middleware: [.caching(cache)])
+        let gate = server.holdNextRead()
+        let read = Task { try await client.send(get("/doc")) }
+        await server.arrivals.wait(for: 1)  // the server answered version 1, on its way
+        _ = try await client.send(get("/doc", method: "PUT"))
+        let later = Task { try await client.send(get("/doc")) }
+        // Either the later read joins the first one's fetch, or it goes to the server on its own.
+        try await waitUntil { cache.waitingCallers == 2 || server.resource.full == 2 }
+        gate.open()
+        #expect(text(try await read.join()) == "version 1")
+        #expect(text(try await later.join()) == "version 2", "read sent after the write returned got the old version")
+    }
+
     // MARK: Redirects
 
     @Test("the response a 302 led to is not stored as the redirecting URL's own, with the target's lifetime")
