@@ -42,7 +42,8 @@ import FoundationNetworking
 ///   its `Location` and `Content-Location` on the same origin (however the origin is spelled), and of the URL a
 ///   redirect layer inside followed to on that origin (a `303`'s target), for every credential. A response that was
 ///   on its way when an unsafe request through this cache invalidated its resource is not stored, nor a `304`'s
-///   update kept: it may describe the resource before the change.
+///   update kept: it may describe the resource before the change (through another cache sharing the store, when
+///   the store says so: `PostgresHTTPCacheStore`, with the `Postgres` trait, does for every replica).
 /// - **stale-if-error**: when the server fails (an error, or 500, 502, 503 or 504), a stored response is
 ///   served instead only if it said so with `stale-if-error=<seconds>` and is not stale by more than that,
 ///   and never if it says `must-revalidate` or `no-cache`.

@@ -147,7 +147,8 @@ struct PostgresHTTPCacheStoreTests {
             #expect(try await store.responses(for: get).isEmpty)
             #expect(try await store.responses(for: alice).isEmpty)
             #expect(try await store.responses(for: other).map(\.body) == [Data("other".utf8)])
-            #expect(try await rowCount(client, table) == 1)
+            // The other resource's row, and the note of the invalidation (see invalidationNote).
+            #expect(try await rowCount(client, table) == 2)
         }
     }
 
@@ -269,6 +270,103 @@ struct PostgresHTTPCacheStoreTests {
         var request = URLRequest(url: Self.url)
         if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
         return request
+    }
+
+    @Test(
+        """
+        A read on its way at one replica while another replica's PUT changes the resource is not stored: the next \
+        read, on either replica, gets the new version from the server
+        """
+    )
+    func invalidationReachesEveryReplica() async throws {
+        try await PostgresTestServer.withClient { [secret] client, table in
+            try await PostgresHTTPCacheStore(client: client, table: table).createTable()
+            // The resource's version goes up with each PUT; a GET answers with the version it read, and the first
+            // GET waits at the gate after reading it, as a response on its way does.
+            let version = Locked(1)
+            let reads = Arrivals()
+            let gate = Gate()
+            let transport = MockTransport { request in
+                if request.httpMethod == "PUT" {
+                    version.withLock { $0 += 1 }
+                    return .status(204)
+                }
+                let read = version.value
+                reads.arrive()
+                if reads.count == 1 { await gate.wait() }
+                return .status(200, body: "version \(read)", headers: ["Cache-Control": "public, max-age=60"])
+            }
+            let replicas = try (0..<2).map { _ in
+                let store = try PostgresHTTPCacheStore(
+                    client: client,
+                    table: table,
+                    timeout: PostgresTestServer.storeTimeout
+                )
+                return Client(
+                    transport: transport,
+                    middleware: [.caching(HTTPCache(store: store, partitionSecret: secret))]
+                )
+            }
+            let onItsWay = Task { try await replicas[1].send(request("alice")) }
+            await reads.wait(for: 1)
+            var put = request("alice")
+            put.httpMethod = "PUT"
+            _ = try await replicas[0].send(put)
+            gate.open()
+            let (old, _) = try await onItsWay.join()
+            #expect(String(decoding: old, as: UTF8.self) == "version 1")
+
+            for replica in replicas {
+                let (body, _) = try await replica.send(request("alice"))
+                #expect(String(decoding: body, as: UTF8.self) == "version 2", "served what the PUT changed")
+            }
+        }
+    }
+
+    @Test(
+        """
+        A store refuses a response whose request began before an invalidation of its resource, or up to a second \
+        after; a later one is stored; lookups never see the note; the note goes with the cleanup
+        """
+    )
+    func invalidationNote() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let store = try PostgresHTTPCacheStore(
+                client: client,
+                table: table,
+                timeout: PostgresTestServer.storeTimeout,
+                cleanupInterval: .seconds(3600)
+            )
+            try await store.createTable()
+            let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
+            let other = HTTPCacheKey(resource: "https://api.example.test/other", partition: "GET")
+            try await store.store(response("before"), for: key)
+            try await store.removeResponses(forResource: key.resource)
+            #expect(try await store.responses(for: key).isEmpty)
+
+            let now = Date()
+            for begun in [now.addingTimeInterval(-30), now.addingTimeInterval(0.5)] {
+                try await store.store(response("predates it", received: begun), for: key)
+                #expect(try await store.responses(for: key).isEmpty, "stored a response begun at \(begun)")
+            }
+            // Another resource is not affected; a request begun well after the note is stored.
+            try await store.store(response("other", received: now.addingTimeInterval(-30)), for: other)
+            #expect(try await store.responses(for: other).count == 1)
+            try await store.store(response("after", received: now.addingTimeInterval(5)), for: key)
+            #expect(try await store.responses(for: key).map(\.body) == [Data("after".utf8)])
+
+            // A second invalidation keeps the later note; the note's row is the only one left of the resource.
+            try await store.removeResponses(forResource: key.resource)
+            try await store.removeResponses(forResource: key.resource)
+            #expect(try await rowCount(client, table) == 2)
+            // An hour later the note has expired: the cleanup deletes it, and an old response is stored again.
+            try await client.query(
+                PostgresQuery(unsafeSQL: "UPDATE \(table) SET keep_until = clock_timestamp() - interval '1 second'")
+            )
+            #expect(try await store.removeExpired() == 2)
+            try await store.store(response("predates it", received: now.addingTimeInterval(-30)), for: key)
+            #expect(try await store.responses(for: key).count == 1)
+        }
     }
 
     @Test("Two replicas with one secret, each with its own store on one table: one origin fetch for a credential")

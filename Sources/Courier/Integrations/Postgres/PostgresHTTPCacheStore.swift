@@ -16,6 +16,14 @@ import Foundation
 /// one `INSERT … ON CONFLICT DO UPDATE` (two replicas storing the same response at once leave one row), a removal
 /// one `DELETE` of every row of the resource.
 ///
+/// **Invalidations reach every replica.** A removal (an unsafe request's invalidation, through any replica's
+/// cache) also notes the time in a row of its own for ``invalidationMemory``, and a store writes nothing when the
+/// response's request began before a noted invalidation of its resource (or up to ``invalidationSkew`` after it,
+/// for clocks that differ): a response that was on its way at one replica while another changed the resource may
+/// describe it before the change, and is not served to the fleet for its lifetime. What this leaves: a store
+/// whose statement runs in the database at the same moment as the invalidation's (within a millisecond, at the
+/// end of a request that took a round trip to the server) may still leave the response stored.
+///
 /// **What the table holds.** No credential: the key's resource is kept only as its SHA-256 (so an API key in the
 /// query string is not in clear; the URL's user info is never in a key), the partition is the opaque identity
 /// ``HTTPCache`` computes (see ``HTTPCache/PartitionSecret``), and a credential header named by `Vary` is recorded
@@ -224,16 +232,33 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         let fields = try StoredForm.encodeFields(of: response)
         let body = response.body
         let keepUntil = Self.keepUntil(response, retention: retention)
-        try await bounded("store a response") { [client, table, logger] in
-            _ = try await client.query(
+        // The latest invalidation this response may predate: one noted after its request began, or up to
+        // `invalidationSkew` before (another machine's clock may be ahead of the database's).
+        let invalidatedAfter = response.requestDate.addingTimeInterval(
+            Self.invalidationMemory.timeInterval - Self.invalidationSkew.timeInterval
+        )
+        let marker = Self.invalidationPartition
+        let stored = try await bounded("store a response") { [client, table, logger] in
+            let rows = try await client.query(
                 """
                 INSERT INTO \(unescaped: table) (resource_hash, partition, variant_hash, fields, body, keep_until)
-                VALUES (\(resource), \(partition), \(variant), \(fields), \(body), \(keepUntil))
+                SELECT \(resource), \(partition), \(variant), \(fields), \(body), \(keepUntil)
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM \(unescaped: table)
+                    WHERE resource_hash = \(resource) AND partition = \(marker) AND keep_until > \(invalidatedAfter)
+                )
                 ON CONFLICT (resource_hash, partition, variant_hash) DO UPDATE
                 SET fields = EXCLUDED.fields, body = EXCLUDED.body, keep_until = EXCLUDED.keep_until
+                RETURNING 1
                 """,
                 logger: logger
             )
+            var stored = false
+            for try await _ in rows.decode(Int.self) { stored = true }
+            return stored
+        }
+        if !stored {
+            logger.debug("not stored: another replica invalidated the resource after the request began")
         }
         guard isCleanupDue() else { return }
         // The response is stored: a failed cleanup is logged, not thrown (the next interval tries again).
@@ -247,16 +272,45 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         }
     }
 
-    /// Removes every row of `resource`, whatever its partition and variant: one `DELETE`.
+    /// Removes every row of `resource`, whatever its partition and variant, and notes the invalidation for
+    /// ``invalidationMemory`` (a row of its own that lookups never see), so that no replica stores a response
+    /// whose request began before it: one statement.
     public func removeResponses(forResource resource: String) async throws {
         let resource = Self.hash(resource)
+        let marker = Self.invalidationPartition
+        let memory = Self.milliseconds(Self.invalidationMemory)
         try await bounded("remove the responses of a resource") { [client, table, logger] in
             _ = try await client.query(
-                "DELETE FROM \(unescaped: table) WHERE resource_hash = \(resource)",
+                """
+                WITH removed AS (
+                    DELETE FROM \(unescaped: table) WHERE resource_hash = \(resource) AND partition <> \(marker)
+                )
+                INSERT INTO \(unescaped: table) AS noted
+                    (resource_hash, partition, variant_hash, fields, body, keep_until)
+                VALUES (
+                    \(resource), \(marker), '\\x'::bytea, '\\x'::bytea, '\\x'::bytea,
+                    clock_timestamp() + (\(memory)::bigint * interval '1 millisecond')
+                )
+                ON CONFLICT (resource_hash, partition, variant_hash) DO UPDATE
+                SET keep_until = GREATEST(noted.keep_until, EXCLUDED.keep_until)
+                """,
                 logger: logger
             )
         }
     }
+
+    /// How long an invalidation is remembered: a response whose request began before it and that arrives within
+    /// this time is not stored by any replica. One hour, longer than any request's deadline should be.
+    public static let invalidationMemory: Duration = .seconds(3600)
+
+    /// How far a replica's clock may be ahead of the database's without a response that predates an invalidation
+    /// being stored: a response whose request began up to this long after the invalidation (by the replica's
+    /// clock) is not stored either. One second.
+    public static let invalidationSkew: Duration = .seconds(1)
+
+    /// The partition of the row that notes a resource's invalidation: no ``HTTPCacheKey`` has it (a partition
+    /// starts with the request's method, which has no space).
+    static let invalidationPartition = " invalidated"
 
     // MARK: Maintenance
 
