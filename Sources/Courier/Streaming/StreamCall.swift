@@ -46,8 +46,9 @@ final class StreamCall: Sendable {
     /// The body of `response`, the response the chain returned with `data`; every other body left is stopped.
     ///
     /// A middleware that returns a response object of its own in place of a streamed one (to change a header,
-    /// say) keeps the stream when exactly one body was left and it returned no bytes; otherwise `data` is the
-    /// body.
+    /// say) keeps the stream when exactly one body was left, of a response with the same status, and it returned
+    /// no bytes; otherwise `data` is the body. (A hedged call whose winner did not stream never gets the body of
+    /// a losing attempt's `200`.)
     func take(for response: HTTPURLResponse, data: Data) -> StreamedBody {
         let left = bodies.withLock { bodies in
             defer { bodies = [] }
@@ -56,7 +57,7 @@ final class StreamCall: Sendable {
         var chosen: StreamedBody?
         if let match = left.firstIndex(where: { $0.response === response }) {
             chosen = left[match].body
-        } else if left.count == 1, data.isEmpty {
+        } else if left.count == 1, data.isEmpty, left[0].response.statusCode == response.statusCode {
             chosen = left[0].body
         }
         for other in left where chosen.map({ $0.handle !== other.body.handle }) ?? true {

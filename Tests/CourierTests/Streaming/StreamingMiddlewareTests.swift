@@ -4,6 +4,10 @@ import Testing
 
 @testable import Courier
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// How the layers that keep or share responses treat a streamed call, and how counting sees it.
 @Suite("Streaming through the middleware")
 struct StreamingMiddlewareTests {
@@ -39,6 +43,24 @@ struct StreamingMiddlewareTests {
         #expect(counter.snapshot.cancelled == 1)
         #expect(counter.snapshot.inFlight == 0)
         #expect(client.lifecycle.inFlight == 0)
+    }
+
+    @Test(
+        "hedging: a winner that does not stream never gets the streamed body of a losing attempt",
+        .timeLimit(.minutes(1))
+    )
+    func hedgedWinnerKeepsItsOwnBody() async throws {
+        let mock = MockTransport { request in
+            guard request.callIndex == 0 else { return .status(503) }
+            // The original answers 200 as it is cancelled: its body is left behind for the call.
+            try? await waitForCancellation()
+            return .status(200, body: "the loser's body")
+        }
+        let client = Client(baseURL: base, transport: mock, middleware: [.hedging(after: .zero)])
+        let (body, response) = try await client.stream(URLRequest(url: base.appendingPathComponent("doc")))
+        #expect(response.statusCode == 503)
+        #expect(String(decoding: try await body.collect(upTo: 100), as: UTF8.self) == "")
+        #expect(mock.callCount == 2)
     }
 
     @Test("caching: a streamed call is neither stored nor answered from the cache")
