@@ -18,8 +18,13 @@ extension Middleware {
     /// Only requests whose method is idempotent (``HTTPMethod/isIdempotent``: `GET`, `HEAD`, `OPTIONS`,
     /// `TRACE`, `PUT`, `DELETE`) and whose body can be sent twice (bytes, or a body Courier streams and makes afresh for each attempt, not a
     /// one-shot `httpBodyStream` or a form with a one-shot stream part) are hedged; the others
-    /// pass straight through. Each extra attempt starts `delay` after the previous one, up to
-    /// `maxExtraAttempts` of them.
+    /// pass straight through, and so does a request with an `Idempotency-Key`: a server that honours the key
+    /// answers a second copy sent while the first is in progress with `409 Conflict`, which would win the race.
+    /// Each extra attempt starts `delay` after the previous one, up to `maxExtraAttempts` of them.
+    ///
+    /// A hedged write (`PUT`, `DELETE`) reaches the server twice, at nearly the same time: the copy that
+    /// answers first may have seen the other's effect (a `404` for a `DELETE` the original already did). Hedge
+    /// writes only where the server answers a repeat as it answered the first; hedging is for reads.
     ///
     /// - The first attempt to **return** wins, whatever its status: put status validation inside this
     ///   layer if a `5xx` should count as a failure instead, so that a slower attempt can still win.
@@ -53,7 +58,8 @@ extension Middleware {
         precondition(maxExtraAttempts >= 0, "maxExtraAttempts must not be negative")
         return Middleware(name: "hedging") { request, next in
             guard maxExtraAttempts > 0, Replay.isReplayable(request),
-                HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent
+                HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent,
+                request.value(forHTTPHeaderField: "Idempotency-Key") == nil
             else {
                 return try await next(request)
             }

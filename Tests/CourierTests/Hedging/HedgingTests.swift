@@ -131,6 +131,23 @@ struct HedgingTests {
         #expect(clock.totalSleeps == 0)
     }
 
+    @Test("a request with an Idempotency-Key is never hedged: a second copy in flight would get a 409")
+    func idempotencyKeyPassesThrough() async throws {
+        let transport = MockTransport.held(by: release, counting: arrived)
+        let client = Client(transport: transport, middleware: [.hedging(after: .zero, clock: clock)])
+        var request = URLRequest(url: url)
+        request.httpMethod = "PUT"
+        request.setValue("a1b2c3", forHTTPHeaderField: "Idempotency-Key")
+
+        let call = Task { try await client.send(request) }
+        await arrived.wait(for: 1)
+        release.open()
+        _ = try await call.join()
+
+        #expect(transport.callCount == 1)
+        #expect(clock.totalSleeps == 0)
+    }
+
     @Test("up to maxExtraAttempts hedges are sent, each a delay after the previous")
     func severalHedges() async throws {
         let transport = MockTransport { [arrived] _ in
