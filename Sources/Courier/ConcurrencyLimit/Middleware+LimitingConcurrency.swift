@@ -14,7 +14,9 @@ extension Middleware {
     /// )
     /// ```
     ///
-    /// A request holds its permit until the rest of the chain returns or throws. A cancelled waiter leaves
+    /// A request holds its permit until the rest of the chain returns or throws; a streamed call (`stream`,
+    /// `events`, `download`), until its head has arrived: the body that follows holds none, so that a caller
+    /// that opens a second stream before reading the first never waits for itself. A cancelled waiter leaves
     /// the queue at once (`CancellationError`) and never takes or leaks a permit. See ``ConcurrencyLimiter``
     /// for the details, and to share one limit between several clients.
     ///

@@ -63,6 +63,27 @@ struct StreamingMiddlewareTests {
         #expect(mock.callCount == 2)
     }
 
+    @Test(
+        "limitingConcurrency: a streamed call holds its permit until its head arrives, not while its body streams",
+        .timeLimit(.minutes(1))
+    )
+    func limiterPermitEndsWithTheHead() async throws {
+        let release = Gate()
+        let mock = MockTransport {
+            MockRoute.get("/feed").replies(.stream([.text("a"), .hold(until: release), .text("b")]))
+        }
+        let limiter = ConcurrencyLimiter(maxInFlight: 1)
+        let client = Client(baseURL: base, transport: mock, middleware: [.limitingConcurrency(limiter)])
+        let (first, _) = try await client.stream(.get("/feed"))
+        #expect(limiter.inFlight == 0)
+        // A second stream opened before the first is read gets its head at once.
+        let (second, _) = try await client.stream(.get("/feed"))
+        #expect(limiter.waiting == 0)
+        release.open()
+        #expect(String(decoding: try await first.collect(upTo: 10), as: UTF8.self) == "ab")
+        #expect(String(decoding: try await second.collect(upTo: 10), as: UTF8.self) == "ab")
+    }
+
     @Test("caching: a streamed call is neither stored nor answered from the cache")
     func cachingPassesStreamsThrough() async throws {
         let mock = MockTransport {
