@@ -94,4 +94,23 @@ struct BodyReplayTests {
         _ = try await client.send(request)
         #expect(recorder.bodies.value == [Data("hello world".utf8)])
     }
+    @Test(
+        "a refresh restarts a POST without an idempotency key only after its credential was rejected",
+        arguments: [(401, 2), (403, 1), (500, 1), (503, 1)]
+    )
+    func refreshRestartsOnlyARejectedPOST(_ status: Int, calls: Int) async throws {
+        let transport = MockTransport(.status(status), then: .ok)
+        let refresher = TokenRefresher(token: .init("t1-abcdefgh")) { _ in .init("t2-abcdefgh") }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
+        var request = URLRequest(url: exampleBaseURL.appendingPathComponent("orders"))
+        request.httpMethod = "POST"
+        request.httpBody = Data(#"{"item":7}"#.utf8)
+        _ = try await client.send(request)
+        #expect(transport.callCount == calls)
+        #expect(transport.requests.allSatisfy { $0.httpBody == request.httpBody })
+    }
 }
