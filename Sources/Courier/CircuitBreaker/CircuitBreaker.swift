@@ -29,6 +29,9 @@ public import FoundationNetworking
 /// ``CourierError/Code/circuitOpen``), the client was shut down, or the request could not be built. A probe
 /// shed so decides nothing, like a cancelled one.
 ///
+/// The breaker remembers at most 4,096 hosts: past that, circuits a few failures short of opening are forgotten
+/// first, so a client that calls many hosts (webhooks, a crawler) does not keep one entry per host forever.
+///
 /// Time comes from an injected clock (`ContinuousClock` by default; a manual clock in tests). The state
 /// lives under a lock in this object; each host's logic is a value-type state machine. Hosts whose circuit
 /// is closed with no failures take no memory.
@@ -202,7 +205,9 @@ public final class CircuitBreaker: Sendable {
                 circuits[hostKey]
                 ?? CircuitBreakerStateMachine(failureThreshold: policy.failureThreshold, cooldown: policy.cooldown)
             let action = machine.record(outcome, probe: ticket.isProbe, now: now)
+            let isNew = circuits[hostKey] == nil
             circuits[hostKey] = machine.isPristine ? nil : machine
+            if isNew, circuits.count > Self.trackedHostLimit { Self.forgetHosts(in: &circuits, keeping: hostKey) }
             switch action {
             case .none: return nil
             case .opened: return .open
@@ -211,6 +216,31 @@ public final class CircuitBreaker: Sendable {
         }
         if let change { onStateChange?(hostKey, change) }
     }
+
+    /// The most hosts whose circuits the breaker remembers. A client that calls many hosts (webhooks, a crawler)
+    /// would otherwise keep an entry for every host that ever failed once.
+    static let trackedHostLimit = 4096
+
+    /// Makes room when more than ``trackedHostLimit`` hosts are remembered: forgets the closed circuits (a few
+    /// failures short of opening), then, if more than half the limit is still there, any others but `kept`'s.
+    /// A host forgotten starts again from a clean circuit: at worst it is probed once more. Runs once per half a
+    /// limit of new hosts at most, so it costs O(1) per request on average.
+    private static func forgetHosts(in circuits: inout [String: CircuitBreakerStateMachine], keeping kept: String) {
+        circuits = circuits.filter { key, machine in
+            if key == kept { return true }
+            if case .closed = machine.state { return false }
+            return true
+        }
+        var excess = circuits.count - trackedHostLimit / 2
+        guard excess > 0 else { return }
+        for key in Array(circuits.keys) where key != kept && excess > 0 {
+            circuits[key] = nil
+            excess -= 1
+        }
+    }
+
+    /// How many hosts the breaker remembers now (for tests).
+    var trackedHosts: Int { circuits.withLock { $0.count } }
 
     /// Classifies what the rest of the chain returned or threw.
     func outcome(of result: Result<HTTPURLResponse, any Error>) -> CircuitBreakerStateMachine.Outcome {

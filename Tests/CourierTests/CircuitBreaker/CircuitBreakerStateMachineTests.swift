@@ -1,6 +1,12 @@
+import CourierTesting
+import Foundation
 import Testing
 
 @testable import Courier
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
 
 @Suite("CircuitBreakerStateMachine")
 struct CircuitBreakerStateMachineTests {
@@ -120,5 +126,25 @@ struct CircuitBreakerStateMachineTests {
         var machine = machine(threshold: 1, cooldown: .zero)
         #expect(machine.record(.failure, probe: false, now: .seconds(3)) == .opened)
         #expect(machine.admit(now: .seconds(3)) == .sendProbe)
+    }
+}
+
+@Suite("CircuitBreaker's memory of hosts")
+struct CircuitBreakerHostMemoryTests {
+    @Test("a client that calls many hosts keeps at most trackedHostLimit circuits, an open one before closed ones")
+    func boundedHosts() async throws {
+        let breaker = CircuitBreaker(.init(failureThreshold: 2, cooldown: .seconds(30)), clock: ManualClock())
+        let client = Client(transport: MockTransport(.status(503)), middleware: [.circuitBreaker(breaker)])
+        let dead = URL(string: "https://dead.example.test/")!
+        for _ in 0..<2 { _ = try await client.send(URLRequest(url: dead)) }
+        #expect(breaker.state(for: dead) == .open)
+        // One failure on each of many hosts: each is a circuit a failure short of opening.
+        for index in 0..<(CircuitBreaker.trackedHostLimit + 10) {
+            _ = try await client.send(URLRequest(url: URL(string: "https://h\(index).example.test/")!))
+        }
+        #expect(breaker.trackedHosts <= CircuitBreaker.trackedHostLimit)
+        #expect(breaker.state(for: dead) == .open)
+        let last = URL(string: "https://h\(CircuitBreaker.trackedHostLimit + 9).example.test/")!
+        #expect(breaker.state(for: last) == .closed(consecutiveFailures: 1))
     }
 }
