@@ -33,6 +33,24 @@ enum PostgresTestServer {
     /// test about something else.
     static let storeTimeout: Duration = .seconds(10)
 
+    /// A cache store on `table` with ``storeTimeout``, for a test that is not about the timeout.
+    static func cacheStore(
+        _ client: PostgresClient,
+        table: String,
+        maximumResponseBytes: Int = 1024 * 1024,
+        cleanupInterval: Duration = .seconds(60),
+        fillLease: Duration? = .seconds(10)
+    ) throws -> PostgresHTTPCacheStore {
+        try PostgresHTTPCacheStore(
+            client: client,
+            table: table,
+            timeout: storeTimeout,
+            maximumResponseBytes: maximumResponseBytes,
+            cleanupInterval: cleanupInterval,
+            fillLease: fillLease
+        )
+    }
+
     static func configuration(port: Int? = nil) -> PostgresClient.Configuration {
         let url = url!
         return PostgresClient.Configuration(

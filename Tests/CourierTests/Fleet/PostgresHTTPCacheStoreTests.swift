@@ -78,11 +78,7 @@ struct PostgresHTTPCacheStoreTests {
     @Test("A response round-trips exactly: status, headers, binary body, both dates to the last bit, variant")
     func roundTrip() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table)
             try await store.createTable()
             let requested = Date(
                 timeIntervalSinceReferenceDate: Date().timeIntervalSinceReferenceDate.rounded() + 0.1 + 0.2
@@ -123,11 +119,7 @@ struct PostgresHTTPCacheStoreTests {
     )
     func variantsAndRemoval() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table)
             try await store.createTable()
             let resource = Self.url.absoluteString
             let get = HTTPCacheKey(resource: resource, partition: "GET")
@@ -156,12 +148,7 @@ struct PostgresHTTPCacheStoreTests {
     func sizeLimit() async throws {
         try await PostgresTestServer.withClient { client, table in
             let small = response("12345")
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                maximumResponseBytes: small.size
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table, maximumResponseBytes: small.size)
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             try await store.store(response("123456"), for: key)
@@ -226,12 +213,7 @@ struct PostgresHTTPCacheStoreTests {
     func cleanupSkipsLockedRows() async throws {
         try await PostgresTestServer.withClient { client, table in
             // A cleanup that waited for the lock would wait the store's timeout and throw.
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                cleanupInterval: .seconds(3600)
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table, cleanupInterval: .seconds(3600))
             try await store.createTable()
             // The first store cleans up: it stores a fresh row, so that the old ones are all there afterwards.
             try await store.store(
@@ -297,11 +279,7 @@ struct PostgresHTTPCacheStoreTests {
                 return .status(200, body: "version \(read)", headers: ["Cache-Control": "public, max-age=60"])
             }
             let replicas = try (0..<2).map { _ in
-                let store = try PostgresHTTPCacheStore(
-                    client: client,
-                    table: table,
-                    timeout: PostgresTestServer.storeTimeout
-                )
+                let store = try PostgresTestServer.cacheStore(client, table: table)
                 return Client(
                     transport: transport,
                     middleware: [.caching(HTTPCache(store: store, partitionSecret: secret))]
@@ -331,12 +309,7 @@ struct PostgresHTTPCacheStoreTests {
     )
     func invalidationNote() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                cleanupInterval: .seconds(3600)
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table, cleanupInterval: .seconds(3600))
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let other = HTTPCacheKey(resource: "https://api.example.test/other", partition: "GET")
@@ -375,11 +348,7 @@ struct PostgresHTTPCacheStoreTests {
             try await PostgresHTTPCacheStore(client: client, table: table).createTable()
             let transport = origin()
             let replicas = try (0..<2).map { _ in
-                let store = try PostgresHTTPCacheStore(
-                    client: client,
-                    table: table,
-                    timeout: PostgresTestServer.storeTimeout
-                )
+                let store = try PostgresTestServer.cacheStore(client, table: table)
                 return Client(
                     transport: transport,
                     middleware: [.caching(HTTPCache(store: store, partitionSecret: secret))]
@@ -410,11 +379,7 @@ struct PostgresHTTPCacheStoreTests {
             let transport = origin()
             let other = HTTPCache.PartitionSecret(Array("another secret, another fleet".utf8))
             for partitionSecret in [secret, other, nil, nil] {
-                let store = try PostgresHTTPCacheStore(
-                    client: client,
-                    table: table,
-                    timeout: PostgresTestServer.storeTimeout
-                )
+                let store = try PostgresTestServer.cacheStore(client, table: table)
                 let cache = HTTPCache(store: store, partitionSecret: partitionSecret)
                 _ = try await Client(transport: transport, middleware: [.caching(cache)]).send(request("alice"))
             }
@@ -426,11 +391,7 @@ struct PostgresHTTPCacheStoreTests {
     @Test("No credential reaches the table: not the Authorization value, the URL's password, a query key or the secret")
     func noCredentialInTable() async throws {
         try await PostgresTestServer.withClient { [secret] client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table)
             try await store.createTable()
             let transport = MockTransport { _ in
                 .status(
@@ -475,11 +436,7 @@ struct PostgresHTTPCacheStoreTests {
     @Test("A response carrying a credential header is not written; the cache reports storeFailed and answers")
     func credentialHeaderInResponseIsRefused() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table)
             try await store.createTable()
             let events = Locked<[CacheEvent.Kind]>([])
             let transport = MockTransport { _ in
@@ -502,18 +459,8 @@ struct PostgresHTTPCacheStoreTests {
     @Test("Fills: one holder at a time per key, released by its holder only, its waiters woken by NOTIFY")
     func fillContract() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let a = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: .seconds(30)
-            )
-            let b = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: .seconds(30)
-            )
+            let a = try PostgresTestServer.cacheStore(client, table: table, fillLease: .seconds(30))
+            let b = try PostgresTestServer.cacheStore(client, table: table, fillLease: .seconds(30))
             try await a.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let otherKey = HTTPCacheKey(
@@ -540,12 +487,7 @@ struct PostgresHTTPCacheStoreTests {
     @Test("A holder that died: its fill ends with its lease, on the database's clock, and the next replica takes it")
     func fillLeaseExpires() async throws {
         try await PostgresTestServer.withClient { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: .milliseconds(300)
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table, fillLease: .milliseconds(300))
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let start = ContinuousClock.now

@@ -108,11 +108,7 @@ struct PostgresStoreAttackTests {
     @Test("One row that does not decode is skipped: the key's other rows still answer, and the cache still caches")
     func undecodableRowDoesNotPoisonTheKey() async throws {
         try await Self.withTables { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table)
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let good = Self.response("good")
@@ -144,11 +140,7 @@ struct PostgresStoreAttackTests {
     @Test("A row with NaN, infinite or extreme dates and status decodes and is served or refetched, never a trap")
     func extremeNumbersInARow() async throws {
         try await Self.withTables { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table)
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let dates: [Double] = [.nan, .infinity, -.infinity, .greatestFiniteMagnitude, -1e300, 0]
@@ -264,18 +256,8 @@ struct PostgresStoreAttackTests {
     func cancelledFillerEndsItsFill() async throws {
         try await Self.withTables { client, table in
             let lease = Duration.seconds(40)
-            let a = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: lease
-            )
-            let b = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: lease
-            )
+            let a = try PostgresTestServer.cacheStore(client, table: table, fillLease: lease)
+            let b = try PostgresTestServer.cacheStore(client, table: table, fillLease: lease)
             try await a.createTable()
             let arrived = Arrivals()
             let hanging = MockTransport.hanging(counting: arrived)
@@ -314,12 +296,7 @@ struct PostgresStoreAttackTests {
                 timeout: .seconds(10),
                 fillLease: .seconds(30)
             )
-            let other = try PostgresHTTPCacheStore(
-                client: client,
-                table: "\(schemas[1]).cache",
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: .seconds(30)
-            )
+            let other = try PostgresTestServer.cacheStore(client, table: "\(schemas[1]).cache", fillLease: .seconds(30))
             try await mine.createTable()
             try await other.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
@@ -343,18 +320,8 @@ struct PostgresStoreAttackTests {
             #expect(waited >= .seconds(5), "woken by another schema's fill")
 
             // Its own table, spelled without the schema by one replica and with it by the other: woken.
-            let plain = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: .seconds(30)
-            )
-            let qualified = try PostgresHTTPCacheStore(
-                client: client,
-                table: "public.\(table)",
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: .seconds(30)
-            )
+            let plain = try PostgresTestServer.cacheStore(client, table: table, fillLease: .seconds(30))
+            let qualified = try PostgresTestServer.cacheStore(client, table: "public.\(table)", fillLease: .seconds(30))
             try await plain.createTable()
             #expect(try await qualified.beginFill(for: key, holder: "holder") == nil)
             let woken = ContinuousClock.now
@@ -370,12 +337,7 @@ struct PostgresStoreAttackTests {
     )
     func foreignLeaseIsClamped() async throws {
         try await Self.withTables { client, table in
-            let store = try PostgresHTTPCacheStore(
-                client: client,
-                table: table,
-                timeout: PostgresTestServer.storeTimeout,
-                fillLease: .seconds(5)
-            )
+            let store = try PostgresTestServer.cacheStore(client, table: table, fillLease: .seconds(5))
             try await store.createTable()
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let fillKey = PostgresHTTPCacheStore.fillKey(key)
