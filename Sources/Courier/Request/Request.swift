@@ -15,7 +15,10 @@ public import FoundationNetworking
 /// **Paths** are appended to the client's base URL path: with the base `https://api.example.com/v1`,
 /// `"/users/42"` and `"users/42"` both mean `https://api.example.com/v1/users/42`. A string that starts
 /// with `http://` or `https://`, or a `URL`, is used as it is. Characters a path may not contain are
-/// percent-encoded (an existing `%XX` escape is kept); control characters are rejected.
+/// percent-encoded (an existing `%XX` escape is kept); control characters are rejected. The base URL's own
+/// query and fragment are not kept: pass query items with `query:`. A `/`, `?`, `#` or dot segment in the
+/// string keeps its meaning, so put a value you did not write yourself (an id a user typed) in a query item, or
+/// in the path through ``PathSegment/encoded(_:)``: `.get("/users/\(PathSegment.encoded(id))")`.
 ///
 /// **Query items** are percent-encoded per RFC 3986: every character but the unreserved ones
 /// (`A–Z a–z 0–9 - . _ ~`) is encoded, so a space is `%20`, `+` is `%2B`, `&` is `%26`, `=` is `%3D`, and

@@ -4,6 +4,10 @@ import Testing
 
 @testable import Courier
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// `Request`'s path joining and scheme check read the strings' UTF-8; these hold them to the `Character`-based
 /// code they replaced (kept here as the reference), on seeded strings.
 @Suite("Joining a path to the base URL, over UTF-8")
@@ -81,5 +85,27 @@ struct RequestURLJoiningTests {
         for path in ["http:/h", "https:", "httpss://", "ftp://h", "/http://", "http\u{301}://h"] {
             #expect(!Request<Data>.startsWithHTTPScheme(path))
         }
+    }
+    @Test(
+        "a value encoded with PathSegment is one segment: it never moves the path, adds a query or ends the path",
+        arguments: ["../admin", "42?role=admin", "a%2F..%2Fb", "..", ".", "a#b", "x/y", "é ü", ""]
+    )
+    func pathSegmentIsOneSegment(_ value: String) throws {
+        let segment = PathSegment.encoded(value)
+        let url = try Request<Data>.get("/users/\(segment)/orders").urlRequest(baseURL: exampleBaseURL).url!
+        #expect(url.query == nil)
+        #expect(url.fragment == nil)
+        #expect(url.absoluteString == "https://api.example.test/users/\(segment)/orders")
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)!.percentEncodedPath
+            .split(separator: "/", omittingEmptySubsequences: false)
+        #expect(components.count == 4)
+        #expect(components[2].removingPercentEncoding == value)
+    }
+
+    @Test("the base URL's query and fragment are not kept; the request's query items are")
+    func baseQueryIsNotKept() throws {
+        let base = URL(string: "https://api.example.test/v1?api-version=2024-01-01#top")!
+        let url = try Request<Data>.get("/users", query: ["page": "2"]).urlRequest(baseURL: base).url!
+        #expect(url.absoluteString == "https://api.example.test/v1/users?page=2")
     }
 }
