@@ -146,8 +146,12 @@ public final class HTTPCache: Sendable {
         }
         // Built only on a miss: a hit does not pay for the coalescing key (every header, sorted).
         guard var coalescingKey = coalescer.key(for: request) else { return try await fetch(lookup, next: next) }
-        // A caller that comes after an unsafe request changed the resource does not join a fetch that began before
-        // (and may bring back the resource as it was): the invalidation is part of the key.
+        // A caller that comes after an unsafe request changed the resource does not join a miss that began before
+        // (and may bring back the resource as it was, from the network or from a lookup that read the store before
+        // the change): the invalidation is part of the key. The miss is on the log from here, so that an
+        // invalidation during its first lookup is kept for the callers that come after it.
+        let begun = invalidations.withLock { $0.begin() }
+        defer { invalidations.withLock { $0.end(begun) } }
         coalescingKey.invalidation = invalidations.withLock { $0.lastInvalidation(of: key.resource) } ?? 0
         let shared = try await coalescer.share(coalescingKey) { try await self.fetch(lookup, next: next) }
         // A caller that joined another's fetch sent the same fields except those the coalescer leaves out of its key

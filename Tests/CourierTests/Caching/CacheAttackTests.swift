@@ -185,6 +185,59 @@ struct CacheAttackTests: CachingSuite {
         #expect(text(try await later.join()) == "version 2", "read sent after the write returned got the old version")
     }
 
+    /// A store in memory that, once armed, answers its first lookup with nothing and holds its second, with what
+    /// it read when asked, until ``gate`` opens: a lookup on its way while a `PUT` changes the resource.
+    private final class LookupRacingStore: HTTPCacheStore {
+        let base = InMemoryHTTPCacheStore()
+        let lookups = Locked<Int?>(nil)
+        let gate = Gate()
+        let held = Arrivals()
+
+        func responses(for key: HTTPCacheKey) async throws -> [CachedResponse] {
+            let turn = lookups.withLock { count -> Int? in
+                count = count.map { $0 + 1 }
+                return count
+            }
+            switch turn {
+            case 1:
+                return []
+            case 2:
+                let snapshot = try await base.responses(for: key)
+                held.arrive()
+                await gate.wait()
+                return snapshot
+            default:
+                return try await base.responses(for: key)
+            }
+        }
+
+        func store(_ response: CachedResponse, for key: HTTPCacheKey) async throws {
+            try await base.store(response, for: key)
+        }
+
+        func removeResponses(forResource resource: String) async throws {
+            try await base.removeResponses(forResource: resource)
+        }
+    }
+
+    @Test("a read that begins after a PUT returned does not join a miss whose lookup read the store before it")
+    func readAfterWriteDoesNotJoinEarlierLookup() async throws {
+        let server = RacingServer()
+        let store = LookupRacingStore()
+        let cache = HTTPCache(store: store, clock: ManualClock(), startDate: start)
+        let client = Client(baseURL: exampleBaseURL, transport: server.transport, middleware: [.caching(cache)])
+        #expect(text(try await client.send(get("/doc"))) == "version 1")  // stored
+        store.lookups.withLock { $0 = 0 }
+        let read = Task { try await client.send(get("/doc")) }
+        await store.held.wait(for: 1)  // its second lookup read version 1, before the PUT
+        _ = try await client.send(get("/doc", method: "PUT"))
+        let later = Task { try await client.send(get("/doc")) }
+        try await waitUntil { cache.waitingCallers == 2 || server.resource.full == 2 }
+        store.gate.open()
+        #expect(text(try await read.join()) == "version 1")
+        #expect(text(try await later.join()) == "version 2", "read sent after the write returned got the old version")
+    }
+
     // MARK: Redirects
 
     @Test("the response a 302 led to is not stored as the redirecting URL's own, with the target's lifetime")
