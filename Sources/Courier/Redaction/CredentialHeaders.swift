@@ -47,7 +47,8 @@ public enum CredentialHeaders {
     /// Adds `name` to the credential headers, from now on and for the whole process.
     ///
     /// Registering a name again changes nothing. A redirect middleware, a cache or a redaction made before the
-    /// call sees the name too: they ask ``contains(_:)`` each time.
+    /// call sees the name too: they ask ``contains(_:)`` each time. ``Middleware/headers(_:origins:)`` decides which
+    /// of its fields are credentials when it is made: register names first.
     ///
     /// - Parameter name: A header name, in any case; an empty name is ignored.
     public static func register(_ name: String) {

@@ -304,7 +304,7 @@ struct PostgresHTTPCacheStoreTests {
     @Test(
         """
         A store refuses a response whose request began before an invalidation of its resource, or up to a second \
-        after; a later one is stored; lookups never see the note; the note goes with the cleanup
+        after on either clock; a later one is stored; lookups never see the note; the note goes with the cleanup
         """
     )
     func invalidationNote() async throws {
@@ -314,30 +314,58 @@ struct PostgresHTTPCacheStoreTests {
             let key = HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET")
             let other = HTTPCacheKey(resource: "https://api.example.test/other", partition: "GET")
             try await store.store(response("before"), for: key)
+            // The note is made after this instant (one machine: the database's clock is this one).
+            let noted = Date()
             try await store.removeResponses(forResource: key.resource)
             #expect(try await store.responses(for: key).isEmpty)
 
-            let now = Date()
-            for begun in [now.addingTimeInterval(-30), now.addingTimeInterval(0.5)] {
-                try await store.store(response("predates it", received: begun), for: key)
-                #expect(try await store.responses(for: key).isEmpty, "stored a response begun at \(begun)")
+            /// A response to a request sent at `sent` by a clock `ahead` of the database's, answered now.
+            func answered(_ body: String, sent: Date, ahead: TimeInterval = 0) -> CachedResponse {
+                var stored = response(body, received: sent.addingTimeInterval(ahead))
+                stored.responseDate = Date().addingTimeInterval(ahead)
+                return stored
             }
-            // Another resource is not affected; a request begun well after the note is stored.
-            try await store.store(response("other", received: now.addingTimeInterval(-30)), for: other)
+            // Sent before the note; within the margin after it; and before it by a replica whose clock is 30 s
+            // ahead of the database's (its dates say 30 s after the note; the time its request took does not lie).
+            for stale in [
+                answered("predates it", sent: noted.addingTimeInterval(-30)),
+                answered("within the margin", sent: noted.addingTimeInterval(0.5)),
+                answered("clock ahead", sent: noted.addingTimeInterval(-5), ahead: 30),
+            ] {
+                try await store.store(stale, for: key)
+                #expect(
+                    try await store.responses(for: key).isEmpty,
+                    "stored \(String(decoding: stale.body, as: UTF8.self))"
+                )
+            }
+            // Dates no clock gives (a response decoded from elsewhere) are stored or refused, never a trap.
+            for date in [Date(timeIntervalSinceReferenceDate: .nan), Date(timeIntervalSinceReferenceDate: 1e300)] {
+                try await store.store(response("odd", received: date), for: key)
+                _ = try await store.responses(for: key)
+            }
+            try await store.removeResponses(forResource: key.resource)
+            // Another resource is not affected; a request sent two seconds after the note, on both clocks, is stored.
+            try await store.store(response("other", received: noted.addingTimeInterval(-30)), for: other)
             #expect(try await store.responses(for: other).count == 1)
-            try await store.store(response("after", received: now.addingTimeInterval(5)), for: key)
+            try await client.query(
+                PostgresQuery(
+                    unsafeSQL: "UPDATE \(table) SET keep_until = keep_until - interval '2 seconds' "
+                        + "WHERE partition = ' invalidated'"
+                )
+            )
+            try await store.store(answered("after", sent: Date()), for: key)
             #expect(try await store.responses(for: key).map(\.body) == [Data("after".utf8)])
 
             // A second invalidation keeps the later note; the note's row is the only one left of the resource.
             try await store.removeResponses(forResource: key.resource)
             try await store.removeResponses(forResource: key.resource)
             #expect(try await rowCount(client, table) == 2)
-            // An hour later the note has expired: the cleanup deletes it, and an old response is stored again.
+            // Ten minutes later the note has expired: the cleanup deletes it, and an old response is stored again.
             try await client.query(
                 PostgresQuery(unsafeSQL: "UPDATE \(table) SET keep_until = clock_timestamp() - interval '1 second'")
             )
             #expect(try await store.removeExpired() == 2)
-            try await store.store(response("predates it", received: now.addingTimeInterval(-30)), for: key)
+            try await store.store(response("predates it", received: noted.addingTimeInterval(-30)), for: key)
             #expect(try await store.responses(for: key).count == 1)
         }
     }

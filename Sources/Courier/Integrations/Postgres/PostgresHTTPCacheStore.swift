@@ -14,12 +14,14 @@ import Foundation
 /// One row per ``HTTPCacheKey`` and ``CachedResponse/variant``, in a table Courier creates
 /// (``createTableSQL(table:)``). Each operation is one statement: a lookup is one `SELECT` by primary key, a store
 /// one `INSERT … ON CONFLICT DO UPDATE` (two replicas storing the same response at once leave one row), a removal
-/// one `DELETE` of every row of the resource.
+/// one `DELETE` of every row of the resource that also notes the time (below).
 ///
-/// **Invalidations reach every replica.** A removal (an unsafe request's invalidation, through any replica's
-/// cache) also notes the time in a row of its own for ``invalidationMemory``, and a store writes nothing when the
-/// response's request began before a noted invalidation of its resource (or up to ``invalidationSkew`` after it,
-/// for clocks that differ): a response that was on its way at one replica while another changed the resource may
+/// **Invalidations reach every replica.** A removal (an unsafe request's invalidation through any replica's
+/// cache, or a stored response the cache may no longer keep) also notes the time in a row of its own for
+/// ``invalidationMemory``, and a store writes nothing when the response's request began before a noted
+/// invalidation of its resource, or up to ``invalidationSkew`` after it (when it began is taken as the earlier of
+/// the replica's clock and the database's clock less the time the request took, so a replica whose clock is
+/// ahead does not escape the note): a response that was on its way at one replica while another changed the resource may
 /// describe it before the change, and is not served to the fleet for its lifetime. What this leaves: a store
 /// whose statement runs in the database at the same moment as the invalidation's (within a millisecond, at the
 /// end of a request that took a round trip to the server) may still leave the response stored.
@@ -37,10 +39,11 @@ import Foundation
 /// **How long rows stay.** A row is kept while its response is fresh, then for ``retention`` more (a stale
 /// response with a validator is revalidated with a `304` rather than fetched again), or for its
 /// `stale-if-error` period when that is longer; never more than a year after it was received. Rows past that are
-/// invisible to lookups and deleted: at most ``cleanupLimit`` of them by the first ``store(_:for:)`` of each
-/// ``cleanupInterval`` on each replica, or by ``removeExpired(limit:)`` from a job of your own. A response whose
-/// ``CachedResponse/size`` is above ``maximumResponseBytes`` is not stored. The table therefore holds what the
-/// API made cacheable within a retention period, and no more.
+/// invisible to lookups and deleted: at most ``cleanupLimit`` of them by the first ``store(_:for:)`` or
+/// ``removeResponses(forResource:)`` of each ``cleanupInterval`` on each replica, or by ``removeExpired(limit:)``
+/// from a job of your own. A response whose ``CachedResponse/size`` is above ``maximumResponseBytes`` is not
+/// stored. The table therefore holds what the API made cacheable within a retention period, and a note for each
+/// resource invalidated in the last ``invalidationMemory``, and no more.
 ///
 /// **When the database is slow or down.** Every operation gives up after ``timeout`` (and at once when the
 /// caller is cancelled, whatever the connection does), and throws: the cache then goes to the server as if
@@ -231,12 +234,15 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         let variant = Self.hash(response.variant)
         let fields = try StoredForm.encodeFields(of: response)
         let body = response.body
-        let keepUntil = Self.keepUntil(response, retention: retention)
-        // The latest invalidation this response may predate: one noted after its request began, or up to
-        // `invalidationSkew` before (another machine's clock may be ahead of the database's).
-        let invalidatedAfter = response.requestDate.addingTimeInterval(
-            Self.invalidationMemory.timeInterval - Self.invalidationSkew.timeInterval
-        )
+        let keepUntil = Self.databaseDate(Self.keepUntil(response, retention: retention))
+        // When the request began, as early as it may have: by this machine's clock, and by the database's (now,
+        // less the time the request took: the response's two dates are on one clock, whatever time it shows),
+        // the earlier of the two, less `invalidationSkew`. A note later than that is an invalidation the response
+        // may predate.
+        let requestDate = Self.databaseDate(response.requestDate)
+        let roundTrip = Self.milliseconds(seconds: response.responseDate.timeIntervalSince(response.requestDate))
+        let memory = Self.milliseconds(Self.invalidationMemory)
+        let skew = Self.milliseconds(Self.invalidationSkew)
         let marker = Self.invalidationPartition
         let stored = try await bounded("store a response") { [client, table, logger] in
             let rows = try await client.query(
@@ -245,7 +251,10 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
                 SELECT \(resource), \(partition), \(variant), \(fields), \(body), \(keepUntil)
                 WHERE NOT EXISTS (
                     SELECT 1 FROM \(unescaped: table)
-                    WHERE resource_hash = \(resource) AND partition = \(marker) AND keep_until > \(invalidatedAfter)
+                    WHERE resource_hash = \(resource) AND partition = \(marker)
+                    AND keep_until - (\(memory)::bigint * interval '1 millisecond') > LEAST(
+                        \(requestDate), clock_timestamp() - (\(roundTrip)::bigint * interval '1 millisecond')
+                    ) - (\(skew)::bigint * interval '1 millisecond')
                 )
                 ON CONFLICT (resource_hash, partition, variant_hash) DO UPDATE
                 SET fields = EXCLUDED.fields, body = EXCLUDED.body, keep_until = EXCLUDED.keep_until
@@ -260,8 +269,13 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         if !stored {
             logger.debug("not stored: another replica invalidated the resource after the request began")
         }
+        try await cleanUpIfDue()
+    }
+
+    /// At most once per ``cleanupInterval``, deletes up to ``cleanupLimit`` expired rows; a failure is logged, not
+    /// thrown (the next interval tries again).
+    private func cleanUpIfDue() async throws {
         guard isCleanupDue() else { return }
-        // The response is stored: a failed cleanup is logged, not thrown (the next interval tries again).
         do {
             let deleted = try await removeExpired(limit: cleanupLimit)
             if deleted > 0 { logger.debug("deleted \(deleted) expired rows from \(table)") }
@@ -274,7 +288,8 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
 
     /// Removes every row of `resource`, whatever its partition and variant, and notes the invalidation for
     /// ``invalidationMemory`` (a row of its own that lookups never see), so that no replica stores a response
-    /// whose request began before it: one statement.
+    /// whose request began before it: one statement. Then, at most once per ``cleanupInterval``, deletes expired
+    /// rows, notes included, as a store does.
     public func removeResponses(forResource resource: String) async throws {
         let resource = Self.hash(resource)
         let marker = Self.invalidationPartition
@@ -297,15 +312,16 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
                 logger: logger
             )
         }
+        try await cleanUpIfDue()
     }
 
     /// How long an invalidation is remembered: a response whose request began before it and that arrives within
-    /// this time is not stored by any replica. One hour, longer than any request's deadline should be.
-    public static let invalidationMemory: Duration = .seconds(3600)
+    /// this time is not stored by any replica. Ten minutes, longer than a request's deadline should be; each
+    /// resource a write invalidated keeps one row for that long.
+    public static let invalidationMemory: Duration = .seconds(600)
 
-    /// How far a replica's clock may be ahead of the database's without a response that predates an invalidation
-    /// being stored: a response whose request began up to this long after the invalidation (by the replica's
-    /// clock) is not stored either. One second.
+    /// The margin for clocks and for the time a store's statement takes to reach the database: a response whose
+    /// request began up to this long after an invalidation is not stored either. One second.
     public static let invalidationSkew: Duration = .seconds(1)
 
     /// The partition of the row that notes a resource's invalidation: no ``HTTPCacheKey`` has it (a partition
@@ -481,6 +497,21 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             let digits = String(byte, radix: 16)
             return digits.count == 1 ? "0" + digits : digits
         }.joined()
+    }
+
+    /// `date` within two hundred years of 2001, a finite one: postgres-nio traps on a date whose microseconds do
+    /// not fit 64 bits, and a ``CachedResponse`` decoded from elsewhere may carry any number.
+    static func databaseDate(_ date: Date) -> Date {
+        let seconds = date.timeIntervalSinceReferenceDate
+        guard seconds.isFinite else { return Date(timeIntervalSinceReferenceDate: 0) }
+        let limit = 200 * 366 * 86_400.0
+        return Date(timeIntervalSinceReferenceDate: min(max(seconds, -limit), limit))
+    }
+
+    /// `seconds` in whole milliseconds, from 0 to a year (not a number: 0).
+    static func milliseconds(seconds: TimeInterval) -> Int64 {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return Int64(min(seconds, 366 * 86_400) * 1000)
     }
 
     /// `duration` in whole milliseconds, for an interval computed on the database's clock; at least 1.
