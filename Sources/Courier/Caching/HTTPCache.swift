@@ -150,9 +150,11 @@ public final class HTTPCache: Sendable {
         // (and may bring back the resource as it was, from the network or from a lookup that read the store before
         // the change): the invalidation is part of the key. The miss is on the log from here, so that an
         // invalidation during its first lookup is kept for the callers that come after it.
-        let begun = invalidations.withLock { $0.begin() }
+        let (begun, invalidation) = invalidations.withLock { log in
+            (log.begin(), log.lastInvalidation(of: key.resource) ?? 0)
+        }
         defer { invalidations.withLock { $0.end(begun) } }
-        coalescingKey.invalidation = invalidations.withLock { $0.lastInvalidation(of: key.resource) } ?? 0
+        coalescingKey.invalidation = invalidation
         let shared = try await coalescer.share(coalescingKey) { try await self.fetch(lookup, next: next) }
         // A caller that joined another's fetch sent the same fields except those the coalescer leaves out of its key
         // (tracing ids, `baggage`): a response that Varies on one of them, or on anything (`*`), answers only the
