@@ -102,7 +102,9 @@ extension Client {
     /// On the first failure (in the order requests finish), no further request is started, the ones in
     /// flight are cancelled, and the call returns once they have all ended (structured concurrency: nothing
     /// keeps running behind your back). Cancelling the calling task does the same and throws
-    /// `CancellationError`; nothing more is read from `requests`, so an endless input ends too.
+    /// `CancellationError`; nothing more is read from `requests`, so an endless input ends too. It never
+    /// returns fewer responses than `requests`: a cancellation that left one unsent throws, even when every
+    /// request already in flight succeeded.
     ///
     /// - Parameters:
     ///   - requests: The requests; any sequence, read once, in order.

@@ -26,15 +26,19 @@ enum FanOut {
     /// `handle` runs in the calling task between collections, so it is never called concurrently with
     /// itself. If it throws, the children still running are cancelled (and awaited) and the error is
     /// rethrown; no further inputs are started. Once the calling task is cancelled, no further input is read.
+    ///
+    /// - Returns: Whether the input was read to its end: `false` when a cancellation stopped the reading first.
+    @discardableResult
     static func forEach<Input: Sendable, Output: Sendable, Failure: Error>(
         _ inputs: some Sequence<Input>,
         maxConcurrency: Int,
         isolation: isolated (any Actor)?,
         operation: @escaping Operation<Input, Output>,
         handle: (Int, Result<Output, any Error>) async throws(Failure) -> Void
-    ) async throws(Failure) {
+    ) async throws(Failure) -> Bool {
         precondition(maxConcurrency > 0, "maxConcurrency must be at least 1, not \(maxConcurrency)")
         var failure: Failure?
+        var readToEnd = false
         await withTaskGroup(of: (Int, Result<Output, any Error>).self, isolation: isolation) { group in
             // Capturing the isolated parameter is what makes this closure run on the caller's isolation
             // (SE-0420); without it, the nonisolated async closure would run on the global executor.
@@ -47,8 +51,13 @@ enum FanOut {
                 // Top up to the limit. Once the caller is cancelled, nothing more is read: the input may be
                 // endless, and what was never read needs no result.
                 while !doneReading, running < maxConcurrency {
-                    guard !group.isCancelled, let input = iterator.next() else {
+                    if group.isCancelled {
                         doneReading = true
+                        break
+                    }
+                    guard let input = iterator.next() else {
+                        doneReading = true
+                        readToEnd = true
                         break
                     }
                     let index = nextIndex
@@ -87,6 +96,7 @@ enum FanOut {
             }
         }
         if let failure { throw failure }
+        return readToEnd
     }
 
     /// Returns one result per input, in input order.
@@ -132,10 +142,11 @@ enum FanOut {
     ) async throws -> [Output] {
         var outputs: [Output?] = []
         outputs.reserveCapacity(inputs.underestimatedCount)
+        let readToEnd: Bool
         do {
             // The handler throws the first failure (in completion order); `forEach` then starts no further
             // input, cancels the children still running and awaits them before rethrowing it.
-            try await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
+            readToEnd = try await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
                 index,
                 result in
                 _ = isolation  // keeps the handler on the caller's isolation; see `results`
@@ -147,6 +158,9 @@ enum FanOut {
             if Task.isCancelled { throw CancellationError() }
             throw error
         }
+        // A cancellation that stopped the reading leaves inputs without an output, even when every request
+        // read succeeded (one that ignores cancellation, or whose response beat it): never a short array.
+        guard readToEnd else { throw CancellationError() }
         return outputs.map { $0! }
     }
 }

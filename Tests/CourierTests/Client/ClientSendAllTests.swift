@@ -284,6 +284,47 @@ struct ClientSendAllTests {
         #expect(hanging.callCount == 2)
     }
 
+    @Test(
+        "sendAllOrThrow cancelled while its requests still succeed throws CancellationError, never a short array",
+        .timeLimit(.minutes(1))
+    )
+    func allOrThrowCancelledWhileSucceeding() async throws {
+        let arrivals = Arrivals()
+        let gate = Gate()
+        // Ignores cancellation: the two requests in flight end with 200 after the caller is cancelled.
+        let transport = MockTransport { _ in
+            arrivals.arrive()
+            await gate.wait()
+            return .ok
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let batch = Task {
+            try await client.sendAllOrThrow((0..<8).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)
+        }
+        await arrivals.wait(for: 2)
+        batch.cancel()
+        gate.open()
+
+        await #expect(throws: CancellationError.self) { try await batch.join() }
+        #expect(transport.callCount == 2)
+    }
+
+    @Test("sendAllOrThrow called from a cancelled task throws CancellationError and sends nothing", .timeLimit(.minutes(1)))
+    func allOrThrowAlreadyCancelled() async throws {
+        let transport = MockTransport(.ok)
+        let client = Client(baseURL: baseURL, transport: transport)
+        let gate = Gate()
+        let batch = Task {
+            await gate.wait()
+            return try await client.sendAllOrThrow((0..<3).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)
+        }
+        batch.cancel()
+        gate.open()
+
+        await #expect(throws: CancellationError.self) { try await batch.join() }
+        #expect(transport.callCount == 0)
+    }
+
     @Test("sendEach hands over every result exactly once, as it arrives")
     func sendEachDeliversAll() async throws {
         let client = Client(baseURL: baseURL, transport: EchoTransport())
