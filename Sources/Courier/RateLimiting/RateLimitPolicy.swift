@@ -41,7 +41,8 @@ public struct RateLimitPolicy: Sendable {
     /// The limit to keep while the server has sent no rate-limit fields for a partition, or `nil` (the
     /// default): then the first request to a partition goes alone as a probe, the others wait for its
     /// response, and a partition whose server sends no fields is not paced at all. Once the server sends
-    /// numbers, they replace this limit.
+    /// numbers, they replace this limit. A `429` or `503` without numbers is not one: it holds the partition
+    /// for its `Retry-After` (or ``fallbackDelay``), and the client-side limit and its window go on after it.
     public var clientLimit: ClientLimit?
 
     /// A quota the replicas sharing the limiter's ``RateLimitStore`` split between them, taking slots from the

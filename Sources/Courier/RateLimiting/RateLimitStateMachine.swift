@@ -22,7 +22,8 @@
 /// - **A quota of 0**, or nothing left and no limit known: at the reset (or after `fallbackDelay` when the
 ///   server gave none) one request probes again, and the server's answer to it decides.
 /// - **Client-side limit** (`clientLimit` per `clientWindow`): used from the start instead of a probe, until
-///   the server sends numbers of its own.
+///   the server sends numbers of its own. A `429` or `503` without numbers holds the partition until its
+///   `Retry-After` (or `fallbackDelay`) and keeps the client-side limit and its window: a refusal is not a number.
 ///
 /// Waiters are served in FIFO order and never overtaken. A waiter is refused (at once, or as soon as the
 /// machine learns it) when the queue is full, when its slot would open after its deadline, or when it would
@@ -109,6 +110,9 @@ struct RateLimitStateMachine<Waiter> {
     private(set) var isUnlimited = false
     /// The numbers came from the server (not from the client-side limit).
     private(set) var isFromServer = false
+    /// Nothing goes before this time: a `429` or `503` without numbers under the client-side limit, which
+    /// pauses the client's window without ending it.
+    private(set) var heldUntil: Duration?
     private(set) var epoch = 0
     private(set) var inFlight = 0
     private(set) var isProbeInFlight = false
@@ -140,7 +144,7 @@ struct RateLimitStateMachine<Waiter> {
     }
 
     /// Whether the partition holds nothing worth keeping: nothing known, nothing in flight, nobody waiting.
-    var isIdle: Bool { entries.isEmpty && inFlight == 0 && remaining == nil && !isUnlimited }
+    var isIdle: Bool { entries.isEmpty && inFlight == 0 && remaining == nil && !isUnlimited && heldUntil == nil }
 
     // MARK: Events
 
@@ -173,7 +177,7 @@ struct RateLimitStateMachine<Waiter> {
     /// waiting, no reset pending. Returns the ticket `acquire` would return at any time, or `nil` (changing nothing)
     /// when the time or the deadline may matter.
     mutating func acquireUntimed() -> Ticket? {
-        guard isUnlimited, entries.isEmpty, resetAt == nil else { return nil }
+        guard isUnlimited, entries.isEmpty, resetAt == nil, heldUntil == nil else { return nil }
         inFlight += 1
         return Ticket(epoch: epoch, isProbe: false)
     }
@@ -342,6 +346,10 @@ struct RateLimitStateMachine<Waiter> {
 
     /// Lets one request through if the quota allows.
     private mutating func take(_ now: Duration) -> Ticket? {
+        if let heldUntil {
+            guard now >= heldUntil else { return nil }
+            self.heldUntil = nil
+        }
         if isUnlimited {
             inFlight += 1
             return Ticket(epoch: epoch, isProbe: false)
@@ -365,6 +373,15 @@ struct RateLimitStateMachine<Waiter> {
     /// Brings the quota in line with what a response said.
     private mutating func apply(_ observation: RateLimitObservation, now: Duration, wasCarried: Bool) {
         let wasFromServer = isFromServer
+        if observation.isThrottled, !wasFromServer, settings.clientLimit != nil, observation.remaining == nil,
+            observation.limit == nil
+        {
+            // A refusal without numbers under the client-side limit (a deploy's 503, a proxy's 429): wait as long
+            // as it asks, then go on in the client's window; the limit the user set is still the only one known.
+            let until = now + (observation.retryAfter ?? observation.reset ?? settings.fallbackDelay)
+            heldUntil = max(heldUntil ?? until, until)
+            return
+        }
         isFromServer = true
         isUnlimited = false
         if let newLimit = observation.limit {
@@ -431,6 +448,10 @@ struct RateLimitStateMachine<Waiter> {
 
     /// When the waiter at `position` in the queue can expect its slot, if that is known.
     private func opening(position: Int, now: Duration) -> Duration? {
+        if let heldUntil, heldUntil > now {
+            // The quota as it stands, from the end of the hold (a window ending during the hold opens then).
+            return opening(position: position, now: heldUntil).map { max($0, heldUntil) }
+        }
         if isUnlimited { return now }
         guard let left = remaining else { return nil }
         if position < left { return now }
@@ -467,6 +488,7 @@ struct RateLimitStateMachine<Waiter> {
         // queue with its first arrival, earlier than those of the waiters ahead of it.
         let candidates = [
             resetAt,
+            heldUntil,
             settings.maximumWait.flatMap { maximum in entries.lazy.map(\.since).min().map { $0 + maximum } },
             entries.lazy.compactMap(\.deadline).min(),
         ]

@@ -36,6 +36,9 @@ struct RateLimitModelTests {
         /// to try again: the machine then cannot tell when a waiter's slot opens, and only its ticks refuse the waiters
         /// whose maximum wait has passed. Such a server refuses requests the machine could not know to hold.
         var terse = false
+        /// Whether the server sends no rate-limit fields at all (the client-side limit is all there is) and now and
+        /// then refuses a request with a bare `503`, with or without a `Retry-After`.
+        var silent = false
         var counts: [Int: Int] = [:]
         var refusals = 0
 
@@ -71,6 +74,9 @@ struct RateLimitModelTests {
         var resumptions: [Int: Int] = [:]
         var now: Duration = .zero
         var violations: [String] = []
+        /// When each request was handed its slot, and the holds bare refusals asked for (from their responses).
+        var sendTimes: [Duration] = []
+        var holds: [(from: Duration, until: Duration)] = []
 
         mutating func schedule(_ event: Event, at time: Duration) {
             order += 1
@@ -91,6 +97,7 @@ struct RateLimitModelTests {
                 carryOut(machine.returnUnused(ticket, now: now))
                 return
             }
+            sendTimes.append(now)
             schedule(.process(caller: caller, ticket: ticket), at: now + milliseconds(0...1_000))
         }
 
@@ -143,9 +150,20 @@ struct RateLimitModelTests {
                     fates[caller] = .cancelled
                 }
             case .process(_, let ticket):
-                let observation = server.process(at: now)
+                let observation: RateLimitObservation
+                if server.silent {
+                    observation =
+                        chance(0.05)
+                        ? RateLimitObservation(retryAfter: chance(0.5) ? milliseconds(0...3_000) : nil, isThrottled: true)
+                        : RateLimitObservation()
+                } else {
+                    observation = server.process(at: now)
+                }
                 schedule(.respond(ticket: ticket, observation: observation), at: now + milliseconds(0...1_000))
             case .respond(let ticket, let observation):
+                if server.silent, observation.isThrottled {
+                    holds.append((now, now + (observation.retryAfter ?? machine.settings.fallbackDelay)))
+                }
                 carryOut(machine.complete(ticket, observation: observation, now: now))
             case .tick:
                 carryOut(machine.tick(now: now))
@@ -245,6 +263,55 @@ struct RateLimitModelTests {
                 default: break
                 }
             }
+        }
+        #expect(simulation.resumptions.values.allSatisfy { $0 <= 1 }, "seed \(seed): a caller was resumed twice")
+    }
+
+    @Test(
+        "a client-side limit stays while the server sends no numbers: bare refusals hold for what they ask, the limit keeps",
+        arguments: 0..<40
+    )
+    func clientLimitModel(seed: UInt64) {
+        var random = SplitMix64.derived(seed: seed, 19)
+        let limit = 1 + Int(random.next() % 10)
+        let window = Duration.seconds(2 + Int(random.next() % 10))
+        let settings = Machine.Settings(
+            maximumQueueLength: nil,
+            maximumWait: .seconds(30 + Int(random.next() % 90)),
+            clientLimit: limit,
+            clientWindow: window,
+            fallbackDelay: .seconds(1)
+        )
+        var server = Server(limit: limit, window: window)
+        server.silent = true
+        var simulation = Simulation(random: random, machine: Machine(settings: settings), server: server)
+        let callers = 300
+        for caller in 0..<callers {
+            let arrival = simulation.milliseconds(0...60_000)
+            simulation.sinces[caller] = arrival
+            simulation.arrivals[caller] = arrival
+            simulation.schedule(.arrive(caller: caller, deadline: nil, since: nil), at: arrival)
+        }
+        simulation.run()
+
+        #expect(simulation.violations == [], "seed \(seed)")
+        #expect(!simulation.machine.isUnlimited, "seed \(seed): a response without fields ended the client's limit")
+        #expect(simulation.machine.limit == limit, "seed \(seed)")
+        #expect(simulation.machine.inFlight == 0 && simulation.machine.waiterCount == 0)
+        // Fixed client windows let at most twice the limit through in any stretch of one window's length.
+        let sends = simulation.sendTimes.sorted()
+        var first = 0
+        for (last, time) in sends.enumerated() {
+            while sends[first] + window <= time { first += 1 }
+            if last - first + 1 > 2 * limit {
+                Issue.record("seed \(seed): \(last - first + 1) requests sent within \(window) of \(time), limit \(limit)")
+                break
+            }
+        }
+        // Nothing goes while a refusal's hold lasts.
+        for hold in simulation.holds {
+            let inside = sends.filter { $0 > hold.from && $0 < hold.until }
+            #expect(inside.isEmpty, "seed \(seed): sent at \(inside) during the hold \(hold.from)..<\(hold.until)")
         }
         #expect(simulation.resumptions.values.allSatisfy { $0 <= 1 }, "seed \(seed): a caller was resumed twice")
     }

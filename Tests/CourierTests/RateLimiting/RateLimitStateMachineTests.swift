@@ -369,6 +369,34 @@ struct RateLimitStateMachineTests {
     }
 
     @Test(
+        "a 429 or 503 without numbers under a client-side limit holds for its Retry-After (or the fallback), and keeps the limit",
+        arguments: [Duration.seconds(2), nil]
+    )
+    func throttledKeepsClientLimit(retryAfter: Duration?) throws {
+        var machine = Machine(settings: Self.settings(clientLimit: 3, clientWindow: .seconds(60)))
+        let first = try #require(Self.arrive(&machine, 0, now: .zero))
+        let second = try #require(Self.arrive(&machine, 1, now: .zero))
+        let refused = RateLimitObservation(retryAfter: retryAfter, isThrottled: true)
+        _ = machine.complete(first, observation: refused, now: .seconds(1))
+        let heldUntil = Duration.seconds(1) + (retryAfter ?? .seconds(1))
+
+        // Held until the server's delay, not to the end of the client's window.
+        #expect(Self.arrive(&machine, 2, now: .seconds(1)) == nil)
+        #expect(machine.tick(now: heldUntil - .milliseconds(1)).sends.isEmpty)
+        let resumed = machine.tick(now: heldUntil)
+        #expect(resumed.sends.map(\.waiter) == [2])
+        // The client's limit and window still count: the third slot of three was the last until t=60.
+        #expect(machine.limit == 3)
+        #expect(Self.arrive(&machine, 3, now: heldUntil) == nil)
+        #expect(machine.resetAt == .seconds(60))
+        // A response without fields afterwards does not end the pacing.
+        _ = machine.complete(second, observation: RateLimitObservation(), now: heldUntil)
+        #expect(!machine.isUnlimited)
+        #expect(machine.tick(now: .seconds(60)).sends.map(\.waiter) == [3])
+        #expect(machine.remaining == 2)
+    }
+
+    @Test(
         "a ticket not used yet outlives its client window when that ends; its slot goes to no one; a server's window keeps it"
     )
     func outlivedClientWindow() throws {
