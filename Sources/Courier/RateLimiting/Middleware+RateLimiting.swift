@@ -28,7 +28,10 @@ extension Middleware {
     /// for the window instead of going straight into another `429`; inside `authenticating`, so that a
     /// refresh-and-restart is counted as the second request it is and a per-credential partition can read
     /// the credential; outside the per-attempt timeout, so waiting for a window does not eat an attempt's
-    /// time. It works with `validatingStatus` on either side (it reads a `429` from the error too).
+    /// time. It works with `validatingStatus` on either side (it reads a `429` from the error too), and with
+    /// `followingRedirects` inside it: a response from another host than the one the request was sent to (the
+    /// last hop of a redirect) counts as one that said nothing about the rate limit, since that host's limit is
+    /// not this partition's.
     ///
     /// - Parameters:
     ///   - policy: How to pace; the defaults follow the server, wait at most 60 seconds and partition by host.
@@ -98,12 +101,13 @@ extension Middleware {
                 result = try await next(request)
             } catch {
                 // A status validation layer inside turns a 429 into an error that still carries the response.
-                if let quota = limiter.complete(lease, response: (error as? CourierError)?.response) {
+                let response = (error as? CourierError)?.response
+                if let quota = limiter.complete(lease, request: request, response: response) {
                     await limiter.record(quota, for: lease.partition)
                 }
                 throw error
             }
-            if let quota = limiter.complete(lease, response: result.1) {
+            if let quota = limiter.complete(lease, request: request, response: result.1) {
                 await limiter.record(quota, for: lease.partition)
             }
             return result

@@ -361,8 +361,13 @@ public final class RateLimiter: Sendable {
 
     /// Records how an admitted request ended: with `response`, or without one (an error, a cancellation). Returns
     /// the quota to write to the store with ``record(_:for:)`` when the response changed it.
-    func complete(_ lease: Lease, response: HTTPURLResponse?) -> RateLimitQuota? {
-        let observation = response.map { RateLimitHeaders.observe($0, currentDate: policy.currentDate) }
+    func complete(_ lease: Lease, request: URLRequest, response: HTTPURLResponse?) -> RateLimitQuota? {
+        var observation = response.map { RateLimitHeaders.observe($0, currentDate: policy.currentDate) }
+        if let response, let said = observation, !said.isEmpty, !Self.isFrom(response, hostOf: request) {
+            // A redirect inside took the request to another host: what that host says of its own limit is not the
+            // partition's. The response counts as one that said nothing.
+            observation = RateLimitObservation()
+        }
         // An unlimited partition with nobody waiting needs no clock, and nothing changes that anyone is told of.
         if lock.withLock({ _ in lease.slot.value.completeUntimed(lease.ticket, observation: observation) }) {
             return nil
@@ -392,6 +397,12 @@ public final class RateLimiter: Sendable {
             resetsAt: updated.resetAt.map { policy.currentDate().addingTimeInterval(($0 - now).timeInterval) },
             window: updated.window
         )
+    }
+
+    /// Whether `response` came from the host and port `request` was sent to; `true` when either has no URL.
+    static func isFrom(_ response: HTTPURLResponse, hostOf request: URLRequest) -> Bool {
+        guard let responseURL = response.url, let requestURL = request.url else { return true }
+        return HostKey.of(responseURL) == HostKey.of(requestURL)
     }
 
     /// Writes what a response said about `partition`'s quota to the store; a store's error is ignored. The

@@ -102,7 +102,7 @@ struct RateLimiterAttackTests {
                 var mirror = try #require(mirrors[lease.partition])
                 let output = mirror.complete(lease.ticket, observation: observation, now: now)
                 mirrors[lease.partition] = mirror
-                let quota = limiter.complete(lease, response: response)
+                let quota = limiter.complete(lease, request: URLRequest(url: url), response: response)
                 #expect((quota != nil) == (output.updated != nil), "step \(step)")
                 if let quota {
                     expectedRecords[lease.partition, default: 0] += 1
@@ -146,7 +146,7 @@ struct RateLimiterAttackTests {
             case .acquire(let partition): lease = try await limiter.acquire(request, partition: partition)
             }
             #expect(lease.partition == (request.url?.query ?? "none"))
-            _ = limiter.complete(lease, response: nil)
+            _ = limiter.complete(lease, request: request, response: nil)
         }
         #expect(limiter.state(for: "a.test:443") == nil)
     }

@@ -31,7 +31,7 @@ struct RateLimiterPartitionTests {
         let response = try #require(
             HTTPURLResponse(url: url, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])
         )
-        #expect(limiter.complete(lease, response: response) == nil)
+        #expect(limiter.complete(lease, request: request, response: response) == nil)
         return lease.partition
     }
 

@@ -483,4 +483,35 @@ struct RateLimitingTests {
         // The server's third answer has no fields: nothing is paced any more.
         #expect(limiter.state(for: "api.example.test:443")?.isUnlimited == true)
     }
+
+    @Test(
+        "after a redirect to another host, what that host says of its rate limit is not charged to the first host's partition",
+        arguments: [200, 429]
+    )
+    func redirectToAnotherHost(status: Int) async throws {
+        let transport = MockTransport { request in
+            if request.url?.host == "api.example.test" {
+                return request.url?.path == "/export"
+                    ? .status(302, headers: ["Location": "https://cdn.other.test/file"]) : .ok
+            }
+            var headers = ["X-RateLimit-Limit": "10", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "3600"]
+            if status == 429 { headers["Retry-After"] = "600" }
+            return .status(status, headers: headers)
+        }
+        let limiter = RateLimiter(recordingPolicy, clock: clock)
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: transport,
+            middleware: [.rateLimiting(limiter), .followingRedirects()]
+        )
+
+        let (_, response) = try await client.send(URLRequest(url: URL(string: "https://api.example.test/export")!))
+        #expect(response.url?.host == "cdn.other.test")
+        #expect(response.statusCode == status)
+        // The first host said nothing of a limit; the next request to it goes at once.
+        let (_, next) = try await client.send(URLRequest(url: URL(string: "https://api.example.test/other")!))
+        #expect(next.statusCode == 200)
+        #expect(limiter.state(for: "api.example.test:443")?.remaining == nil)
+        #expect(!events.value.contains { if case .throttled = $0 { true } else { false } })
+    }
 }
