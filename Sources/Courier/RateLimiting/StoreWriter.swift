@@ -3,9 +3,10 @@
 /// several came while a write was under way. A slow or down store delays no response and grows no queue.
 final class StoreWriter: Sendable {
     private struct State {
-        /// The latest quota of each partition not written yet, and the order they came in.
-        var pending: [String: RateLimitQuota] = [:]
-        var order: [String] = []
+        /// The latest quota of each partition not written yet, and the order they came in. Partitions are told
+        /// apart by their bytes, as every store must: two tenants' keys that are equal as `String`s are two.
+        var pending: [ExactString: RateLimitQuota] = [:]
+        var order: [ExactString] = []
         var running = false
         /// Callers of ``settled()``, resumed when nothing is pending or being written.
         var idle: [CheckedContinuation<Void, Never>] = []
@@ -25,7 +26,8 @@ final class StoreWriter: Sendable {
     /// Writes `quota` for `partition` soon, replacing a quota of the partition not written yet.
     func write(_ quota: RateLimitQuota, for partition: String) {
         let start = state.withLock { state -> Bool in
-            if state.pending.updateValue(quota, forKey: partition) == nil { state.order.append(partition) }
+            let key = ExactString(partition)
+            if state.pending.updateValue(quota, forKey: key) == nil { state.order.append(key) }
             defer { state.running = true }
             return !state.running
         }
@@ -52,7 +54,7 @@ final class StoreWriter: Sendable {
             let next = state.withLock { state -> (String, RateLimitQuota)? in
                 guard !state.order.isEmpty else { return nil }
                 let partition = state.order.removeFirst()
-                return state.pending.removeValue(forKey: partition).map { (partition, $0) }
+                return state.pending.removeValue(forKey: partition).map { (partition.string, $0) }
             }
             guard let (partition, quota) = next else {
                 let idle = state.withLock { state -> [CheckedContinuation<Void, Never>]? in

@@ -74,6 +74,8 @@ private final class GatedWriteStore: RateLimitStore {
     let active = Locked(0)
     let peak = Locked(0)
     let written = Locked<[String]>([])
+    /// The same writes, the partition as it came (its bytes), for partitions whose descriptions look alike.
+    let writes = Locked<[(partition: String, remaining: Int)]>([])
 
     func quota(for partition: String) async throws -> RateLimitQuota? { nil }
 
@@ -85,6 +87,7 @@ private final class GatedWriteStore: RateLimitStore {
         peak.withLock { $0 = max($0, now) }
         await gate.wait()
         written.withLock { $0.append("\(partition)=\(quota.remaining)") }
+        writes.withLock { $0.append((partition, quota.remaining)) }
         active.withLock { $0 -= 1 }
     }
 }
@@ -555,6 +558,26 @@ struct SharedLimitAttackTests {
         await writer.settled()
         #expect(store.written.withLock { $0 } == ["a=9", "a=7", "b=1"])
         #expect(store.peak.withLock { $0 } == 1)
+    }
+
+    @Test("Quota writes of two partitions whose names differ in bytes but are equal as Strings are both written")
+    func writesKeepEquivalentPartitionsApart() async throws {
+        let store = GatedWriteStore()
+        let writer = StoreWriter(store: store, timeout: .seconds(1)) { [clock] in try await clock.sleep(for: $0) }
+        func quota(_ remaining: Int) -> RateLimitQuota {
+            RateLimitQuota(limit: 10, remaining: remaining, resetsAt: nil, window: nil)
+        }
+        let (composed, decomposed) = ("caf\u{E9}", "cafe\u{301}")
+        try #require(composed == decomposed && Array(composed.utf8) != Array(decomposed.utf8))
+        writer.write(quota(9), for: "x")
+        try await waitUntil { store.active.withLock { $0 } == 1 }
+        writer.write(quota(1), for: composed)
+        writer.write(quota(2), for: decomposed)
+        store.gate.open()
+        await writer.settled()
+        let written = store.writes.withLock { $0 }
+        #expect(written.map { Array($0.partition.utf8) } == [Array("x".utf8), Array(composed.utf8), Array(decomposed.utf8)])
+        #expect(written.map(\.remaining) == [9, 1, 2])
     }
 
     @Test("A replica sending one request at a time asks for blocks of 1, 2, 4, 8 slots and gives back what it left")
