@@ -11,8 +11,9 @@ extension Middleware {
     /// ```
     ///
     /// Requests are identical when their method, URL and header fields match, except for per-request tracing ids;
-    /// `Authorization` and `Cookie` are always part of the comparison, so callers with different credentials never
-    /// share a response. A response that Varies on a tracing id the key leaves out, or on anything (`Vary: *`), is not
+    /// credential headers (`Authorization`, `Cookie`, `X-API-Key`, any of ``CredentialHeaders``) are always part of
+    /// the comparison, even when named in `ignoredHeaders`, so callers with different credentials never share a
+    /// response. A response that Varies on a tracing id the key leaves out, or on anything (`Vary: *`), is not
     /// shared either: each caller that joined sends its own. `POST` and the other methods, and requests with a body,
     /// are never coalesced, nor is a streamed call
     /// (``Client/stream(_:idleTimeout:totalTimeout:clock:)-(URLRequest,_,_,_)``: its body has one reader). See

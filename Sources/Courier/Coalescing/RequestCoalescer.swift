@@ -91,9 +91,12 @@ public final class RequestCoalescer: Sendable {
     private let state = LockedState(Machine())
 
     /// - Parameter ignoredHeaders: Header names left out of the coalescing key (case-insensitive);
-    ///   ``defaultIgnoredHeaders`` by default. Add a header here only if it can never change the response.
+    ///   ``defaultIgnoredHeaders`` by default. Add a header here only if it can never change the response. A
+    ///   credential header (``CredentialHeaders/contains(_:)``: `Authorization`, `Cookie`, `X-API-Key`, a name
+    ///   registered before this call, …) is never left out, even when named here: callers with different
+    ///   credentials never share a response.
     public init(ignoringHeaders ignoredHeaders: Set<String> = RequestCoalescer.defaultIgnoredHeaders) {
-        self.ignoredHeaders = Set(ignoredHeaders.map { $0.lowercased() })
+        self.ignoredHeaders = Set(ignoredHeaders.lazy.map { $0.lowercased() }.filter { !CredentialHeaders.contains($0) })
     }
 
     /// How many shared calls are in flight now.

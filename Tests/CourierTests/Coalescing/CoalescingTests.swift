@@ -67,6 +67,23 @@ struct CoalescingTests {
         #expect(held.requests.count == 2)
     }
 
+    @Test("credential headers stay in the key even when named among the ignored headers")
+    func credentialsAreNeverIgnored() throws {
+        let coalescer = RequestCoalescer(ignoringHeaders: ["Authorization", "cookie", "X-API-Key", "X-Session-Token", "Accept"])
+        func key(_ fields: [String: String]) -> RequestCoalescer.Key? {
+            var request = URLRequest(url: url)
+            for (name, value) in fields { request.setValue(value, forHTTPHeaderField: name) }
+            return coalescer.key(for: request)
+        }
+
+        #expect(coalescer.ignoredHeaders == ["accept"])
+        for name in ["Authorization", "Cookie", "X-API-Key", "X-Session-Token"] {
+            #expect(key([name: "alice"]) != key([name: "bob"]), "\(name)")
+            #expect(key([name: "alice"]) != key([:]), "\(name)")
+        }
+        #expect(key(["Accept": "application/json"]) == key(["Accept": "text/plain"]))
+    }
+
     @Test("POST requests are never coalesced")
     func postIsNeverCoalesced() async throws {
         var post = URLRequest(url: url)
