@@ -33,14 +33,26 @@ final class StreamCall: Sendable {
         bodies.withLock { $0.append(Left(response: response, body: body)) }
     }
 
-    /// Runs `hook` when the body of `response` ends: read to its end (`nil`), failed (the error) or stopped
-    /// (`CancellationError`, also when the chain discards it).
+    /// Runs `hook` when the body of `response` (returned with an empty body) ends: read to its end (`nil`), failed
+    /// (the error) or stopped (`CancellationError`, also when the chain discards it). The body is the one
+    /// ``take(for:data:)`` would hand over now, so a response object a middleware inside made of its own is followed
+    /// to the stream it stands for.
     ///
     /// - Returns: `false` when `response` does not stream (nothing is registered).
     func whenBodyEnds(of response: HTTPURLResponse, _ hook: @escaping @Sendable ((any Error)?) -> Void) -> Bool {
-        guard let body = bodies.withLock({ $0.first { $0.response === response }?.body }) else { return false }
+        guard let body = bodies.withLock({ Self.match(for: response, data: Data(), in: $0).map { $0.body } }) else {
+            return false
+        }
         body.pipe.onEnd(hook)
         return true
+    }
+
+    /// The body left for `response`: the one left with that very object, or else, for a response a middleware made
+    /// of its own, the only body left when it is of a response with the same status and `data` is empty.
+    private static func match(for response: HTTPURLResponse, data: Data, in left: [Left]) -> Left? {
+        if let match = left.first(where: { $0.response === response }) { return match }
+        if left.count == 1, data.isEmpty, left[0].response.statusCode == response.statusCode { return left[0] }
+        return nil
     }
 
     /// The body of `response`, the response the chain returned with `data`; every other body left is stopped.
@@ -54,12 +66,7 @@ final class StreamCall: Sendable {
             defer { bodies = [] }
             return bodies
         }
-        var chosen: StreamedBody?
-        if let match = left.firstIndex(where: { $0.response === response }) {
-            chosen = left[match].body
-        } else if left.count == 1, data.isEmpty, left[0].response.statusCode == response.statusCode {
-            chosen = left[0].body
-        }
+        let chosen = Self.match(for: response, data: data, in: left)?.body
         for other in left where chosen.map({ $0.handle !== other.body.handle }) ?? true {
             other.body.cancel()
         }

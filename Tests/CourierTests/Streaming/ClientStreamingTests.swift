@@ -294,4 +294,34 @@ struct StreamingArticleTests {
         #expect(response.value(forHTTPHeaderField: "X-Relabelled") == "yes")
         #expect(String(decoding: try await body.collect(upTo: 10), as: UTF8.self) == "kept")
     }
+
+    @Test(
+        "counting follows a streamed call whose head a middleware inside replaced: in flight until its body ends",
+        .timeLimit(.minutes(1))
+    )
+    func countingFollowsAReplacedHead() async throws {
+        let release = Gate()
+        let mock = MockTransport { MockRoute.get("/s").replies(.stream([.text("a"), .hold(until: release), .text("b")])) }
+        let relabel = Middleware { request, next in
+            let (data, response) = try await next(request)
+            var headers = response.allHeaderFields as? [String: String] ?? [:]
+            headers["X-Relabelled"] = "yes"
+            // swift-format-ignore: NeverForceUnwrap
+            let copy = HTTPURLResponse(url: response.url!, statusCode: 200, httpVersion: nil, headerFields: headers)!
+            return (data, copy)
+        }
+        let counter = RequestCounter()
+        let client = Client(
+            baseURL: URL(string: "http://127.0.0.1")!,
+            transport: mock,
+            middleware: [.counting(counter), relabel]
+        )
+        let (body, _) = try await client.stream(.get("/s"))
+        #expect(counter.snapshot.inFlight == 1)
+        #expect(counter.snapshot.succeeded == 0)
+        release.open()
+        #expect(String(decoding: try await body.collect(upTo: 10), as: UTF8.self) == "ab")
+        try await waitUntil { counter.snapshot.inFlight == 0 }
+        #expect(counter.snapshot.succeeded == 1)
+    }
 }
