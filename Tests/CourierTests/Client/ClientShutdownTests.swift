@@ -190,4 +190,28 @@ struct ClientShutdownTests {
         #expect(transport.cancellationCount == 1)
         #expect(client.lifecycle.inFlight == 0)
     }
+
+    @Test(
+        "a cancellable call's chain runs on ManualClock.run's executor, as a plain call's does",
+        arguments: [false, true]
+    )
+    func cancellableChainKeepsTheRunsExecutor(cancellable: Bool) async throws {
+        let clock = ManualClock()
+        let seen = Locked<Bool?>(nil)
+        let probe = Middleware { request, next in
+            let preferred = withUnsafeCurrentTask { $0?.unownedTaskExecutor != nil }
+            seen.withLock { $0 = preferred }
+            return try await next(request)
+        }
+        let client = Client(
+            configuration: .init(
+                baseURL: exampleBaseURL,
+                transport: MockTransport.ok,
+                middleware: [probe],
+                isCancellableOnShutdown: cancellable
+            )
+        )
+        _ = try await clock.run { try await client.send(URLRequest(url: exampleBaseURL)) }
+        #expect(seen.value == true)
+    }
 }
