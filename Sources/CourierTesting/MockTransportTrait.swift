@@ -36,10 +36,15 @@ public import Testing
 /// when the tests run, issues are reported at the declaration.
 ///
 /// On a suite, the trait applies to every test in it, and each test still gets a fresh transport. A trait
-/// on a test replaces one inherited from its suite.
+/// on a test replaces one inherited from its suite (or from an enclosing suite): only the trait nearest the test
+/// installs its transport, and only its mock's expectations are checked.
 public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
+    /// Tells this trait (and its copies) from every other one, `through(_:)`'s included.
+    private final class Identity: Sendable {}
+
     private let makeTransport: @Sendable () -> (transport: any Transport, mock: MockTransport?)
     private let sourceLocation: SourceLocation
+    private let identity = Identity()
 
     /// Applies to every test in a suite, each with a fresh transport.
     public var isRecursive: Bool { true }
@@ -88,6 +93,22 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
             let (transport, mock) = makeTransport()
             return (wrapper(transport), mock)
         }
+    }
+
+    /// This trait, for each case of a test whose traits name no `MockTransportTrait` after it; `nil` otherwise.
+    ///
+    /// Swift Testing gives a test its suites' recursive traits before its own, and runs the scope of every one of
+    /// them: without this, a suite's trait would install its mock around the test's own and then check that mock's
+    /// expectations against a test that never used it.
+    ///
+    /// - Parameters:
+    ///   - test: The test or suite.
+    ///   - testCase: The test case, or `nil` for a suite or the test as a whole.
+    /// - Returns: `self` when this trait installs the test case's transport.
+    public func scopeProvider(for test: Test, testCase: Test.Case?) -> MockTransportTrait? {
+        guard !test.isSuite, testCase != nil else { return nil }
+        let nearest = test.traits.last { $0 is MockTransportTrait } as? MockTransportTrait
+        return nearest.map { $0.identity === identity } ?? true ? self : nil
     }
 
     /// Installs a fresh transport around the test, then reports the mock's unmet expectations.

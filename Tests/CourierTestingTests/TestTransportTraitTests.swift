@@ -265,6 +265,30 @@ struct SuiteLevelMockTransportTests {
     }
 }
 
+@Suite(
+    "A .mockTransport trait on a suite whose routes expect calls",
+    .mockTransport { MockRoute.get("/expected").replies(.text("suite")).expectCalls(1) }
+)
+struct SuiteLevelExpectationTests {
+    @Test("the suite's mock is met by a test that uses it")
+    func usesTheSuitesMock() async throws {
+        let text: String = try await sharedClient.send(.get("/expected"))
+        #expect(text == "suite")
+    }
+
+    // Fails with "GET /expected expected exactly 1 call, got 0 calls" should the suite's mock still be installed
+    // and checked around this test's own.
+    @Test(
+        "a trait on the test replaces the suite's: the suite's expectations are not checked against it",
+        .mockTransport { MockRoute.get("/expected").replies(.text("test")) }
+    )
+    func replacesTheSuitesMock() async throws {
+        let text: String = try await sharedClient.send(.get("/expected"))
+        #expect(text == "test")
+        #expect(MockTransport.current?.requests.count == 1)
+    }
+}
+
 extension Trait where Self == MockTransportTrait {
     /// A `.mockTransport` trait whose mock answers `GET /who` with `name`.
     fileprivate static func mockAnswering(as name: String) -> Self {
