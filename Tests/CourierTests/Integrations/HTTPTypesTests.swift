@@ -102,6 +102,39 @@ struct HTTPTypesTests {
         #expect(connectError.message.contains("extended CONNECT"))
     }
 
+    @Test(
+        "an HTTPRequest's path or authority cannot move the URLRequest to another host, port or user",
+        arguments: [
+            ("api.example.test", "@attacker.example/steal"), ("api.example.test", "x/y"),
+            ("api.example.test", ":8443/x"), ("api.example.test", "?q=1"), ("api.example.test@attacker.example", "/x"),
+            ("attacker.example/x", "/y"), ("attacker.example#", "/y"), ("attacker.example?", "/y"),
+            ("attacker.example\\api.example.test", "/y"),
+        ]
+    )
+    func pathCannotMoveTheAuthority(authority: String, path: String) throws {
+        let request = HTTPRequest(
+            method: .get,
+            scheme: "https",
+            authority: authority,
+            path: path,
+            headerFields: [.authorization: "Bearer secret"]
+        )
+        let error = try #require(throws: CourierError.self) { try URLRequest(request) }
+        #expect(error.code == .invalidRequest)
+    }
+
+    @Test("an HTTPRequest with a port, an IPv6 host, a query or no path keeps its authority", arguments: [
+        ("api.example.test:8443", "/x?y=1", "api.example.test", 8443),
+        ("[::1]:8080", "/x", "::1", 8080), ("127.0.0.1", "", "127.0.0.1", nil),
+    ] as [(String, String, String, Int?)])
+    func authorityKept(authority: String, path: String, host: String, port: Int?) throws {
+        let request = try URLRequest(HTTPRequest(method: .get, scheme: "https", authority: authority, path: path))
+        let url = try #require(request.url)
+        #expect(url.host(percentEncoded: false)?.trimmingCharacters(in: CharacterSet(charactersIn: "[]")) == host)
+        #expect(url.port == port)
+        #expect(url.user == nil)
+    }
+
     // MARK: HTTPHeaders and HTTPFields
 
     @Test("HTTPHeaders and HTTPFields convert both ways keeping every field, repeated ones, and their order")

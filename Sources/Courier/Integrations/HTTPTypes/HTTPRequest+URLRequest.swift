@@ -63,7 +63,10 @@ extension URLRequest {
     ///   - body: The body, or `nil` for none.
     /// - Throws: ``CourierError/Code/invalidRequest`` when the request has no absolute URL (no scheme or
     ///   authority, a `CONNECT` to an authority, or `OPTIONS *`), or is an extended `CONNECT`
-    ///   (`:protocol`), which `URLRequest` cannot express.
+    ///   (`:protocol`), which `URLRequest` cannot express; and when its path or authority would send it elsewhere
+    ///   than its authority says: a path that is neither empty nor starts with `/` (`@attacker.example/x` makes
+    ///   the authority user info, `:8443/x` changes the port), or an authority with user info or any of `/`, `?`,
+    ///   `#` and `\`. A gateway forwarding a request it received cannot be turned to another host this way.
     public init(_ request: HTTPRequest, body: Data? = nil) throws {
         guard request.extendedConnectProtocol == nil else {
             throw CourierError.invalidRequest(
@@ -77,8 +80,28 @@ extension URLRequest {
                 request: nil
             )
         }
+        guard Self.keepsAuthority(request), url.host != nil else {
+            throw CourierError.invalidRequest(
+                "the HTTPRequest's path or authority would move it to another host, port or user (a path starts "
+                    + "with \"/\"; an authority has no user info, \"/\", \"?\", \"#\" or \"\\\")",
+                request: nil
+            )
+        }
         self.init(url: url, method: request.method, fields: request.headerFields)
         httpBody = body
+    }
+
+    /// Whether the URL swift-http-types builds for `request` (scheme, `://`, authority and path, joined as text)
+    /// has the request's authority as its own: the path empty or starting with `/`, and the authority free of the
+    /// characters that end an authority or bring user info.
+    private static func keepsAuthority(_ request: HTTPRequest) -> Bool {
+        let path = request.path ?? ""
+        guard path.isEmpty || path.utf8.first == UInt8(ascii: "/") else { return false }
+        guard let authority = request.authority, !authority.isEmpty else { return false }
+        return !authority.utf8.contains { byte in
+            byte == UInt8(ascii: "@") || byte == UInt8(ascii: "/") || byte == UInt8(ascii: "?")
+                || byte == UInt8(ascii: "#") || byte == UInt8(ascii: "\\")
+        }
     }
 
     /// A request for `url` with `method` and `fields`, repeated fields joined in order (`Cookie` with `"; "`).
