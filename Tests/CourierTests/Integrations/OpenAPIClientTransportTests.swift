@@ -53,6 +53,57 @@ struct OpenAPIClientTransportTests {
         #expect(mock.lastRequest?.url?.absoluteString == expected)
     }
 
+    @Test(
+        "a server or base URL with a query or fragment, or a protocol-relative server URL, is refused, not joined as text",
+        arguments: [
+            ("https://other.example.test/v2?version=2", Self.root), ("https://other.example.test/v2#top", Self.root),
+            ("/v1", URL(string: "https://api.example.test/base?api_key=k")!),
+            ("/v1", URL(string: "https://api.example.test/base#top")!), ("//other.example.test/v1", Self.root),
+        ]
+    )
+    func serverURLWithQuery(server: String, base: URL) async throws {
+        let mock = MockTransport.ok
+        let transport = OpenAPIClientTransport(client: Client(baseURL: base, transport: mock))
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items/7")
+        let error = try await #require(throws: ClientError.self) {
+            try await Self.send(request, serverURL: URL(string: server)!, transport: transport)
+        }
+        #expect((error.underlyingError as? CourierError)?.code == .invalidRequest)
+        #expect(mock.callCount == 0)
+    }
+
+    @Test("a response body already read whole (not 2xx) does not keep its call in flight while the caller keeps it")
+    func keptErrorBodyDoesNotPinTheCall() async throws {
+        let mock = MockTransport(.status(500, body: "down for maintenance"))
+        let courier = Client(baseURL: Self.root, transport: mock)
+        let transport = OpenAPIClientTransport(client: courier)
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items")
+        // What generated code does with a response it did not expect: hands the body back unread.
+        let (response, body) = try await transport.send(request, body: nil, baseURL: Self.root, operationID: "items")
+        #expect(response.status.code == 500)
+        #expect(courier.lifecycle.inFlight == 0)
+        let bytes = try await Data(collecting: try #require(body), upTo: 1 << 10)
+        #expect(String(decoding: bytes, as: UTF8.self) == "down for maintenance")
+    }
+
+    @Test("a 2xx body kept unread keeps its call in flight until it is dropped")
+    func unreadBodyKeepsTheCall() async throws {
+        let release = Gate()
+        let mock = MockTransport {
+            MockRoute.get("/base/items").replies(.stream([.text("first "), .hold(until: release), .text("second")]))
+        }
+        let courier = Client(baseURL: Self.root, transport: mock)
+        let transport = OpenAPIClientTransport(client: courier)
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/items")
+        do {
+            let (_, body) = try await transport.send(request, body: nil, baseURL: Self.root, operationID: "items")
+            #expect(courier.lifecycle.inFlight == 1)
+            withExtendedLifetime(body) {}
+        }
+        try await waitUntil { courier.lifecycle.inFlight == 0 }
+        release.open()
+    }
+
     @Test("a response body streams: the generated client gets the head before the body has all arrived")
     func responseBodyStreams() async throws {
         let release = Gate()

@@ -106,8 +106,15 @@ public struct OpenAPIClientTransport: ClientTransport {
         // Streamed: the generated client reads the body as it arrives (a JSON body is collected by the
         // runtime; an `application/jsonl` or `text/event-stream` one can be read chunk by chunk).
         let (body, response) = try await client.stream(urlRequest)
+        let head = try HTTPResponse(response)
+        if body.pipe.isEnded {
+            // Read whole already (a status other than 2xx): handed over as bytes, so that the call ends now. The
+            // runtime keeps a body it did not read in its `ClientError`, and a caller may keep that error for long.
+            let bytes = try await body.collect(upTo: body.pipe.bufferedBytes)
+            return (head, HTTPBody([UInt8](bytes)))
+        }
         return (
-            try HTTPResponse(response),
+            head,
             HTTPBody(
                 ResponseBytes(body: body),
                 length: Self.length(of: body, response: response, method: urlRequest.httpMethod),
@@ -162,14 +169,32 @@ public struct OpenAPIClientTransport: ClientTransport {
 
     /// The URL an operation goes to: the server URL (made absolute with the client's base URL when it is
     /// relative) followed by the request's path and query.
+    ///
+    /// A server URL or base URL with a query or a fragment is refused (the operation's path would land inside it),
+    /// as is a protocol-relative server URL (`//other.example/v1`, which names another host than the base URL's).
     static func url(
         for request: HTTPRequest,
         serverURL: URL,
         clientBaseURL: () -> URL?
     ) throws -> URL {
+        func refuse(_ what: String, _ url: URL) -> CourierError {
+            CourierError.invalidRequest(
+                "the \(what) \"\(url.relativeString)\" has a query or a fragment, where the operation's path would go",
+                request: nil
+            )
+        }
+        guard serverURL.query == nil, serverURL.fragment == nil else {
+            throw refuse("generated client's server URL", serverURL)
+        }
         var prefix: String
         if serverURL.scheme != nil, serverURL.host != nil {
             prefix = serverURL.absoluteString
+        } else if serverURL.host != nil {
+            throw CourierError.invalidRequest(
+                "the generated client's server URL \"\(serverURL.relativeString)\" names a host without a scheme; "
+                    + "give it a scheme, or a path relative to the Courier client's baseURL",
+                request: nil
+            )
         } else {
             guard let base = clientBaseURL(), base.scheme != nil, base.host != nil else {
                 throw CourierError.invalidRequest(
@@ -178,6 +203,7 @@ public struct OpenAPIClientTransport: ClientTransport {
                     request: nil
                 )
             }
+            guard base.query == nil, base.fragment == nil else { throw refuse("Courier client's baseURL", base) }
             prefix = base.absoluteString
             let relative = serverURL.relativeString.drop { $0 == "/" }
             if !relative.isEmpty {
