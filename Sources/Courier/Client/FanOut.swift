@@ -146,7 +146,12 @@ enum FanOut {
         do {
             // The handler throws the first failure (in completion order); `forEach` then starts no further
             // input, cancels the children still running and awaits them before rethrowing it.
-            readToEnd = try await forEach(inputs, maxConcurrency: maxConcurrency, isolation: isolation, operation: operation) {
+            readToEnd = try await forEach(
+                inputs,
+                maxConcurrency: maxConcurrency,
+                isolation: isolation,
+                operation: operation
+            ) {
                 index,
                 result in
                 _ = isolation  // keeps the handler on the caller's isolation; see `results`

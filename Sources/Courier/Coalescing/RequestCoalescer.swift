@@ -96,7 +96,9 @@ public final class RequestCoalescer: Sendable {
     ///   registered before this call, …) is never left out, even when named here: callers with different
     ///   credentials never share a response.
     public init(ignoringHeaders ignoredHeaders: Set<String> = RequestCoalescer.defaultIgnoredHeaders) {
-        self.ignoredHeaders = Set(ignoredHeaders.lazy.map { $0.lowercased() }.filter { !CredentialHeaders.contains($0) })
+        self.ignoredHeaders = Set(
+            ignoredHeaders.lazy.map { $0.lowercased() }.filter { !CredentialHeaders.contains($0) }
+        )
     }
 
     /// How many shared calls are in flight now.

@@ -309,14 +309,20 @@ struct ClientSendAllTests {
         #expect(transport.callCount == 2)
     }
 
-    @Test("sendAllOrThrow called from a cancelled task throws CancellationError and sends nothing", .timeLimit(.minutes(1)))
+    @Test(
+        "sendAllOrThrow called from a cancelled task throws CancellationError and sends nothing",
+        .timeLimit(.minutes(1))
+    )
     func allOrThrowAlreadyCancelled() async throws {
         let transport = MockTransport(.ok)
         let client = Client(baseURL: baseURL, transport: transport)
         let gate = Gate()
         let batch = Task {
             await gate.wait()
-            return try await client.sendAllOrThrow((0..<3).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)
+            return try await client.sendAllOrThrow(
+                (0..<3).map { Request<EmptyResponse>.get("/x/\($0)") },
+                maxConcurrency: 2
+            )
         }
         batch.cancel()
         gate.open()

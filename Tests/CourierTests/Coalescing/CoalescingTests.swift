@@ -69,7 +69,9 @@ struct CoalescingTests {
 
     @Test("credential headers stay in the key even when named among the ignored headers")
     func credentialsAreNeverIgnored() throws {
-        let coalescer = RequestCoalescer(ignoringHeaders: ["Authorization", "cookie", "X-API-Key", "X-Session-Token", "Accept"])
+        let coalescer = RequestCoalescer(ignoringHeaders: [
+            "Authorization", "cookie", "X-API-Key", "X-Session-Token", "Accept",
+        ])
         func key(_ fields: [String: String]) -> RequestCoalescer.Key? {
             var request = URLRequest(url: url)
             for (name, value) in fields { request.setValue(value, forHTTPHeaderField: name) }

@@ -123,10 +123,13 @@ struct HTTPTypesTests {
         #expect(error.code == .invalidRequest)
     }
 
-    @Test("an HTTPRequest with a port, an IPv6 host, a query or no path keeps its authority", arguments: [
-        ("api.example.test:8443", "/x?y=1", "api.example.test", 8443),
-        ("[::1]:8080", "/x", "::1", 8080), ("127.0.0.1", "", "127.0.0.1", nil),
-    ] as [(String, String, String, Int?)])
+    @Test(
+        "an HTTPRequest with a port, an IPv6 host, a query or no path keeps its authority",
+        arguments: [
+            ("api.example.test:8443", "/x?y=1", "api.example.test", 8443),
+            ("[::1]:8080", "/x", "::1", 8080), ("127.0.0.1", "", "127.0.0.1", nil),
+        ] as [(String, String, String, Int?)]
+    )
     func authorityKept(authority: String, path: String, host: String, port: Int?) throws {
         let request = try URLRequest(HTTPRequest(method: .get, scheme: "https", authority: authority, path: path))
         let url = try #require(request.url)

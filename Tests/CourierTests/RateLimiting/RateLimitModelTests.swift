@@ -154,7 +154,10 @@ struct RateLimitModelTests {
                 if server.silent {
                     observation =
                         chance(0.05)
-                        ? RateLimitObservation(retryAfter: chance(0.5) ? milliseconds(0...3_000) : nil, isThrottled: true)
+                        ? RateLimitObservation(
+                            retryAfter: chance(0.5) ? milliseconds(0...3_000) : nil,
+                            isThrottled: true
+                        )
                         : RateLimitObservation()
                 } else {
                     observation = server.process(at: now)
@@ -304,7 +307,9 @@ struct RateLimitModelTests {
         for (last, time) in sends.enumerated() {
             while sends[first] + window <= time { first += 1 }
             if last - first + 1 > 2 * limit {
-                Issue.record("seed \(seed): \(last - first + 1) requests sent within \(window) of \(time), limit \(limit)")
+                Issue.record(
+                    "seed \(seed): \(last - first + 1) requests sent within \(window) of \(time), limit \(limit)"
+                )
                 break
             }
         }

@@ -576,7 +576,9 @@ struct SharedLimitAttackTests {
         store.gate.open()
         await writer.settled()
         let written = store.writes.withLock { $0 }
-        #expect(written.map { Array($0.partition.utf8) } == [Array("x".utf8), Array(composed.utf8), Array(decomposed.utf8)])
+        #expect(
+            written.map { Array($0.partition.utf8) } == [Array("x".utf8), Array(composed.utf8), Array(decomposed.utf8)]
+        )
         #expect(written.map(\.remaining) == [9, 1, 2])
     }
 

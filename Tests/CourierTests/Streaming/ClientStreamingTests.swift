@@ -301,7 +301,9 @@ struct StreamingArticleTests {
     )
     func countingFollowsAReplacedHead() async throws {
         let release = Gate()
-        let mock = MockTransport { MockRoute.get("/s").replies(.stream([.text("a"), .hold(until: release), .text("b")])) }
+        let mock = MockTransport {
+            MockRoute.get("/s").replies(.stream([.text("a"), .hold(until: release), .text("b")]))
+        }
         let relabel = Middleware { request, next in
             let (data, response) = try await next(request)
             var headers = response.allHeaderFields as? [String: String] ?? [:]
