@@ -65,7 +65,9 @@ public struct RateLimitPolicy: Sendable {
     /// The partition a request belongs to: requests in one partition share one quota. By default
     /// ``host(of:)``, the host and port. Return, for example, a tenant or an account identifier to follow a
     /// quota per account (when the key is derived from a credential, return a hash of it, not the secret:
-    /// keys appear in events and stores).
+    /// keys appear in events and stores). Partitions do not accumulate: past 1,024 of them, the limiter forgets
+    /// those that hold nothing (nobody waiting, nothing in flight, no window or hold still to come), and a request
+    /// to a forgotten partition starts it again as a new one.
     public var partition: @Sendable (URLRequest) -> String {
         didSet { partitionsByHost = false }
     }

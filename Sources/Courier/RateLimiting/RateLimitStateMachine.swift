@@ -143,8 +143,11 @@ struct RateLimitStateMachine<Waiter> {
         remaining.map { Quota(limit: limit, remaining: $0, resetAt: resetAt, window: window) }
     }
 
-    /// Whether the partition holds nothing worth keeping: nothing known, nothing in flight, nobody waiting.
-    var isIdle: Bool { entries.isEmpty && inFlight == 0 && remaining == nil && !isUnlimited && heldUntil == nil }
+    /// Whether forgetting the partition at `now` changes nothing but the next request's being a probe: nobody
+    /// waits, nothing is in flight, and no window, hold or reset is still to come.
+    func holdsNothing(now: Duration) -> Bool {
+        entries.isEmpty && inFlight == 0 && (resetAt.map { $0 <= now } ?? true) && (heldUntil.map { $0 <= now } ?? true)
+    }
 
     // MARK: Events
 

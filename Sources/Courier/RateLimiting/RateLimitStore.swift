@@ -112,14 +112,30 @@ extension RateLimitStore {
 
 /// A ``RateLimitStore`` in the process's memory: the default.
 ///
-/// It keeps one entry per partition, the last recorded. Once it holds more than 64, recording drops the
-/// entries whose window reset more than a minute ago, so it does not grow with the number of partitions seen.
+/// It keeps one entry per partition, the last recorded. Once it holds more than 64 (and then twice as many as the
+/// last time it looked), recording drops the entries whose window reset more than a minute ago and those with no
+/// reset (a limiter starts from a stored quota only until its reset), so it does not grow with the number of
+/// partitions seen, and a write does not go through every entry.
 public final class InMemoryRateLimitStore: RateLimitStore {
+    /// Entries by partition, and how many there may be before the next look for old ones.
+    private struct Table<Value> {
+        // By bytes (``ExactString``), as every store must: partitions that differ in bytes never share a quota.
+        var entries: [ExactString: Value] = [:]
+        var pruneAt = 64
+
+        /// Past ``pruneAt`` entries, keeps only those `isCurrent` says are, and waits for twice as many before
+        /// looking again: each write's share of the work stays constant.
+        mutating func prune(keeping isCurrent: (Value) -> Bool) {
+            guard entries.count > pruneAt else { return }
+            entries = entries.filter { isCurrent($0.value) }
+            pruneAt = max(64, entries.count * 2)
+        }
+    }
+
     // No state machine: a dictionary under a lock, with no waiters.
-    // By bytes (``ExactString``), as every store must: partitions that differ in bytes never share a quota.
-    private let quotas = LockedState<[ExactString: RateLimitQuota]>([:])
+    private let quotas = LockedState(Table<RateLimitQuota>())
     /// The shared windows, by partition: when each ends and how many of its slots are taken.
-    private let windows = LockedState<[ExactString: (endsAt: Date, taken: Int, number: Int)]>([:])
+    private let windows = LockedState(Table<(endsAt: Date, taken: Int, number: Int)>())
     private let currentDate: @Sendable () -> Date
 
     /// Creates an empty store.
@@ -131,7 +147,7 @@ public final class InMemoryRateLimitStore: RateLimitStore {
 
     /// The quota stored for `partition`, or `nil`.
     public func quota(for partition: String) async -> RateLimitQuota? {
-        quotas.withLock { $0[ExactString(partition)] }
+        quotas.withLock { $0.entries[ExactString(partition)] }
     }
 
     /// Takes up to `count` of the `limit` slots of `partition`'s current window (a new one of `window` when
@@ -146,14 +162,14 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     {
         let now = currentDate()
         return windows.withLock { windows in
-            var current = windows[ExactString(partition)] ?? (endsAt: now, taken: 0, number: 0)
+            var current = windows.entries[ExactString(partition)] ?? (endsAt: now, taken: 0, number: 0)
             if current.endsAt <= now {
                 current = (endsAt: now.addingTimeInterval(window.timeInterval), taken: 0, number: current.number + 1)
             }
             let granted = min(max(count, 0), max(limit - current.taken, 0))
             current.taken += granted
-            windows[ExactString(partition)] = current
-            if windows.count > 64 { windows = windows.filter { $0.value.endsAt > now } }
+            windows.entries[ExactString(partition)] = current
+            windows.prune { $0.endsAt > now }
             return RateLimitReservation(
                 partition: partition,
                 granted: granted,
@@ -167,11 +183,12 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     public func release(_ count: Int, of reservation: RateLimitReservation) async {
         let now = currentDate()
         windows.withLock { windows in
-            guard var current = windows[ExactString(reservation.partition)], current.number == reservation.window,
+            guard var current = windows.entries[ExactString(reservation.partition)],
+                current.number == reservation.window,
                 current.endsAt == reservation.windowEndsAt, current.endsAt > now
             else { return }
             current.taken -= min(max(count, 0), current.taken)
-            windows[ExactString(reservation.partition)] = current
+            windows.entries[ExactString(reservation.partition)] = current
         }
     }
 
@@ -179,10 +196,8 @@ public final class InMemoryRateLimitStore: RateLimitStore {
     public func record(_ quota: RateLimitQuota, for partition: String) async {
         let expired = currentDate().addingTimeInterval(-60)
         quotas.withLock { quotas in
-            quotas[ExactString(partition)] = quota
-            if quotas.count > 64 {
-                quotas = quotas.filter { $0.value.resetsAt.map { $0 > expired } ?? true }
-            }
+            quotas.entries[ExactString(partition)] = quota
+            quotas.prune { $0.resetsAt.map { $0 > expired } ?? false }
         }
     }
 }

@@ -96,6 +96,24 @@ public final class RateLimiter: Sendable {
         /// The origin (`scheme://host[:port]`) of the URL `lastKey` was keyed from with ``HostKey/plain(_:)``, or
         /// `""`.
         var lastOrigin = ""
+        /// Past this many partitions, adding one first forgets those that hold nothing (``sweep(keeping:now:)``).
+        var sweepAt = Partitions.minimumSweep
+
+        /// The fewest partitions a sweep waits for.
+        static let minimumSweep = 1_024
+
+        /// Adds `slot` under `key` (one never used before, or forgotten); past ``sweepAt`` partitions, forgets
+        /// first those that hold nothing at `now`. A limiter keyed by tenant or by host then holds the partitions
+        /// in use, not every one it ever saw; the sweep's cost is spread over the additions since the last one.
+        mutating func add(_ slot: Slot, for key: String, now: Duration) {
+            slots[ExactString(key)] = slot
+            guard slots.count > sweepAt else { return }
+            slots = slots.filter { $0.value === slot || !$0.value.value.holdsNothing(now: now) }
+            if let kept = lastSlot, slots[ExactString(lastKey)] !== kept {
+                (lastKey, lastSlot, lastOrigin) = ("", nil, "")
+            }
+            sweepAt = max(Partitions.minimumSweep, slots.count * 2)
+        }
 
         /// The slot of `key`, if the partition was used before; `origin` is that of the URL keyed `key`, if any.
         mutating func slot(_ key: String, origin: String = "") -> Slot? {
@@ -195,8 +213,11 @@ public final class RateLimiter: Sendable {
         }
     }
 
+    /// How many partitions the limiter holds now.
+    var partitionCount: Int { lock.withLock { _ in partitions.value.slots.count } }
+
     /// What the limiter knows of `partition` (a key ``RateLimitPolicy/partition`` returned, by default
-    /// `host:port`), or `nil` for a partition never used.
+    /// `host:port`), or `nil` for a partition never used (or forgotten: see ``RateLimitPolicy/partition``).
     public func state(for partition: String) -> PartitionState? {
         let now = elapsed()
         return lock.withLock { _ in
@@ -281,7 +302,7 @@ public final class RateLimiter: Sendable {
                     var machine = Machine(settings: settings)
                     if let seed { machine.seed(seed, now: now) }
                     slot = Slot(machine)
-                    partitions.value.slots[ExactString(partition)] = slot
+                    partitions.value.add(slot, for: partition, now: now)
                 }
                 return (slot: slot, action: slot.value.acquire(now: now, since: since, deadline: deadlineOffset))
             }

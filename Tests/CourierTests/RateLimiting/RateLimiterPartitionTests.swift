@@ -70,4 +70,39 @@ struct RateLimiterPartitionTests {
         #expect(limiter.state(for: "a.test:443") == nil)
         #expect(limiter.state(for: "/one")?.isUnlimited == true)
     }
+
+    @Test(
+        "a limiter keyed by tenant forgets partitions that hold nothing, and keeps those that still hold a window",
+        .timeLimit(.minutes(1))
+    )
+    func partitionsDoNotAccumulate() async throws {
+        let clock = ManualClock()
+        var policy = RateLimitPolicy()
+        policy.partition = { $0.value(forHTTPHeaderField: "X-Tenant") ?? "none" }
+        let limiter = RateLimiter(policy, clock: clock)
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: MockTransport { request in
+                // Tenant "held" has 5 requests left until its reset, in an hour; every other says nothing.
+                request.header("X-Tenant") == "held"
+                    ? .status(200, headers: ["RateLimit-Remaining": "5", "RateLimit-Reset": "3600"]) : .ok
+            },
+            middleware: [.rateLimiting(limiter)]
+        )
+        func send(_ tenant: String) async throws {
+            var request = URLRequest(url: URL(string: "https://api.example.test/x")!)
+            request.setValue(tenant, forHTTPHeaderField: "X-Tenant")
+            _ = try await client.send(request)
+        }
+
+        try await send("held")
+        for tenant in 0..<5_000 { try await send("t\(tenant)") }
+
+        // Never more than twice the partitions that hold something, nor fewer than the first sweep's threshold.
+        #expect(limiter.partitionCount <= 1_025)
+        let held = try #require(limiter.state(for: "held"))
+        #expect(held.remaining == 5)
+        #expect(limiter.state(for: "t0") == nil)
+        #expect(limiter.state(for: "t4999") != nil)
+    }
 }

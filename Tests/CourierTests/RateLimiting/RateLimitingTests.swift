@@ -514,4 +514,33 @@ struct RateLimitingTests {
         #expect(limiter.state(for: "api.example.test:443")?.remaining == nil)
         #expect(!events.value.contains { if case .throttled = $0 { true } else { false } })
     }
+
+    @Test("the in-memory store does not keep quotas without a reset, nor those long reset, as partitions come and go")
+    func inMemoryStoreStaysBounded() async {
+        let now = Locked(Date(timeIntervalSince1970: 1_700_000_000))
+        let store = InMemoryRateLimitStore(currentDate: { now.value })
+        let live = RateLimitQuota(limit: 10, remaining: 5, resetsAt: now.value.addingTimeInterval(3_600), window: nil)
+        await store.record(live, for: "live")
+        for tenant in 0..<1_000 {
+            await store.record(RateLimitQuota(limit: 10, remaining: 5, resetsAt: nil, window: nil), for: "t\(tenant)")
+        }
+        #expect(await store.quota(for: "t0") == nil)
+        #expect(await store.quota(for: "live") == live)
+
+        // Quotas that reset more than a minute ago go too; those still current stay.
+        for tenant in 0..<1_000 {
+            let resets = now.value.addingTimeInterval(tenant < 500 ? 30 : 7_200)
+            await store.record(
+                RateLimitQuota(limit: 10, remaining: 5, resetsAt: resets, window: nil),
+                for: "r\(tenant)"
+            )
+        }
+        now.withLock { $0 += 120 }
+        for tenant in 0..<1_000 {
+            await store.record(RateLimitQuota(limit: 10, remaining: 5, resetsAt: nil, window: nil), for: "n\(tenant)")
+        }
+        #expect(await store.quota(for: "r0") == nil)
+        #expect(await store.quota(for: "r999") != nil)
+        #expect(await store.quota(for: "live") == live)
+    }
 }
