@@ -22,7 +22,9 @@ public import Testing
 ///
 /// During the test, ``TestTransport`` sends to the installed transport, and ``MockTransport/current`` is
 /// the mock (for checking what was sent). Tests with different traits run in parallel without seeing
-/// each other's transport: there is no shared global state.
+/// each other's transport: there is no shared global state. (A client they share still shares its middleware's
+/// state: a coalescing or caching layer can answer one test with another's response. Give each test its own
+/// client when its stack keeps state.)
 ///
 /// After the test, the trait records an `Issue` for each of the mock's ``MockTransport/unmetExpectations``
 /// — a route called a wrong number of times (reported where `expectCalls` is written) or a request that
