@@ -108,6 +108,35 @@ final class SharedQuota: Sendable {
         var lastActive: Duration = .zero
         /// Whether a task will give back the block's slots once the replica has been idle long enough.
         var givingBack = false
+
+        /// Whether forgetting the block at `now` loses nothing: nobody asks, waits or sends with it, no reservation
+        /// or giving back is under way, and its window and any bypass are over.
+        func holdsNothing(now: Duration) -> Bool {
+            inFlight == 0 && pending == 0 && !fetching && waiters.isEmpty && !givingBack && windowEndsAt <= now
+                && (bypassUntil.map { $0 <= now } ?? true)
+        }
+    }
+
+    /// The blocks by partition. By bytes (``ExactString``): partitions that differ in bytes never share a block.
+    /// Past ``sweepAt`` partitions, a new one first forgets those that hold nothing, as the limiter's partitions do.
+    struct Blocks {
+        var entries: [ExactString: Block] = [:]
+        var sweepAt = 1_024
+
+        subscript(key: ExactString) -> Block? {
+            get { entries[key] }
+            _modify { yield &entries[key] }
+        }
+
+        /// Runs `body` on the block of `key` in place, a new one when there is none; past ``sweepAt`` partitions,
+        /// making one forgets the blocks that hold nothing at `now` first.
+        mutating func update<Result>(_ key: ExactString, now: Duration, _ body: (inout Block) -> Result) -> Result {
+            if entries.count >= sweepAt, entries[key] == nil {
+                entries = entries.filter { !$0.value.holdsNothing(now: now) }
+                sweepAt = max(1_024, entries.count * 2)
+            }
+            return body(&entries[key, default: Block()])
+        }
     }
 
     /// What ``take(_:partition:arrival:paced:heldSlotEnded:)`` got a request.
@@ -139,8 +168,7 @@ final class SharedQuota: Sendable {
     private let sleepUntil: @Sendable (Duration) async throws -> Void
     /// Sleeps for a duration on the same clock: the bound of a reservation.
     private let sleepFor: @Sendable (Duration) async throws -> Void
-    /// By bytes (``ExactString``): partitions that differ in bytes never share a block.
-    private let blocks = LockedState<[ExactString: Block]>([:])
+    private let blocks = LockedState(Blocks())
 
     init(
         _ limit: RateLimitPolicy.SharedLimit,
@@ -202,7 +230,7 @@ final class SharedQuota: Sendable {
             if reserved, heldSlotEnded() { return .heldSlotEnded }
             let now = elapsed()
             let step = blocks.withLock { blocks in
-                Self.next(&blocks[ExactString(partition), default: Block()], now: now, limit, arriving: arriving)
+                blocks.update(ExactString(partition), now: now) { Self.next(&$0, now: now, limit, arriving: arriving) }
             }
             arriving = false
             switch step {
@@ -396,7 +424,7 @@ final class SharedQuota: Sendable {
                     NetworkNumber.duration(seconds: reservation.windowEndsAt.timeIntervalSince(policy.currentDate()))
                 }
                 let waiters = self.blocks.withLock { blocks in
-                    var block = blocks[ExactString(partition), default: Block()]
+                    var block = blocks[ExactString(partition)] ?? Block()
                     defer {
                         block.waiters = [:]
                         blocks[ExactString(partition)] = block

@@ -582,6 +582,31 @@ struct SharedLimitAttackTests {
         #expect(written.map(\.remaining) == [9, 1, 2])
     }
 
+    @Test("A shared limit keyed by tenant forgets the blocks of partitions whose windows are over")
+    func blocksDoNotAccumulate() async throws {
+        var policy = RateLimitPolicy(sharedLimit: .init(maxRequests: 10, per: .seconds(2)), currentDate: currentDate)
+        policy.partition = { $0.value(forHTTPHeaderField: "X-Tenant") ?? "none" }
+        let limiter = RateLimiter(policy, store: InMemoryRateLimitStore(currentDate: currentDate), clock: clock)
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: MockTransport.ok,
+            middleware: [.rateLimiting(limiter)]
+        )
+        func send(_ tenant: String) async throws {
+            var request = URLRequest(url: url)
+            request.setValue(tenant, forHTTPHeaderField: "X-Tenant")
+            let tenantRequest = request
+            _ = try await clock.run { try await client.send(tenantRequest) }
+        }
+        for tenant in 0..<1_100 { try await send("a\(tenant)") }
+        #expect(limiter.shared?.block("a0") != nil)
+        clock.advance(by: .seconds(3))
+        for tenant in 0..<1_100 { try await send("b\(tenant)") }
+
+        #expect(limiter.shared?.block("a0") == nil)
+        #expect(limiter.shared?.block("b1099") != nil)
+    }
+
     @Test("A replica sending one request at a time asks for blocks of 1, 2, 4, 8 slots and gives back what it left")
     func oneAtATimeGrowsBlocksAndGivesBack() async throws {
         let store = ReleasingRateLimitStore(currentDate: currentDate)
