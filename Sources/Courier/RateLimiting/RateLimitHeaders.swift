@@ -38,6 +38,8 @@ struct RateLimitObservation: Sendable, Equatable {
 /// A reset is delta seconds or, in the `X-` form as GitHub and others send it, an epoch time in seconds. A
 /// value larger than half the current epoch time (about 28 years in seconds today) is an epoch time: no
 /// window lasts that long, and no server's clock is that far behind. An epoch time in the past means "now".
+/// A value beyond 2^40 (about 34,800 years in seconds) that is an epoch time in milliseconds (a thousandth of
+/// it is between half and twice the current epoch time, as some APIs send it) is read as one.
 ///
 /// Every number goes through ``NetworkNumber``: a reset or window beyond ``NetworkNumber/maximumSeconds``
 /// (about 34,800 years) is that long, a count beyond ``NetworkNumber/maximumCount`` is that many, and none
@@ -166,6 +168,15 @@ enum RateLimitHeaders {
         let epochNow = now.timeIntervalSince1970
         if number > epochNow / 2, number < Double(NetworkNumber.maximumSeconds) {
             return NetworkNumber.duration(seconds: number - epochNow)
+        }
+        // Clamped: the value may be milliseconds since the epoch, which no clamped delta should stand for.
+        if number >= Double(NetworkNumber.maximumSeconds), let raw = Double(value.trimmingCharacters(in: .whitespaces)),
+            raw.isFinite
+        {
+            let seconds = raw / 1_000
+            if seconds > epochNow / 2, seconds < epochNow * 2 {
+                return NetworkNumber.duration(seconds: seconds - epochNow)
+            }
         }
         return NetworkNumber.duration(seconds: number)
     }

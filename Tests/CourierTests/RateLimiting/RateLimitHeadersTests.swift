@@ -90,6 +90,19 @@ struct RateLimitHeadersTests {
         #expect(long.reset == .seconds(31_536_000))
     }
 
+    @Test("X-RateLimit-Reset as an epoch time in milliseconds, as some APIs send it, is that time, not 34,800 years")
+    func xEpochMilliseconds() {
+        let future = observe(["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1767225690000"])
+        #expect(future.reset == .seconds(90))
+        let fractional = observe(["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1767225600500"])
+        #expect(fractional.reset == .milliseconds(500))
+        let past = observe(["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1767225000000"])
+        #expect(past.reset == .zero)
+        // Beyond any plausible millisecond epoch, still "for ever": the largest delta.
+        let huge = observe(["X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1e21"])
+        #expect(huge.reset == .seconds(NetworkNumber.maximumSeconds))
+    }
+
     @Test("a limit field in the older list form reads its first number")
     func listLimit() {
         let observation = observe(["X-RateLimit-Limit": "100, 100;w=60", "X-RateLimit-Remaining": "9"])
