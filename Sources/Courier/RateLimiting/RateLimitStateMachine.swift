@@ -122,6 +122,8 @@ struct RateLimitStateMachine<Waiter> {
     /// and the one whose response started it.
     private(set) var sentInWindow = 0
     private var entries: [Entry] = []
+    /// Requests told to suspend that have not enqueued yet: the partition holds them as much as its waiters.
+    private var announced = 0
     private var lastID = 0
     private var scheduledTick: Duration?
 
@@ -138,15 +140,19 @@ struct RateLimitStateMachine<Waiter> {
     /// How many requests wait.
     var waiterCount: Int { entries.count }
 
-    /// The quota as known now, or `nil` when nothing is known or the partition is unlimited.
+    /// The quota as known now, or `nil` when nothing is known or the partition is unlimited. During a hold (a
+    /// refusal without numbers under the client-side limit), nothing left until it ends, and no limit or window:
+    /// the client's own are not the server's, and a replica that starts from this holds as long.
     var quota: Quota? {
-        remaining.map { Quota(limit: limit, remaining: $0, resetAt: resetAt, window: window) }
+        if let heldUntil { return Quota(limit: nil, remaining: 0, resetAt: heldUntil, window: nil) }
+        return remaining.map { Quota(limit: limit, remaining: $0, resetAt: resetAt, window: window) }
     }
 
     /// Whether forgetting the partition at `now` changes nothing but the next request's being a probe: nobody
     /// waits, nothing is in flight, and no window, hold or reset is still to come.
     func holdsNothing(now: Duration) -> Bool {
-        entries.isEmpty && inFlight == 0 && (resetAt.map { $0 <= now } ?? true) && (heldUntil.map { $0 <= now } ?? true)
+        entries.isEmpty && announced == 0 && inFlight == 0 && (resetAt.map { $0 <= now } ?? true)
+            && (heldUntil.map { $0 <= now } ?? true)
     }
 
     // MARK: Events
@@ -154,6 +160,11 @@ struct RateLimitStateMachine<Waiter> {
     /// Starts from a quota another replica stored, when nothing is known here yet.
     mutating func seed(_ quota: Quota, now: Duration) {
         guard remaining == nil || !isFromServer, inFlight == 0, let resetAt = quota.resetAt, resetAt > now else {
+            return
+        }
+        if settings.clientLimit != nil, !isFromServer, quota.limit == nil, quota.remaining == 0 {
+            // Another replica's hold (a refusal without numbers): hold as long, keeping the client-side limit.
+            heldUntil = max(heldUntil ?? resetAt, resetAt)
             return
         }
         isFromServer = true
@@ -173,6 +184,7 @@ struct RateLimitStateMachine<Waiter> {
             return .reject(rejection)
         }
         lastID += 1
+        announced += 1
         return .suspend(id: lastID)
     }
 
@@ -195,6 +207,7 @@ struct RateLimitStateMachine<Waiter> {
         deadline: Duration?,
         isCancelled: Bool
     ) -> EnqueueAction {
+        announced -= 1
         if isCancelled { return .cancelled }
         roll(now)
         if entries.isEmpty, let ticket = take(now) { return .send(ticket) }
@@ -452,13 +465,21 @@ struct RateLimitStateMachine<Waiter> {
     /// When the waiter at `position` in the queue can expect its slot, if that is known.
     private func opening(position: Int, now: Duration) -> Duration? {
         if let heldUntil, heldUntil > now {
-            // The quota as it stands, from the end of the hold (a window ending during the hold opens then).
-            return opening(position: position, now: heldUntil).map { max($0, heldUntil) }
+            // The quota as it will stand when the hold ends: a window that ends during the hold has rolled by then.
+            var rolled = self
+            rolled.heldUntil = nil
+            rolled.roll(heldUntil)
+            return rolled.opening(position: position, now: heldUntil).map { max($0, heldUntil) }
         }
         if isUnlimited { return now }
         guard let left = remaining else { return nil }
         if position < left { return now }
-        guard let resetAt else { return nil }
+        guard let resetAt else {
+            // A client window not started yet starts with the next request, now; each window after it lets `limit`
+            // more go.
+            guard !isFromServer, settings.clientLimit != nil, let window, let limit, limit > 0 else { return nil }
+            return now + window * ((position - left) / limit + 1)
+        }
         let after = position - left
         guard let limit, limit > 0 else { return after == 0 ? resetAt : nil }
         let windows = after / limit

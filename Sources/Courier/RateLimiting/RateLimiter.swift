@@ -222,10 +222,12 @@ public final class RateLimiter: Sendable {
         let now = elapsed()
         return lock.withLock { _ in
             partitions.value.slots[ExactString(partition)].map(\.value).map { machine in
-                PartitionState(
+                // A hold (a refusal without numbers under a client-side limit): nothing goes until it ends.
+                let held = machine.heldUntil.flatMap { $0 > now ? $0 : nil }
+                return PartitionState(
                     limit: machine.limit,
-                    remaining: machine.isUnlimited ? nil : machine.remaining,
-                    resetIn: machine.resetAt.map { $0 - now },
+                    remaining: held != nil ? 0 : machine.isUnlimited ? nil : machine.remaining,
+                    resetIn: (held ?? machine.resetAt).map { $0 - now },
                     waiting: machine.waiterCount,
                     inFlight: machine.inFlight,
                     isUnlimited: machine.isUnlimited

@@ -396,6 +396,62 @@ struct RateLimitStateMachineTests {
         #expect(machine.remaining == 2)
     }
 
+    @Test("a hold under a client-side limit is what goes to the store, and a replica that starts from it holds too")
+    func holdIsShared() throws {
+        let settings = Self.settings(clientLimit: 3, clientWindow: .seconds(60))
+        var machine = Machine(settings: settings)
+        let first = try #require(Self.arrive(&machine, 0, now: .zero))
+        let refused = RateLimitObservation(retryAfter: .seconds(120), isThrottled: true)
+        let output = machine.complete(first, observation: refused, now: .seconds(1))
+        let held = Machine.Quota(limit: nil, remaining: 0, resetAt: .seconds(121), window: nil)
+        #expect(output.updated == held)
+        #expect(machine.quota == held)
+
+        // Another replica's machine, starting from the stored hold: it holds, and keeps its own client limit.
+        var other = Machine(settings: settings)
+        other.seed(held, now: .seconds(2))
+        #expect(Self.arrive(&other, 1, now: .seconds(2)) == nil)
+        #expect(other.tick(now: .seconds(121)).sends.map(\.waiter) == [1])
+        #expect(other.limit == 3 && !other.isFromServer)
+    }
+
+    @Test("a partition that told a request to suspend holds something until that request enqueues")
+    func announcedSuspendHoldsThePartition() throws {
+        var machine = Machine(settings: Self.settings())
+        let probe = try #require(Self.arrive(&machine, 0))
+        guard case .suspend(let id) = machine.acquire(now: .zero, deadline: nil) else {
+            Issue.record("expected a suspension behind the probe")
+            return
+        }
+        _ = machine.complete(probe, observation: nil, now: .zero)
+        #expect(!machine.holdsNothing(now: .zero))
+        #expect(machine.enqueue(1, id: id, now: .zero, deadline: nil, isCancelled: true) == .cancelled)
+        #expect(machine.holdsNothing(now: .zero))
+    }
+
+    @Test("while held, a waiter's slot is estimated from the client window that starts when the hold ends")
+    func openingDuringHold() throws {
+        let settings = Machine.Settings(
+            maximumQueueLength: nil,
+            maximumWait: .seconds(150),
+            clientLimit: 3,
+            clientWindow: .seconds(60),
+            fallbackDelay: .seconds(1)
+        )
+        var machine = Machine(settings: settings)
+        let first = try #require(Self.arrive(&machine, 0, now: .zero))
+        _ = try #require(Self.arrive(&machine, 1, now: .zero))
+        _ = try #require(Self.arrive(&machine, 2, now: .zero))
+        let refused = RateLimitObservation(retryAfter: .seconds(120), isThrottled: true)
+        _ = machine.complete(first, observation: refused, now: .seconds(1))
+        // The client window ends at 60, during the hold; at 121 three go, and the fourth waits for 181.
+        for waiter in 3...5 { #expect(Self.arrive(&machine, waiter, now: .seconds(2)) == nil) }
+        #expect(
+            machine.acquire(now: .seconds(2), deadline: nil)
+                == .reject(.waitTooLong(opensIn: .seconds(179), maximum: .seconds(150)))
+        )
+    }
+
     @Test(
         "a ticket not used yet outlives its client window when that ends; its slot goes to no one; a server's window keeps it"
     )

@@ -329,6 +329,42 @@ struct RateLimitingTests {
         #expect(try await third.join() == 200)
     }
 
+    @Test(
+        "a 503 without numbers under a client-side limit holds this replica and, through the store, the next",
+        .timeLimit(.minutes(1))
+    )
+    func holdReachesTheFleet() async throws {
+        let epoch = Date(timeIntervalSince1970: 1_800_000_000)
+        let currentDate: @Sendable () -> Date = { [clock] in
+            epoch.addingTimeInterval(Double(clock.now.offset.components.seconds))
+        }
+        let policy = RateLimitPolicy(clientLimit: .init(maxRequests: 3, per: .seconds(60)), currentDate: currentDate)
+        let store = InMemoryRateLimitStore(currentDate: currentDate)
+        let first = RateLimiter(policy, store: store, clock: clock)
+        let refusing = Client(
+            transport: MockTransport(.status(503, headers: ["Retry-After": "30"])),
+            middleware: [.rateLimiting(first)]
+        )
+        _ = try await refusing.send(URLRequest(url: url))
+        let partition = "api.example.test:443"
+        #expect(first.state(for: partition)?.remaining == 0)
+        #expect(first.state(for: partition)?.resetIn == .seconds(30))
+        #expect(await store.quota(for: partition)?.remaining == 0)
+
+        // Another replica on the same store holds until the Retry-After, then goes.
+        let answering = MockTransport.ok
+        let second = Client(
+            transport: answering,
+            middleware: [.rateLimiting(RateLimiter(policy, store: store, clock: clock))]
+        )
+        let waiting = Task { try await second.send(URLRequest(url: url)).1.statusCode }
+        await clock.waitForSleepers(count: 1)
+        #expect(answering.callCount == 0)
+        clock.advance(by: .seconds(30))
+        #expect(try await waiting.join() == 200)
+        #expect(answering.callCount == 1)
+    }
+
     @Test("a server that sends no fields is not paced at all after the probe")
     func unlimited() async throws {
         let server = WindowedServer(limit: 1_000, clock: clock, style: .none)
