@@ -104,7 +104,8 @@ extension Client {
     /// keeps running behind your back). Cancelling the calling task does the same and throws
     /// `CancellationError`; nothing more is read from `requests`, so an endless input ends too. It never
     /// returns fewer responses than `requests`: a cancellation that left one unsent throws, even when every
-    /// request already in flight succeeded.
+    /// request already in flight succeeded; once every request of a collection was sent, their responses are
+    /// returned (a sequence that is not a collection throws unless it was read to its end).
     ///
     /// - Parameters:
     ///   - requests: The requests; any sequence, read once, in order.

@@ -163,9 +163,10 @@ enum FanOut {
             if Task.isCancelled { throw CancellationError() }
             throw error
         }
-        // A cancellation that stopped the reading leaves inputs without an output, even when every request
-        // read succeeded (one that ignores cancellation, or whose response beat it): never a short array.
-        guard readToEnd else { throw CancellationError() }
+        // A cancellation that stopped the reading may leave inputs without an output, even when every request
+        // read succeeded (one that ignores cancellation, or whose response beat it): never a short array. A
+        // collection tells whether any was left; another sequence might go on, so its reading must have ended.
+        guard readToEnd || (inputs as? any Collection)?.count == outputs.count else { throw CancellationError() }
         return outputs.map { $0! }
     }
 }

@@ -310,6 +310,47 @@ struct ClientSendAllTests {
     }
 
     @Test(
+        "sendAllOrThrow cancelled once every request was sent returns them all, whatever maxConcurrency",
+        .timeLimit(.minutes(1)),
+        arguments: [3, 4]
+    )
+    func allOrThrowCancelledAfterEverySend(maxConcurrency: Int) async throws {
+        let arrivals = Arrivals()
+        let gate = Gate()
+        let transport = MockTransport { _ in
+            arrivals.arrive()
+            await gate.wait()
+            return .ok
+        }
+        let client = Client(baseURL: baseURL, transport: transport)
+        let batch = Task {
+            try await client.sendAllOrThrow(
+                (0..<3).map { Request<EmptyResponse>.get("/x/\($0)") },
+                maxConcurrency: maxConcurrency
+            )
+        }
+        await arrivals.wait(for: 3)
+        batch.cancel()
+        gate.open()
+
+        #expect(try await batch.join().count == 3)
+    }
+
+    @Test("sendAllOrThrow of an empty collection from a cancelled task returns no responses", .timeLimit(.minutes(1)))
+    func allOrThrowEmptyCancelled() async throws {
+        let client = Client(baseURL: baseURL, transport: MockTransport(.ok))
+        let gate = Gate()
+        let batch = Task {
+            await gate.wait()
+            return try await client.sendAllOrThrow([Request<EmptyResponse>](), maxConcurrency: 2)
+        }
+        batch.cancel()
+        gate.open()
+
+        #expect(try await batch.join().isEmpty)
+    }
+
+    @Test(
         "sendAllOrThrow called from a cancelled task throws CancellationError and sends nothing",
         .timeLimit(.minutes(1))
     )
