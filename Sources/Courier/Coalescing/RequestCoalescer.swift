@@ -85,7 +85,8 @@ public final class RequestCoalescer: Sendable {
     private typealias Waiter = CheckedContinuation<(Data, HTTPURLResponse), any Error>
     private typealias Machine = RequestCoalescerStateMachine<Key, Waiter, Task<Void, Never>>
 
-    /// Header names (lowercased) left out of the coalescing key.
+    /// Header names (lowercased) left out of the coalescing key, but for any registered as a credential header
+    /// since (``CredentialHeaders/register(_:)``), which stays in it.
     public let ignoredHeaders: Set<String>
 
     private let state = LockedState(Machine())
@@ -93,7 +94,7 @@ public final class RequestCoalescer: Sendable {
     /// - Parameter ignoredHeaders: Header names left out of the coalescing key (case-insensitive);
     ///   ``defaultIgnoredHeaders`` by default. Add a header here only if it can never change the response. A
     ///   credential header (``CredentialHeaders/contains(_:)``: `Authorization`, `Cookie`, `X-API-Key`, a name
-    ///   registered before this call, …) is never left out, even when named here: callers with different
+    ///   registered before or after this call, …) is never left out, even when named here: callers with different
     ///   credentials never share a response.
     public init(ignoringHeaders ignoredHeaders: Set<String> = RequestCoalescer.defaultIgnoredHeaders) {
         self.ignoredHeaders = Set(
@@ -115,7 +116,11 @@ public final class RequestCoalescer: Sendable {
         var headers: [Key.Header] = []
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
             let name = name.asciiLowercased
-            if !ignoredHeaders.contains(name) { headers.append(Key.Header(name: name, value: value)) }
+            // A name registered as a credential after this coalescer was made is one now (asked only of the
+            // ignored names, which are few).
+            if !ignoredHeaders.contains(name) || CredentialHeaders.contains(name) {
+                headers.append(Key.Header(name: name, value: value))
+            }
         }
         headers.sort { $0.name.utf8.lexicographicallyPrecedes($1.name.utf8) }
         return Key(method: method, url: url.absoluteString, headers: headers)

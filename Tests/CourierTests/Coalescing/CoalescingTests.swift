@@ -86,6 +86,20 @@ struct CoalescingTests {
         #expect(key(["Accept": "application/json"]) == key(["Accept": "text/plain"]))
     }
 
+    @Test("a header registered as a credential after the coalescer was made is in the key from then on")
+    func credentialRegisteredLater() throws {
+        let name = "X-Coalescing-Late-Credential"
+        let coalescer = RequestCoalescer(ignoringHeaders: [name])
+        func key(_ value: String) -> RequestCoalescer.Key? {
+            var request = URLRequest(url: url)
+            request.setValue(value, forHTTPHeaderField: name)
+            return coalescer.key(for: request)
+        }
+        #expect(key("alice") == key("bob"))
+        CredentialHeaders.register(name)
+        #expect(key("alice") != key("bob"))
+    }
+
     @Test("POST requests are never coalesced")
     func postIsNeverCoalesced() async throws {
         var post = URLRequest(url: url)
