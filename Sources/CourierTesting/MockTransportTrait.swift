@@ -48,6 +48,10 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
     private let sourceLocation: SourceLocation
     private let identity = Identity()
 
+    /// How many scopes of the nearest trait's copies enclose the current one: a trait value written on a suite
+    /// and again on its test provides two nested scopes, and only the innermost installs a mock.
+    @TaskLocal private static var enclosingCopies = 0
+
     /// Applies to every test in a suite, each with a fresh transport.
     public var isRecursive: Bool { true }
 
@@ -113,6 +117,11 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
         return nearest.map { $0.identity === identity } ?? true ? self : nil
     }
 
+    /// How many of `test`'s traits are copies of this one (the same value on a suite and on the test).
+    private func copies(in test: Test) -> Int {
+        test.traits.lazy.compactMap { $0 as? MockTransportTrait }.filter { $0.identity === identity }.count
+    }
+
     /// Installs a fresh transport around the test, then reports the mock's unmet expectations.
     ///
     /// - Parameters:
@@ -125,6 +134,12 @@ public struct MockTransportTrait: TestTrait, SuiteTrait, TestScoping {
         testCase: Test.Case?,
         performing function: @Sendable () async throws -> Void
     ) async throws {
+        let enclosing = Self.enclosingCopies
+        guard enclosing + 1 >= copies(in: test) else {
+            // An outer copy of the trait the test names again: the innermost one installs the test's mock.
+            try await Self.$enclosingCopies.withValue(enclosing + 1, operation: function)
+            return
+        }
         let (transport, mock) = makeTransport()
         do {
             try await MockTransport.$current.withValue(mock) {

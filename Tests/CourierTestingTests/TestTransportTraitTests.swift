@@ -289,6 +289,22 @@ struct SuiteLevelExpectationTests {
     }
 }
 
+/// One trait value, written on a suite and again on one of its tests.
+private let sharedExpectingTrait: MockTransportTrait = .mockTransport {
+    MockRoute.get("/shared").replies(.text("shared")).expectCalls(1)
+}
+
+@Suite("One .mockTransport trait value on a suite and on its test", sharedExpectingTrait)
+struct SharedTraitValueTests {
+    // Fails with "GET /shared expected exactly 1 call, got 0 calls" should the value install two mocks, one
+    // around the other.
+    @Test("installs one mock for the test, whose expectations the test meets", sharedExpectingTrait)
+    func onceForTheTest() async throws {
+        let text: String = try await sharedClient.send(.get("/shared"))
+        #expect(text == "shared")
+    }
+}
+
 extension Trait where Self == MockTransportTrait {
     /// A `.mockTransport` trait whose mock answers `GET /who` with `name`.
     fileprivate static func mockAnswering(as name: String) -> Self {
