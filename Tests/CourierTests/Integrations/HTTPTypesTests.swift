@@ -124,6 +124,27 @@ struct HTTPTypesTests {
     }
 
     @Test(
+        "an HTTPRequest's scheme cannot move the URLRequest to another host either",
+        arguments: [
+            "https://attacker.example/#", "https://attacker.example?", "https://attacker.example/", "1https", "",
+        ]
+    )
+    func schemeCannotMoveTheAuthority(scheme: String) throws {
+        let request = HTTPRequest(
+            method: .get,
+            scheme: scheme,
+            authority: "api.example.test",
+            path: "/x",
+            headerFields: [.authorization: "Bearer secret"]
+        )
+        let error = try #require(throws: CourierError.self) { try URLRequest(request) }
+        #expect(error.code == .invalidRequest)
+        // A scheme of letters, digits, "+", "-" and "." after a letter still converts.
+        let plain = HTTPRequest(method: .get, scheme: "coap+tcp", authority: "api.example.test", path: "/x")
+        #expect(try URLRequest(plain).url?.host == "api.example.test")
+    }
+
+    @Test(
         "an HTTPRequest with a port, an IPv6 host, a query or no path keeps its authority",
         arguments: [
             ("api.example.test:8443", "/x?y=1", "api.example.test", 8443),

@@ -63,10 +63,11 @@ extension URLRequest {
     ///   - body: The body, or `nil` for none.
     /// - Throws: ``CourierError/Code/invalidRequest`` when the request has no absolute URL (no scheme or
     ///   authority, a `CONNECT` to an authority, or `OPTIONS *`), or is an extended `CONNECT`
-    ///   (`:protocol`), which `URLRequest` cannot express; and when its path or authority would send it elsewhere
-    ///   than its authority says: a path that is neither empty nor starts with `/` (`@attacker.example/x` makes
-    ///   the authority user info, `:8443/x` changes the port), or an authority with user info or any of `/`, `?`,
-    ///   `#` and `\`. A gateway forwarding a request it received cannot be turned to another host this way.
+    ///   (`:protocol`), which `URLRequest` cannot express; and when its scheme, path or authority would send it
+    ///   elsewhere than its authority says: a scheme that is not a letter then letters, digits, `+`, `-` or `.`
+    ///   (`https://attacker.example/#` would make the rest a fragment), a path that is neither empty nor starts
+    ///   with `/` (`@attacker.example/x` makes the authority user info, `:8443/x` changes the port), or an
+    ///   authority with user info or any of `/`, `?`, `#` and `\`. A gateway forwarding a request it received cannot be turned to another host this way.
     public init(_ request: HTTPRequest, body: Data? = nil) throws {
         guard request.extendedConnectProtocol == nil else {
             throw CourierError.invalidRequest(
@@ -82,8 +83,9 @@ extension URLRequest {
         }
         guard Self.keepsAuthority(request), url.host != nil else {
             throw CourierError.invalidRequest(
-                "the HTTPRequest's path or authority would move it to another host, port or user (a path starts "
-                    + "with \"/\"; an authority has no user info, \"/\", \"?\", \"#\" or \"\\\")",
+                "the HTTPRequest's scheme, path or authority would move it to another host, port or user (a scheme "
+                    + "is a letter then letters, digits, \"+\", \"-\" or \".\"; a path starts with \"/\"; an "
+                    + "authority has no user info, \"/\", \"?\", \"#\" or \"\\\")",
                 request: nil
             )
         }
@@ -95,6 +97,14 @@ extension URLRequest {
     /// has the request's authority as its own: the path empty or starting with `/`, and the authority free of the
     /// characters that end an authority or bring user info.
     private static func keepsAuthority(_ request: HTTPRequest) -> Bool {
+        // The scheme: a letter, then letters, digits, "+", "-" or "." (RFC 3986 §3.1); anything else could end in
+        // "://other.host/#" and make the rest a fragment.
+        guard let scheme = request.scheme?.utf8, let first = scheme.first, first | 0x20 &- UInt8(ascii: "a") < 26,
+            scheme.allSatisfy({ byte in
+                byte | 0x20 &- UInt8(ascii: "a") < 26 || byte &- UInt8(ascii: "0") < 10 || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
+            })
+        else { return false }
         let path = request.path ?? ""
         guard path.isEmpty || path.utf8.first == UInt8(ascii: "/") else { return false }
         guard let authority = request.authority, !authority.isEmpty else { return false }
