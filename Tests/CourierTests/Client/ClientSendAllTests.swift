@@ -284,19 +284,25 @@ struct ClientSendAllTests {
         #expect(hanging.callCount == 2)
     }
 
-    @Test(
-        "sendAllOrThrow cancelled while its requests still succeed throws CancellationError, never a short array",
-        .timeLimit(.minutes(1))
-    )
-    func allOrThrowCancelledWhileSucceeding() async throws {
+    /// A transport that counts each request's arrival and answers `200` once the gate opens, cancelled or not.
+    private static func gatedTransport() -> (Arrivals, Gate, MockTransport) {
         let arrivals = Arrivals()
         let gate = Gate()
-        // Ignores cancellation: the two requests in flight end with 200 after the caller is cancelled.
         let transport = MockTransport { _ in
             arrivals.arrive()
             await gate.wait()
             return .ok
         }
+        return (arrivals, gate, transport)
+    }
+
+    @Test(
+        "sendAllOrThrow cancelled while its requests still succeed throws CancellationError, never a short array",
+        .timeLimit(.minutes(1))
+    )
+    func allOrThrowCancelledWhileSucceeding() async throws {
+        // Ignores cancellation: the two requests in flight end with 200 after the caller is cancelled.
+        let (arrivals, gate, transport) = Self.gatedTransport()
         let client = Client(baseURL: baseURL, transport: transport)
         let batch = Task {
             try await client.sendAllOrThrow((0..<8).map { Request<EmptyResponse>.get("/x/\($0)") }, maxConcurrency: 2)
@@ -315,13 +321,7 @@ struct ClientSendAllTests {
         arguments: [3, 4]
     )
     func allOrThrowCancelledAfterEverySend(maxConcurrency: Int) async throws {
-        let arrivals = Arrivals()
-        let gate = Gate()
-        let transport = MockTransport { _ in
-            arrivals.arrive()
-            await gate.wait()
-            return .ok
-        }
+        let (arrivals, gate, transport) = Self.gatedTransport()
         let client = Client(baseURL: baseURL, transport: transport)
         let batch = Task {
             try await client.sendAllOrThrow(

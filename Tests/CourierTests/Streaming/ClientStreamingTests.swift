@@ -278,18 +278,20 @@ struct StreamingArticleTests {
         #expect(total == 64 * 64 * 1024)
     }
 
+    /// Returns a response object of its own, with one more header, in place of the one it got.
+    private static let relabel = Middleware { request, next in
+        let (data, response) = try await next(request)
+        var headers = response.allHeaderFields as? [String: String] ?? [:]
+        headers["X-Relabelled"] = "yes"
+        // swift-format-ignore: NeverForceUnwrap
+        let copy = HTTPURLResponse(url: response.url!, statusCode: 200, httpVersion: nil, headerFields: headers)!
+        return (data, copy)
+    }
+
     @Test("a middleware that returns its own response object in place of a streamed one keeps the stream")
     func replacedResponseKeepsStream() async throws {
         let mock = MockTransport { MockRoute.get("/s").replies(.stream([.text("kept")])) }
-        let relabel = Middleware { request, next in
-            let (data, response) = try await next(request)
-            var headers = response.allHeaderFields as? [String: String] ?? [:]
-            headers["X-Relabelled"] = "yes"
-            // swift-format-ignore: NeverForceUnwrap
-            let copy = HTTPURLResponse(url: response.url!, statusCode: 200, httpVersion: nil, headerFields: headers)!
-            return (data, copy)
-        }
-        let client = Client(baseURL: URL(string: "http://127.0.0.1")!, transport: mock, middleware: [relabel])
+        let client = Client(baseURL: URL(string: "http://127.0.0.1")!, transport: mock, middleware: [Self.relabel])
         let (body, response) = try await client.stream(.get("/s"))
         #expect(response.value(forHTTPHeaderField: "X-Relabelled") == "yes")
         #expect(String(decoding: try await body.collect(upTo: 10), as: UTF8.self) == "kept")
@@ -304,19 +306,11 @@ struct StreamingArticleTests {
         let mock = MockTransport {
             MockRoute.get("/s").replies(.stream([.text("a"), .hold(until: release), .text("b")]))
         }
-        let relabel = Middleware { request, next in
-            let (data, response) = try await next(request)
-            var headers = response.allHeaderFields as? [String: String] ?? [:]
-            headers["X-Relabelled"] = "yes"
-            // swift-format-ignore: NeverForceUnwrap
-            let copy = HTTPURLResponse(url: response.url!, statusCode: 200, httpVersion: nil, headerFields: headers)!
-            return (data, copy)
-        }
         let counter = RequestCounter()
         let client = Client(
             baseURL: URL(string: "http://127.0.0.1")!,
             transport: mock,
-            middleware: [.counting(counter), relabel]
+            middleware: [.counting(counter), Self.relabel]
         )
         let (body, _) = try await client.stream(.get("/s"))
         #expect(counter.snapshot.inFlight == 1)
