@@ -149,7 +149,10 @@ private struct Scan {
                 return redactLine(from: afterEquals)
             }
             if isSensitiveParameter(name, context: context) {
-                return redactParameterValue(from: afterEquals, context: context)
+                // After an encoded `=` the parameter sits inside another's value, whose encoded separators end it
+                // too; after a literal one, an encoded space, `&` or `#` is part of the value (`correct%20horse`).
+                let isNested = t[end] == UInt8(ascii: "%")
+                return redactParameterValue(from: afterEquals, context: context, nested: isNested)
             }
             return afterEquals
         }
@@ -255,8 +258,9 @@ private struct Scan {
     }
 
     /// The value of a sensitive parameter: quoted, or up to the next separator (`&`, `#`, whitespace,
-    /// punctuation, or a percent-encoded `&`, `#` or space).
-    mutating func redactParameterValue(from start: Int, context: Context) -> Int {
+    /// punctuation, and when the parameter is `nested` in another's encoded value, a percent-encoded `&`, `#` or
+    /// space).
+    mutating func redactParameterValue(from start: Int, context: Context, nested: Bool) -> Int {
         guard start < n else { return start }
         if mode == .text && (t[start] == UInt8(ascii: "\"") || t[start] == UInt8(ascii: "'")) {
             let value = quotedString(from: start + 1, quote: t[start], backslashes: 0)
@@ -264,7 +268,7 @@ private struct Scan {
             return value.resume
         }
         var end = start
-        while end < n && !endsParameterValue(at: end, context: context) { end += 1 }
+        while end < n && !endsParameterValue(at: end, context: context, encodedSeparators: nested) { end += 1 }
         if end > start, !isPlaceholder(start..<end) {
             replace(start..<end, with: placeholder)
         }
@@ -282,7 +286,11 @@ private struct Scan {
             return value.resume
         }
         var end = start
-        while end < n && !endsParameterValue(at: end, context: .prose) && t[end] != UInt8(ascii: ")") { end += 1 }
+        while end < n && !endsParameterValue(at: end, context: .prose, encodedSeparators: true)
+            && t[end] != UInt8(ascii: ")")
+        {
+            end += 1
+        }
         let value = start..<end
         if !value.isEmpty, !isPlaceholder(value), !isHarmlessLiteral(value) {
             replace(value, with: placeholder)
@@ -301,7 +309,9 @@ private struct Scan {
         return end
     }
 
-    func endsParameterValue(at index: Int, context: Context) -> Bool {
+    /// Whether the byte at `index` ends an unquoted value; a percent-encoded `&`, `#` or space does only when
+    /// `encodedSeparators`.
+    func endsParameterValue(at index: Int, context: Context, encodedSeparators: Bool) -> Bool {
         switch t[index] {
         case UInt8(ascii: "&"), UInt8(ascii: "#"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"),
             UInt8(ascii: "\r"), UInt8(ascii: "\""), UInt8(ascii: "<"),
@@ -314,7 +324,7 @@ private struct Scan {
         case UInt8(ascii: "'"), UInt8(ascii: "]"), UInt8(ascii: "}"), UInt8(ascii: "|"):
             return mode == .text
         case UInt8(ascii: "%"):
-            guard let escape = escape(at: index) else { return false }
+            guard encodedSeparators, let escape = escape(at: index) else { return false }
             return escape.byte == UInt8(ascii: "&") || escape.byte == UInt8(ascii: "#")
                 || escape.byte == UInt8(ascii: " ")
         default:

@@ -361,6 +361,45 @@ struct RedactionRuleTests {
         #expect(Redaction.redactedURL(url) == "https://h.example/p;v=1?token=REDACTED&page=2#frag")
     }
 
+    @Test(
+        "a sensitive value with an encoded space, & or # after a literal = is redacted whole; a nested one still ends"
+    )
+    func encodedSeparatorsInSensitiveValue() throws {
+        let encoded = try #require(URL(string: "https://h.example/cb?password=p%26ssw0rd-TAIL&page=2"))
+        #expect(Redaction.redactedURL(encoded) == "https://h.example/cb?password=REDACTED&page=2")
+        let spaced = try #require(URL(string: "https://h.example/login?password=correct%20horse%20staple&page=2"))
+        #expect(Redaction.redactedURL(spaced) == "https://h.example/login?password=REDACTED&page=2")
+        #expect(!Redaction.redactedText("Location: https://h.example/cb?client_secret=abc%23def-TAIL").contains("TAIL"))
+        #expect(!Redaction.bodyPreview(Data("grant_type=password&password=correct%20horse".utf8)).contains("horse"))
+        // A parameter inside another's encoded value ends at that value's encoded separator, as before.
+        let nested = try #require(URL(string: "https://h.example/p?next=%2Fcb%3Faccess_token%3DX1%26page%3D2&q=1"))
+        #expect(
+            Redaction.redactedURL(nested) == "https://h.example/p?next=%2Fcb%3Faccess_token%3DREDACTED%26page%3D2&q=1"
+        )
+    }
+
+    @Test(
+        "a sensitive query value written by Courier's own encoder is redacted whole, whatever it holds",
+        arguments: 0..<8
+    )
+    func encodedQueryValuesModel(seed: UInt64) throws {
+        var random = SplitMix64.derived(seed: seed, 31)
+        let alphabet = Array("abcXYZ0189 &#=+%/?:;,'\"@!$()*~._-")
+        for _ in 0..<100 {
+            let length = 1 + Int(random.next() % 24)
+            let secret = String((0..<length).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
+            let request = try Request<Data>.get("/login", query: ["password": secret, "page": "2"])
+                .urlRequest(baseURL: URL(string: "https://h.example")!)
+            let url = try #require(request.url)
+            let redacted = Redaction.redactedURL(url)
+            #expect(
+                redacted.contains("password=REDACTED&") || redacted.hasSuffix("password=REDACTED"),
+                "\(secret): \(redacted)"
+            )
+            #expect(redacted.contains("page=2"), "\(secret): \(redacted)")
+        }
+    }
+
     @Test("a registered secret that starts in the body preview is removed whole, however far it runs")
     func previewOfKnownSecret() {
         let secret = "preview-known-" + String(repeating: "K", count: 5_000)
