@@ -126,8 +126,10 @@ private struct Scan {
         while end < n && isWordByte(t[end]) { end += 1 }
         let name = start..<end
 
-        // "name": "value", 'name': 'value', \"name\": \"value\" (the colon first: most quoted words are values)
-        if let quoted = quotedKey(name), let afterColon = colon(after: quoted.afterKey), hasSensitiveFragment(name),
+        // "name": "value", 'name': 'value', \"name\": \"value\" (the colon first: most quoted words are values);
+        // a sensitive name, or a credential header's (a header dictionary printed, registered names included)
+        if let quoted = quotedKey(name), let afterColon = colon(after: quoted.afterKey),
+            hasSensitiveFragment(name) || isHeaderLineName(name),
             let value = quotedValue(at: afterColon, quote: quoted.quote, backslashes: quoted.backslashes)
         {
             redactValue(value)

@@ -71,4 +71,13 @@ struct PrintedTypesTests {
         Self.expectNoSecret(in: HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET"))
         Self.expectNoSecret(in: CacheEvent(kind: .hit, method: "GET", url: Self.url))
     }
+
+    @Test("a registered credential header's value is redacted in dictionary and JSON form too")
+    func registeredHeaderInDictionaryForm() {
+        CredentialHeaders.register("X-Printed-Partner-Key")
+        let dictionary = #"Rejected(headers: ["X-Printed-Partner-Key": "pk-live-0123456789"])"#
+        #expect(!Redaction.redactedText(dictionary).contains("0123456789"))
+        #expect(!Redaction.redactedText(#"{"X-Printed-Partner-Key":"pk-live-0123456789"}"#).contains("0123456789"))
+        #expect(Redaction.redactedText(#"{"X-Printed-Other":"visible-value"}"#).contains("visible-value"))
+    }
 }
