@@ -96,7 +96,7 @@ public final class RateLimiter: Sendable {
         /// The origin (`scheme://host[:port]`) of the URL `lastKey` was keyed from with ``HostKey/plain(_:)``, or
         /// `""`.
         var lastOrigin = ""
-        /// Past this many partitions, adding one first forgets those that hold nothing (``sweep(keeping:now:)``).
+        /// Past this many partitions, adding one first forgets those that hold nothing (``add(_:for:now:)``).
         var sweepAt = Partitions.minimumSweep
 
         /// The fewest partitions a sweep waits for.
