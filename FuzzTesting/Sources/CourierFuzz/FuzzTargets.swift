@@ -42,10 +42,39 @@ enum FuzzTargets {
         Target(name: "sse", run: serverSentEvents),
         Target(name: "lines", run: lines),
         Target(name: "json-lines", run: jsonLines),
+        Target(name: "redaction", run: redaction),
     ]
 
     /// The wall-clock time the targets read dates against: 2025-11-24, a fixed instant so a run is repeatable.
     static let now = Date(timeIntervalSince1970: 1_764_000_000)
+
+    // MARK: Redaction
+
+    /// A secret the `redaction` target registers, then hides in the input.
+    static let registeredSecret = "fuzz-registered-5ecret-0042"
+
+    /// Text a server controls (a body preview, a `Location`, an error's text) through the redaction scanner: a
+    /// registered secret put in the middle of it never comes out, and a sensitive parameter whose value is the input
+    /// percent-encoded, as `Request` encodes a query, is redacted whole.
+    static func redaction(_ bytes: [UInt8]) throws {
+        Redaction.registerSecret(registeredSecret)
+        let text = String(decoding: bytes, as: UTF8.self)
+        let middle = text.index(text.startIndex, offsetBy: text.count / 2)
+        let hidden = String(text[..<middle]) + registeredSecret + String(text[middle...])
+        for output in [
+            Redaction.redactedText(hidden), Redaction.redactedURLString(hidden),
+            Redaction.bodyPreview(Data(hidden.utf8)),
+        ] {
+            try check(!output.contains(registeredSecret), "the registered secret came out of \(bytes.count) bytes")
+        }
+        let value = PercentEncoding.encodeComponent(text)
+        guard !value.isEmpty else { return }
+        let url = Redaction.redactedURLString("https://h.example/p?password=" + value + "&page=2")
+        try check(
+            url == "https://h.example/p?password=REDACTED&page=2",
+            "a parameter's value was not redacted whole: \(url)"
+        )
+    }
 
     // MARK: Header fields
 

@@ -466,7 +466,8 @@ private struct Scan {
 
     /// A percent-escape at `index`, unwrapping any number of encodings of `%` (`%2526` is `&`).
     func escape(at index: Int) -> (byte: UInt8, end: Int)? {
-        guard t[index] == UInt8(ascii: "%") else { return nil }
+        // `index` may be the text's end: an escape that ends the text (`scheme%3A`) is followed by none.
+        guard index < n, t[index] == UInt8(ascii: "%") else { return nil }
         var k = index + 1
         while k + 3 < n, t[k] == UInt8(ascii: "2"), t[k + 1] == UInt8(ascii: "5"), isHex(t[k + 2]), isHex(t[k + 3]) {
             k += 2

@@ -400,6 +400,15 @@ struct RedactionRuleTests {
         }
     }
 
+    @Test(
+        "text that ends inside an encoded scheme separator is read to its end and no further",
+        arguments: ["word%3A", "word%3A%2F", "word%3A%2F%2F", "https%3a", "word%3DX1%3a"]
+    )
+    func endsInsideEncodedSchemeSeparator(text: String) {
+        #expect(Redaction.redactedText(text) == text)
+        #expect(Redaction.bodyPreview(Data(text.utf8)) == text)
+    }
+
     @Test("a registered secret that starts in the body preview is removed whole, however far it runs")
     func previewOfKnownSecret() {
         let secret = "preview-known-" + String(repeating: "K", count: 5_000)
