@@ -59,16 +59,14 @@ extension Request: CustomStringConvertible, CustomReflectable {
     /// The method and the target with the query, redacted, for example `GET /users/42?token=REDACTED`; the
     /// header fields and the body are shown by ``customMirror``, redacted.
     public var description: String {
-        var components = URLComponents()
-        components.queryItems = query.isEmpty ? nil : query
-        let query = components.percentEncodedQuery.map { "?" + $0 } ?? ""
+        // The query encoded as the request will send it.
+        let query = query.isEmpty ? "" : "?" + PercentEncoding.formEncoded(query)
         let target: String
         switch self.target {
         case .path(let path): target = path
         case .url(let url): target = url.absoluteString
         }
-        let method = RequestValidation.isToken(method.rawValue) ? method.rawValue : "<invalid method>"
-        return method + " " + Redaction.redactedURLString(target + query)
+        return RequestValidation.printableMethod(method.rawValue) + " " + Redaction.redactedURLString(target + query)
     }
 
     /// The method and target as ``description`` shows them, the header fields redacted, and the body by its

@@ -70,8 +70,12 @@ public enum RequestValidation {
     /// The method of `request` to show in errors and logs: the method, or a placeholder when it is not a token
     /// (a method with CR or LF in it would otherwise forge lines in a log).
     static func printableMethod(of request: URLRequest) -> String {
-        let method = request.httpMethod ?? "GET"
-        return isToken(method) ? method : "<invalid method>"
+        printableMethod(request.httpMethod ?? "GET")
+    }
+
+    /// `method`, or a placeholder when it is not a token.
+    static func printableMethod(_ method: String) -> String {
+        isToken(method) ? method : "<invalid method>"
     }
 
     /// Throws ``CourierError/Code/invalidRequest`` unless `name` is a token and `value` has no CR, LF or NUL.
@@ -122,7 +126,7 @@ public enum RequestValidation {
     /// Every header name and value of every request is scanned, so the scans run over the string's
     /// contiguous UTF-8 when it has it (a native string does): about ten times fewer instructions than
     /// iterating its `utf8` view.
-    static func isToken(_ string: String) -> Bool {
+    private static func isToken(_ string: String) -> Bool {
         if let isToken = string.utf8.withContiguousStorageIfAvailable({ bytes in
             !bytes.isEmpty && bytes.allSatisfy(isTokenCharacter)
         }) {

@@ -64,6 +64,9 @@ struct PrintedTypesTests {
         Self.expectNoSecret(in: request)
         Self.expectNoSecret(in: try #require(request.body))
         #expect(String(describing: request).hasPrefix("GET https://"))
+        // A value with a separator in it is one value, encoded as the request encodes it.
+        let separated = Request<Data>.get("/x", query: ["token": "a&refl-5ecret=1"])
+        Self.expectNoSecret(in: separated)
     }
 
     @Test("a cache key and a cache event dump redacted, as they print")
