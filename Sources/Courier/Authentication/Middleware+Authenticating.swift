@@ -17,7 +17,8 @@ extension Middleware {
     /// The header value is built and checked once, here. An empty token, or one containing CR, LF or NUL,
     /// makes every request fail with ``CourierError/Code/invalidRequest`` before anything is sent; no
     /// error message or log record contains the token (it is registered with ``Redaction/registerSecret(_:)``,
-    /// so it is removed even from an underlying error's text that quotes it). The middleware replaces any value
+    /// so it is removed even from an underlying error's text that quotes it, for as long as the middleware exists,
+    /// whatever else is registered). The middleware replaces any value
     /// the request already has in that header. For tokens that expire, see
     /// ``authenticating(scheme:origins:tokenProvider:)``.
     ///
@@ -41,7 +42,8 @@ extension Middleware {
         origins: CredentialOrigins = .baseURL
     ) -> Middleware {
         let name = "authenticating"
-        Redaction.registerSecret(token)
+        // Registered for as long as the middleware lives, however many other values are registered meanwhile.
+        let pin = SecretPin(token)
         let value: String
         do {
             value = try scheme.headerValue(for: token)
@@ -58,6 +60,7 @@ extension Middleware {
         let field = FixedHeaderField(name: header, value: value)
         return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
             // Only to its origins, and never back on a hop a redirect middleware took to another origin.
+            withExtendedLifetime(pin) {}
             guard try origins.allows(request, through: next) else { return try await next(request) }
             var request = request
             field.set(on: &request)
@@ -81,7 +84,8 @@ extension Middleware {
     /// What it throws is passed on unchanged (a `CancellationError` stays one) and nothing is sent. An
     /// empty token, or one containing CR, LF or NUL, fails with ``CourierError/Code/invalidRequest``;
     /// no error message or log record contains the token: each one is registered with
-    /// ``Redaction/registerSecret(_:)`` (about 0.2 µs when it is the same as before). As with a fixed token,
+    /// ``Redaction/registerSecret(_:)``, and the latest is kept for as long as the middleware exists, whatever
+    /// else is registered (a comparison under a lock when it is the same as before). As with a fixed token,
     /// the credential goes only to its `origins` (the base URL's by default; see ``CredentialOrigins``): for a
     /// request elsewhere the provider is not called and nothing is added, and no redirect carries the
     /// credential to another origin. For a credential that the server can reject and that must then be
@@ -102,10 +106,12 @@ extension Middleware {
         if let problem = scheme.problem ?? origins.problem {
             return .failing(name: name, message: problem)
         }
+        // The latest token stays registered while the middleware lives (see SecretPin).
+        let latest = HeldSecrets()
         return Middleware(name: name) { request, next in
             guard try origins.allows(request, through: next) else { return try await next(request) }
             let token = try await tokenProvider()
-            Redaction.registerSecret(token)
+            latest.hold(token)
             var request = request
             try scheme.authorize(&request, with: token)
             return try await AttachedCredential.attaching(scheme.headerName).bound { try await next(request) }

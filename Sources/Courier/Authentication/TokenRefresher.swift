@@ -158,6 +158,9 @@ public actor TokenRefresher {
     /// Sleeps for a duration on the refresher's clock: the store's time limit.
     nonisolated let sleep: @Sendable (Duration) async throws -> Void
     nonisolated let operation: @Sendable (Token) async throws -> Token
+    /// The current token and its refresh token, kept registered (see ``Redaction/registerSecret(_:)``) for as
+    /// long as they are current, however many other values are registered meanwhile.
+    nonisolated let currentSecrets = HeldSecrets()
 
     /// - Parameters:
     ///   - token: The token to start with, for example one kept from the last run. If its `expiresIn` is zero or
@@ -189,6 +192,7 @@ public actor TokenRefresher {
         self.sharedHolder = "\(sharing?.holder ?? "local")/\(UInt64.random(in: .min ... .max))"
         self.operation = refresh
         Self.registerSecrets(of: token)
+        currentSecrets.hold(token.value, token.refreshToken)
         self.storage = LockedState(
             Storage(machine: TokenRefresherStateMachine(token: token, leeway: leeway, limit: limit))
         )
@@ -445,6 +449,8 @@ public actor TokenRefresher {
     ) {
         let (resumption, continuations, observer) = storage.withLock { storage in
             let resumption = event(&storage.machine)
+            // Under the lock, so that two events cannot leave the older credential held.
+            currentSecrets.hold(storage.machine.credential.value, storage.machine.credential.refreshToken)
             let continuations = resumption.resume.map { storage.continuations.removeValue(forKey: $0.waiter) }
             return (resumption, continuations, storage.observer)
         }

@@ -37,6 +37,9 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
 
     private let clock: C
     private let state: LockedState<State>
+    /// The stored token and its refresh token, kept registered (see ``Redaction/registerSecret(_:)``) while they
+    /// are stored.
+    private let currentSecrets = HeldSecrets()
 
     /// Creates a store holding `token`, or nothing.
     ///
@@ -47,8 +50,8 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
         self.clock = clock
         self.state = LockedState(State(token: token))
         if let token {
-            Redaction.registerSecret(token.value)
-            if let refreshToken = token.refreshToken { Redaction.registerSecret(refreshToken) }
+            Self.register(token)
+            currentSecrets.hold(token.value, token.refreshToken)
         }
     }
 
@@ -104,7 +107,10 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
         if let token { Self.register(token) }
         let now = clock.now
         let (current, woken) = state.withLock { state in
-            if let token, token.version == state.version + 1 { state.token = token }
+            if let token, token.version == state.version + 1 {
+                state.token = token
+                currentSecrets.hold(token.value, token.refreshToken)
+            }
             if state.holder == holder {
                 state.holder = nil
                 state.leaseEnds = nil
@@ -123,6 +129,7 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
             var stored = token
             stored.version = state.version + 1
             state.token = stored
+            currentSecrets.hold(stored.value, stored.refreshToken)
             return (stored, state.wake(now: now))
         }
         for continuation in woken { continuation.resume() }

@@ -60,9 +60,10 @@ extension Middleware {
         if let problem = origins.problem {
             return .failing(name: name, message: problem)
         }
-        // Printed nowhere, as an authenticating middleware's token is not.
-        for value in credentials.values { Redaction.registerSecret(value) }
+        // Printed nowhere, as an authenticating middleware's token is not, for as long as the middleware lives.
+        let pins = credentials.values.map { SecretPin($0) }
         return Middleware(name: name, waitsOnlyWithinDeadline: true) { request, next in
+            withExtendedLifetime(pins) {}
             var request = request
             plain.apply(to: &request)
             if try origins.allows(request, through: next) { credentials.apply(to: &request) }

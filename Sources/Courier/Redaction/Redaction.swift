@@ -60,6 +60,11 @@ public enum Redaction {
 
     /// How many distinct values ``registerSecret(_:)`` keeps: the 1,024 most recently registered. Registering
     /// a value again makes it recent again.
+    ///
+    /// The secrets Courier holds itself are kept apart from these, for as long as it holds them, however many
+    /// values are registered meanwhile: the token of ``Middleware/authenticating(token:scheme:origins:)`` and the
+    /// credential fields of ``Middleware/headers(_:origins:)`` while the middleware exists, the latest token of a
+    /// `tokenProvider`, and a ``TokenRefresher``'s current token and refresh token.
     public static let maximumRegisteredSecrets = 1024
 
     /// Remembers `value` as a secret: from now on it is replaced in every text Courier prints (descriptions of
@@ -67,7 +72,8 @@ public enum Redaction {
     /// to the pattern rules.
     ///
     /// Courier registers the tokens it holds itself; call this from your own authentication middleware
-    /// for credentials it adds (an API key in a custom header, a signed URL's signature, a client secret):
+    /// for credentials it adds (an API key in a custom header, a signed URL's signature, a client secret; for one
+    /// it keeps for its whole life, ``pinSecret(_:)``):
     ///
     /// ```swift
     /// let key = try await vault.apiKey()
@@ -76,13 +82,58 @@ public enum Redaction {
     /// ```
     ///
     /// Values shorter than ``minimumSecretLength`` bytes are ignored. The most recent
-    /// ``maximumRegisteredSecrets`` distinct values are kept; older ones are forgotten. Registering a value
+    /// ``maximumRegisteredSecrets`` distinct values are kept; older ones are forgotten (the tokens Courier holds
+    /// are not among them: they stay while held). Registering a value
     /// registered recently costs a hash lookup under a shared lock (about 0.2 µs), so it is fine to call for
     /// every request; a new value takes an exclusive lock for a few microseconds. Safe from any thread.
     ///
     /// - Parameter value: The secret, as it is sent. Its percent-encoded and JSON-escaped forms are found too.
     public static func registerSecret(_ value: String) {
         SecretRegistry.shared.register(value)
+    }
+
+    /// Registers `value` as ``registerSecret(_:)`` does, and keeps it registered for as long as the returned
+    /// value (or a copy of it) exists, however many other values are registered meanwhile.
+    ///
+    /// For a credential your own middleware holds for its whole life (a static API key): a value only
+    /// registered is forgotten after ``maximumRegisteredSecrets`` newer ones (a signature per request gets
+    /// there in minutes). Keep the result where the credential is kept, in the middleware's closure:
+    ///
+    /// ```swift
+    /// func partnerKey(_ key: String) -> Middleware {
+    ///     let secret = Redaction.pinSecret(key)
+    ///     return Middleware(name: "partnerKey") { request, next in
+    ///         var request = request
+    ///         request.setValue(secret.value, forHTTPHeaderField: "X-Partner-Key")
+    ///         return try await next(request)
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Once the last copy is gone, the value is an ordinary registration, the most recent one. Values shorter
+    /// than ``minimumSecretLength`` bytes are not registered (the result still holds them).
+    ///
+    /// - Parameter value: The secret, as it is sent.
+    /// - Returns: What keeps it registered.
+    public static func pinSecret(_ value: String) -> PinnedSecret {
+        PinnedSecret(pin: SecretPin(value))
+    }
+
+    /// A secret kept registered while this value exists (see ``pinSecret(_:)``). Copies share the registration.
+    public struct PinnedSecret: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+        let pin: SecretPin
+
+        /// The secret.
+        public var value: String { pin.value }
+
+        /// ``Redaction/placeholder``: a pinned secret never prints itself.
+        public var description: String { placeholder }
+
+        /// ``Redaction/placeholder``: a pinned secret never prints itself.
+        public var debugDescription: String { placeholder }
+
+        /// No children: `dump` shows no secret either.
+        public var customMirror: Mirror { Mirror(self, children: [], displayStyle: .struct) }
     }
 
     /// Whether values of the header `name` are secret: the same as ``CredentialHeaders/contains(_:)``.

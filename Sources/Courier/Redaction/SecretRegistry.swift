@@ -14,7 +14,9 @@ import Bionic
 /// given), and the scan that removes them from a text.
 ///
 /// **Bounded.** It keeps the `capacity` most recently registered distinct values; registering a value again
-/// makes it recent again, so a token in use is not dropped.
+/// makes it recent again. A value Courier holds (a middleware's fixed token, a refresher's current token) is
+/// *pinned* instead, with a ``SecretPin``: it stays, outside the `capacity`, until its last pin is released,
+/// so no number of later registrations (a signature per request) can push it out while it is in use.
 ///
 /// **Cheap to scan.** With nothing registered a scan is one atomic load. Otherwise every secret is indexed by
 /// its first 8 bytes (and by the first 8 bytes of its percent-encoded and JSON-escaped forms when they
@@ -59,6 +61,8 @@ final class SecretRegistry: @unchecked Sendable {
         var older = -1
         /// The registration count when the value was last made recent.
         var stamp: UInt64 = 0
+        /// How many ``SecretPin``s hold the value; a pinned slot is not in the recency list.
+        var pins = 0
     }
 
     private var slots: [Slot] = []
@@ -69,6 +73,8 @@ final class SecretRegistry: @unchecked Sendable {
     private var newest = -1
     private var oldest = -1
     private var registrations: UInt64 = 0
+    /// How many slots are pinned (they do not count against `capacity`).
+    private var pinnedSlots = 0
     /// Prefix → slots indexed under it, sorted by their bytes.
     private var candidates: [UInt64: [Int]] = [:]
     private var filter = PrefixFilter()
@@ -83,18 +89,66 @@ final class SecretRegistry: @unchecked Sendable {
 
     /// Registers `value`, or makes it recent again; values shorter than ``prefixLength`` bytes are ignored.
     func register(_ value: String) {
-        guard value.utf8.count >= Self.prefixLength else { return }
-        let value =
-            value.utf8.count > Redaction.maximumSecretLength
-            ? String(decoding: value.utf8.prefix(Redaction.maximumSecretLength), as: UTF8.self) : value
+        guard let value = Self.kept(value) else { return }
         // Re-registering a value registered recently (within the newest half) changes nothing that matters:
-        // it cannot be dropped before `capacity / 2` other values are registered. Only a read.
+        // it cannot be dropped before `capacity / 2` other values are registered. Nor does re-registering a
+        // pinned one. Only a read.
         let isRecent = lock.withReadLock {
-            slotOfValue[ExactString(value)].map { registrations &- slots[$0].stamp < UInt64(max(capacity / 2, 1)) }
-                ?? false
+            slotOfValue[ExactString(value)].map {
+                slots[$0].pins > 0 || registrations &- slots[$0].stamp < UInt64(max(capacity / 2, 1))
+            } ?? false
         }
         if isRecent { return }
         lock.withWriteLock { insert(value) }
+    }
+
+    /// Registers `value` and keeps it until as many ``unpin(_:)`` calls: it is not dropped for newer values.
+    ///
+    /// - Returns: Whether it was pinned (`false` for a value shorter than ``prefixLength`` bytes).
+    func pin(_ value: String) -> Bool {
+        guard let value = Self.kept(value) else { return false }
+        lock.withWriteLock {
+            if slotOfValue[ExactString(value)] == nil { insert(value, evicting: false) }
+            let slot = slotOfValue[ExactString(value)]!
+            if slots[slot].pins == 0 {
+                unlink(slot)
+                pinnedSlots += 1
+            }
+            slots[slot].pins += 1
+        }
+        return true
+    }
+
+    /// Releases one ``pin(_:)`` of `value`; after the last, the value is an ordinary registration, the most
+    /// recent one.
+    func unpin(_ value: String) {
+        guard let value = Self.kept(value) else { return }
+        lock.withWriteLock {
+            guard let slot = slotOfValue[ExactString(value)], slots[slot].pins > 0 else { return }
+            slots[slot].pins -= 1
+            guard slots[slot].pins == 0 else { return }
+            pinnedSlots -= 1
+            registrations &+= 1
+            slots[slot].stamp = registrations
+            linkAsNewest(slot)
+            while slotOfValue.count - pinnedSlots > capacity, oldest >= 0 {
+                remove(oldest)
+            }
+        }
+    }
+
+    /// How many pins hold `value` (tests).
+    func pinCount(of value: String) -> Int {
+        guard let value = Self.kept(value) else { return 0 }
+        return lock.withReadLock { slotOfValue[ExactString(value)].map { slots[$0].pins } ?? 0 }
+    }
+
+    /// The part of `value` the registry keeps (its first ``Redaction/maximumSecretLength`` bytes), or `nil` for a
+    /// value too short to register.
+    private static func kept(_ value: String) -> String? {
+        guard value.utf8.count >= prefixLength else { return nil }
+        return value.utf8.count > Redaction.maximumSecretLength
+            ? String(decoding: value.utf8.prefix(Redaction.maximumSecretLength), as: UTF8.self) : value
     }
 
     /// Returns `text` with every registered value replaced by `placeholder`, or `nil` when none occurs.
@@ -142,15 +196,19 @@ final class SecretRegistry: @unchecked Sendable {
 
     // MARK: Writing (exclusive lock held)
 
-    private func insert(_ value: String) {
+    /// Adds `value` as the most recent registration (or makes it so); `evicting: false` when it is about to be
+    /// pinned, so that it takes no ordinary registration's place.
+    private func insert(_ value: String, evicting: Bool = true) {
         registrations &+= 1
         if let slot = slotOfValue[ExactString(value)] {
+            // A pinned value is not in the recency list, and stays.
+            guard slots[slot].pins == 0 else { return }
             unlink(slot)
             linkAsNewest(slot)
             slots[slot].stamp = registrations
             return
         }
-        if slotOfValue.count >= capacity, oldest >= 0 {
+        if evicting, slotOfValue.count - pinnedSlots >= capacity, oldest >= 0 {
             remove(oldest)
         }
         let slot: Int
@@ -447,4 +505,56 @@ private final class ReadWriteLock: @unchecked Sendable {
         defer { pthread_rwlock_unlock(rwlock) }
         return try body()
     }
+}
+
+/// Keeps a secret Courier holds in ``SecretRegistry/shared`` for as long as the pin lives (see
+/// ``SecretRegistry/pin(_:)``): a middleware captures the pin of its token, so the token is found in every
+/// text until the middleware is gone, however many values are registered meanwhile.
+final class SecretPin: Sendable {
+    let value: String
+    private let registry: SecretRegistry
+    private let isPinned: Bool
+
+    init(_ value: String, registry: SecretRegistry = .shared) {
+        self.value = value
+        self.registry = registry
+        self.isPinned = registry.pin(value)
+    }
+
+    deinit {
+        if isPinned { registry.unpin(value) }
+    }
+}
+
+/// The secrets a changing holder has now (a provider's latest token, a refresher's current token and refresh
+/// token), pinned; holding new ones releases the old, which stay registered as ordinary, recent values.
+final class HeldSecrets: Sendable {
+    private let pins = LockedState<[SecretPin]>([])
+    private let registry: SecretRegistry
+
+    init(registry: SecretRegistry = .shared) {
+        self.registry = registry
+    }
+
+    /// Holds `value` and `other` (when there is one) instead of what was held. A value equal to the one held
+    /// (byte for byte) costs a comparison under a lock.
+    func hold(_ value: String, _ other: String? = nil) {
+        let released: [SecretPin]? = pins.withLock { pins in
+            let count = other == nil ? 1 : 2
+            if pins.count == count, ExactString(pins[0].value) == ExactString(value),
+                other.map({ ExactString(pins[1].value) == ExactString($0) }) ?? true
+            {
+                return nil
+            }
+            let old = pins
+            pins = [SecretPin(value, registry: registry)]
+            if let other { pins.append(SecretPin(other, registry: registry)) }
+            return old
+        }
+        // The old pins are released here, outside the lock.
+        _ = released
+    }
+
+    /// The values held now (tests).
+    var values: [String] { pins.withLock { $0.map(\.value) } }
 }
