@@ -126,7 +126,7 @@ public enum RequestValidation {
     /// Every header name and value of every request is scanned, so the scans run over the string's
     /// contiguous UTF-8 when it has it (a native string does): about ten times fewer instructions than
     /// iterating its `utf8` view.
-    private static func isToken(_ string: String) -> Bool {
+    static func isToken(_ string: String) -> Bool {
         if let isToken = string.utf8.withContiguousStorageIfAvailable({ bytes in
             !bytes.isEmpty && bytes.allSatisfy(isTokenCharacter)
         }) {

@@ -49,7 +49,10 @@ extension MultipartForm {
     /// A name or filename for a quoted `Content-Disposition` parameter: UTF-8, with `"`, CR and LF
     /// percent-encoded, as browsers do (and RFC 7578 §4.2 allows).
     static func escaped(_ value: String) -> String {
-        guard value.contains(where: { $0 == "\"" || $0 == "\r" || $0 == "\n" || $0 == "\r\n" }) else { return value }
+        // By bytes: a quote followed by a combining mark or a joiner is one `Character` that is not `"`.
+        guard value.utf8.contains(where: { $0 == UInt8(ascii: "\"") || $0 == 0x0D || $0 == 0x0A }) else {
+            return value
+        }
         var result = ""
         for scalar in value.unicodeScalars {
             switch scalar {

@@ -48,9 +48,11 @@ public struct MultipartForm: Sendable {
         parts.append(part)
     }
 
-    /// The body's `Content-Type`: `multipart/form-data; boundary=…`.
+    /// The body's `Content-Type`: `multipart/form-data; boundary=…`, the boundary quoted when it holds a
+    /// character a bare parameter value cannot (a space, `(`, `)`, `,`, `/`, `:`, `=`, `?`; RFC 2046 §5.1.1).
     public var contentType: String {
-        "multipart/form-data; boundary=\(boundary)"
+        RequestValidation.isToken(boundary)
+            ? "multipart/form-data; boundary=\(boundary)" : "multipart/form-data; boundary=\"\(boundary)\""
     }
 
     /// `courier-` and 32 random hexadecimal digits.

@@ -71,6 +71,36 @@ struct MultipartFormTests {
         #expect(!String(decoding: body, as: UTF8.self).contains("filename*"))
     }
 
+    @Test(
+        "a quote that begins a grapheme cluster is percent-encoded too: no parameter can be injected",
+        arguments: ["\u{301}", "\u{200D}", "\u{200C}", "\u{FE0F}"]
+    )
+    func quoteInCluster(_ mark: String) throws {
+        let name = "a\"\(mark); filename=\"\(mark)evil.sh"
+        let form = MultipartForm([.data(name, Data("x".utf8), filename: name, contentType: nil)], boundary: "b")
+        let (body, _) = try encoded(form)
+        let escaped = "a%22\(mark); filename=%22\(mark)evil.sh"
+        let expected =
+            "--b\r\nContent-Disposition: form-data; name=\"\(escaped)\"; filename=\"\(escaped)\"\r\n\r\nx\r\n--b--\r\n"
+        #expect(body == Data(expected.utf8))
+        // Only the quotes around the two values.
+        #expect(body.filter { $0 == UInt8(ascii: "\"") }.count == 4)
+    }
+
+    @Test(
+        "a boundary with characters a header parameter cannot hold bare is quoted in Content-Type",
+        arguments: [("simple boundary", true), ("a/b=c?d", true), ("(x),y:z", true), ("plain_-.+'b0", false)]
+    )
+    func boundaryQuoting(_ boundary: String, _ isQuoted: Bool) throws {
+        let form = MultipartForm([.text("a", "1")], boundary: boundary)
+        let (body, request) = try encoded(form)
+        let parameter = isQuoted ? "\"\(boundary)\"" : boundary
+        #expect(form.contentType == "multipart/form-data; boundary=\(parameter)")
+        #expect(request.value(forHTTPHeaderField: "Content-Type") == "multipart/form-data; boundary=\(parameter)")
+        // The delimiter lines use the boundary itself.
+        #expect(String(decoding: body, as: UTF8.self).hasPrefix("--\(boundary)\r\n"))
+    }
+
     @Test("extra part headers follow Content-Disposition and Content-Type")
     func extraHeaders() throws {
         let form = MultipartForm([.text("a", "1").header("Content-Language", "fr")], boundary: "b")
