@@ -59,7 +59,7 @@ extension Middleware {
         return Middleware(name: "hedging") { request, next in
             guard maxExtraAttempts > 0, Replay.isReplayable(request),
                 HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent,
-                request.value(forHTTPHeaderField: "Idempotency-Key") == nil
+                !RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: "Idempotency-Key"))
             else {
                 return try await next(request)
             }

@@ -28,7 +28,8 @@ extension Middleware {
     /// whose policy ``RetryPolicy/retriesNonIdempotentRequests``, sends the same key on every attempt, so the
     /// server can still tell that they are one operation.
     ///
-    /// A request that already has the header keeps its own key. The key is a random UUID, sent as it is
+    /// A request that already has the header keeps its own key; an empty or blank value is no key, and is
+    /// replaced. The key is a random UUID, sent as it is
     /// (`Idempotency-Key: 0E5D5B8B-…`), as most APIs expect; the IETF draft form is a quoted string, which
     /// `generate: { "\"\(UUID().uuidString)\"" }` gives. The server must support idempotency keys for the
     /// guarantee to hold.
@@ -46,7 +47,7 @@ extension Middleware {
     ) -> Middleware {
         Middleware(name: "idempotency-key", waitsOnlyWithinDeadline: true) { request, next in
             guard methods.contains(HTTPMethod(rawValue: request.httpMethod ?? "GET")),
-                request.value(forHTTPHeaderField: header) == nil
+                !RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: header))
             else {
                 return try await next(request)
             }

@@ -111,7 +111,8 @@ extension RetryPolicy {
         case equal
 
         func apply(to ceiling: Duration, random: Double) -> Duration {
-            let random = min(max(random, 0), 1)
+            // A random source that goes wrong (NaN from 0/0) must not trap: NaN passes `min` and `max`.
+            let random = random.isNaN ? 0 : min(max(random, 0), 1)
             switch self {
             case .none:
                 return ceiling

@@ -137,6 +137,14 @@ extension RetryPolicy {
     func allowsSendingAgain(method: String?, header: (String) -> String?) -> Bool {
         if retriesNonIdempotentRequests { return true }
         if HTTPMethod(rawValue: method ?? "GET").isIdempotent { return true }
-        return header(idempotencyKeyHeader) != nil
+        return Self.isIdempotencyKey(header(idempotencyKeyHeader))
+    }
+
+    /// Whether a header's value is an idempotency key: present and not blank. An empty or blank value (what
+    /// `setValue(order.key ?? "", …)` writes) lets the server tell no copy from another, so it counts as none,
+    /// for every layer that decides on a key: the retry, an event stream's reconnection, hedging, the key layer
+    /// and a transport's own resend.
+    static func isIdempotencyKey(_ value: String?) -> Bool {
+        value?.utf8.contains { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") } ?? false
     }
 }

@@ -221,6 +221,11 @@ struct AsyncHTTPClientHostileResponseTests {
         }
         request.setValue("k", forHTTPHeaderField: "Idempotency-Key")
         #expect(AsyncHTTPClientTransport.maySendAgain(request))
+        // An empty or blank key is no key.
+        for blank in ["", " \t"] {
+            request.setValue(blank, forHTTPHeaderField: "Idempotency-Key")
+            #expect(!AsyncHTTPClientTransport.maySendAgain(request), "\"\(blank)\"")
+        }
         // A one-shot body stream cannot be sent again, whatever the method.
         var upload = URLRequest(url: url)
         upload.httpMethod = "PUT"

@@ -62,6 +62,19 @@ struct BackoffTests {
         #expect(RetryPolicy.Backoff.immediate.delay(forRetry: 1, random: 0.5) == .zero)
     }
 
+    @Test(
+        "a random value outside 0...1 from the policy's random source is clamped, and NaN counts as zero",
+        arguments: [Double.nan, -Double.nan, -1, 7, -Double.infinity, Double.infinity]
+    )
+    func randomOutsideItsRange(random: Double) {
+        let expected: Duration = random.isNaN || random < 0 ? .zero : .seconds(2)
+        for jitter in [RetryPolicy.Jitter.full, .equal] {
+            let backoff = RetryPolicy.Backoff.exponential(base: .seconds(1), maximum: .seconds(10), jitter: jitter)
+            let delay = backoff.delay(forRetry: 2, random: random)
+            #expect(delay == (jitter == .equal && expected == .zero ? .seconds(1) : expected), "\(jitter)")
+        }
+    }
+
     @Test("a custom backoff gets the retry number, and a negative delay counts as zero")
     func custom() {
         let linear = RetryPolicy.Backoff.custom { retry in .milliseconds(100 * retry) }

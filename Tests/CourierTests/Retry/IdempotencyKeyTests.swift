@@ -40,6 +40,31 @@ struct IdempotencyKeyTests {
         #expect(keys(of: transport) == ["order-17"])
     }
 
+    @Test("an empty or blank key is no key: the layer replaces it with a new one", arguments: ["", "  ", "\t"])
+    func replacesBlankKey(blank: String) async throws {
+        let transport = MockTransport.ok
+        let client = Client(transport: transport, middleware: [.idempotencyKey(generate: { "generated-key" })])
+        _ = try await client.send(RetryFixtures.request("POST", headers: ["Idempotency-Key": blank]))
+        #expect(keys(of: transport) == ["generated-key"])
+    }
+
+    @Test(
+        "a POST whose Idempotency-Key is empty or blank is not retried: the server cannot tell the copies apart",
+        arguments: ["", " ", "\t \t"]
+    )
+    func blankKeyIsNotRetried(blank: String) async throws {
+        let transport = MockTransport(.status(503), then: .ok)
+        let client = Client(transport: transport, middleware: [.retry(RetryFixtures.policy())])
+        let (_, response) = try await client.send(RetryFixtures.request("POST", headers: ["Idempotency-Key": blank]))
+        #expect(response.statusCode == 503)
+        #expect(transport.callCount == 1)
+        // A real key is: the same stack retries it.
+        let keyed = MockTransport(.status(503), then: .ok)
+        let retried = Client(transport: keyed, middleware: [.retry(RetryFixtures.policy())])
+        _ = try await retried.send(RetryFixtures.request("POST", headers: ["Idempotency-Key": "order-17"]))
+        #expect(keyed.callCount == 2)
+    }
+
     @Test("the header name, the methods and the key generator can be chosen")
     func custom() async throws {
         let transport = MockTransport.ok

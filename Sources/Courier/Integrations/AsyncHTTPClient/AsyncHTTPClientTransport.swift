@@ -349,11 +349,11 @@ public final class AsyncHTTPClientTransport: Transport {
 
     /// Whether the transport may send `request` again by itself after its connection was lost before any
     /// response: its method is idempotent (RFC 9110 §9.2.2: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`) or
-    /// it has an `Idempotency-Key`, and its body can be sent again. A `POST` without a key is never sent twice.
+    /// it has an `Idempotency-Key` that is not blank, and its body can be sent again. A `POST` without a key is never sent twice.
     static func maySendAgain(_ request: URLRequest) -> Bool {
         guard Replay.isReplayable(request) else { return false }
         if HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent { return true }
-        return request.value(forHTTPHeaderField: "Idempotency-Key") != nil
+        return RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: "Idempotency-Key"))
     }
 
     // MARK: Deadlines and errors
