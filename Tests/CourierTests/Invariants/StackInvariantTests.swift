@@ -512,6 +512,7 @@ struct StackInvariantTests {
         case .stream: request.httpBodyStream = InputStream(data: StackCase.bodyBytes)
         }
         if model.idempotencyKey { request.setValue("key-\(model.seed)", forHTTPHeaderField: "Idempotency-Key") }
+        if let blank = model.blankIdempotencyKey { request.setValue(blank, forHTTPHeaderField: "Idempotency-Key") }
         return request
     }
 
@@ -573,6 +574,7 @@ struct StackInvariantTests {
     private static func eventRequest(like request: URLRequest, _ model: StackCase) -> Request<Data> {
         var headers: HTTPHeaders = [:]
         if model.idempotencyKey { headers["Idempotency-Key"] = "key-\(model.seed)" }
+        if let blank = model.blankIdempotencyKey { headers["Idempotency-Key"] = blank }
         let body: RequestBody?
         switch model.body {
         case .none: body = nil

@@ -107,6 +107,9 @@ struct StackCase: CustomStringConvertible {
     let method: String
     let body: Body
     let idempotencyKey: Bool
+    /// Whether the caller, having no key, sends an empty or blank `Idempotency-Key` (`order.key ?? ""`): no key,
+    /// for every layer. Drawn apart from the rest.
+    let blankIdempotencyKey: String?
     /// Whether the server treats the first token as revoked from the start.
     let firstTokenRevoked: Bool
     /// Whether the transport enforces the call's deadline itself, so that timeouts above layers that wait only
@@ -203,6 +206,10 @@ struct StackCase: CustomStringConvertible {
         body = method == "GET" || method == "DELETE" ? .none : pick([.bytes, .bytes, .stream])
         idempotencyKey = chance(0.2)
         firstTokenRevoked = chance(0.3)
+        var blankKeyDraw = SplitMix64.derived(seed: seed, 8)
+        blankIdempotencyKey =
+            !idempotencyKey && blankKeyDraw.nextUnitInterval() < 0.2
+            ? ["", " ", "\t"][Int(blankKeyDraw.next() % 3)] : nil
     }
 
     var hasTimeout: Bool {
@@ -228,6 +235,7 @@ struct StackCase: CustomStringConvertible {
 
     var description: String {
         "seed \(seed): \(call) \(method) \(target.absoluteString) \(body), idempotency key: \(idempotencyKey), "
+            + "blank key: \(blankIdempotencyKey.map { "\"\($0)\"" } ?? "none"), "
             + "first token revoked: "
             + "\(firstTokenRevoked), transport enforces deadlines: \(transportEnforcesDeadlines), quota: \(quota), "
             + "public: \(publicResponses); stack: \(layers.map(\.description).joined(separator: " → "))"
