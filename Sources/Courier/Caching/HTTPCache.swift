@@ -16,12 +16,13 @@ import FoundationNetworking
 ///   with `If-None-Match` (the stored `ETag`) and `If-Modified-Since` (the stored `Last-Modified`); a `304` updates the
 ///   stored header fields and the stored response answers, with its own status (a `200`), to the layers outside. A
 ///   `304` thrown as a ``CourierError`` by a status validation layer inside counts too. When the updated response may
-///   no longer be stored (the `304` says `no-store`, or sets a cookie), it answers this request only and every stored
+///   no longer be stored (the `304` says `no-store`, or sets a cookie or another credential field), it answers this request only and every stored
 ///   response of the resource is removed. A `304` whose `ETag` (or, without one, `Last-Modified`) is not the stored
 ///   response's is for another representation (RFC 9111 §4.3.4): it updates nothing, and the request is sent again
 ///   without conditions.
 /// - **What is not stored**: responses with `no-store` (in the request or the response), responses that set
-///   a cookie (`Set-Cookie`: the cookie is for the caller it was set for, never replayed to another), `Vary: *`,
+///   a cookie (`Set-Cookie`: the cookie is for the caller it was set for, never replayed to another) or hand out
+///   another credential in a field of ``CredentialHeaders`` (`X-Auth-Token`), `Vary: *`,
 ///   statuses other than 200, 203, 204, 300, 301, 308, 404, 405, 410, 414 and 501, and, for a request carrying a
 ///   credential, any response that does not allow it with `public`, `must-revalidate` or `s-maxage`
 ///   (RFC 9111 §3.5). A `private` response is stored only in a credential's partition (a request with a

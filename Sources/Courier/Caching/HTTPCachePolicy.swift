@@ -41,7 +41,8 @@ enum HTTPCachePolicy {
     /// Whether a response to a `GET` or `HEAD` request may be stored (RFC 9111 §3), and if so the variant it
     /// is stored as.
     ///
-    /// A response that sets a cookie (`Set-Cookie`) is never stored.
+    /// A response that sets a cookie (`Set-Cookie`) or has any other credential header
+    /// (``CredentialHeaders/contains(_:)``: `X-Auth-Token`, `X-CSRF-Token`, …) is never stored.
     ///
     /// - Parameter hasCredential: Whether the request carried a credential. Then, as RFC 9111 §3.5 asks, the
     ///   response is stored only when it says it may be (`public`, `must-revalidate` or `s-maxage`).
@@ -56,8 +57,10 @@ enum HTTPCachePolicy {
         let directives = CacheControl(headers.headerValue("cache-control"))
         if directives.noStore { return nil }
         // A cookie is for the caller it was set for: replayed from here, it would give that caller's session to
-        // the next one (RFC 9111 allows storing it; a cache shared by a client's callers must not).
-        if headers.headerValue("set-cookie") != nil { return nil }
+        // the next one (RFC 9111 allows storing it; a cache shared by a client's callers must not). So is any
+        // credential a response hands out in a field (`X-Auth-Token`, `X-CSRF-Token`): every name of
+        // `CredentialHeaders`, the list redaction and the redirect middleware use.
+        if headers.keys.contains(where: CredentialHeaders.contains) { return nil }
         if hasCredential, !directives.isPublic, !directives.mustRevalidate, directives.sharedMaxAge == nil {
             return nil
         }

@@ -93,6 +93,51 @@ struct CachingCredentialTests {
         #expect(transport.callCount == 2)
     }
 
+    @Test(
+        "a response that hands out a credential in any credential header is not stored, so no other caller gets it",
+        arguments: ["X-Auth-Token", "X-CSRF-Token", "X-Session-Key", "Set-Cookie2"]
+    )
+    func credentialHeaderNotReplayed(header: String) async throws {
+        let calls = LockedState(0)
+        let transport = MockTransport { _ in
+            let call = calls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return .status(
+                200,
+                body: "body \(call)",
+                headers: ["Cache-Control": "max-age=60", header: "t\(call)-secret"]
+            )
+        }
+        let store = InMemoryHTTPCacheStore()
+        let client = Client(transport: transport, middleware: [.caching(HTTPCache(store: store, clock: ManualClock()))])
+        let first = try await client.send(request())
+        let second = try await client.send(request())
+        #expect(first.1.value(forHTTPHeaderField: header) == "t1-secret")
+        #expect(second.1.value(forHTTPHeaderField: header) == "t2-secret")
+        #expect(transport.callCount == 2)
+        let kept = try await store.responses(for: HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET"))
+        #expect(kept.isEmpty)
+    }
+
+    @Test("a 304 that hands out a credential header serves it to its caller only, and the stored response is dropped")
+    func notModifiedCredentialHeaderNotKept() async throws {
+        let (transport, conditional) = revalidatingServer(notModifiedHeaders: [
+            "Cache-Control": "no-cache", "X-Auth-Token": "t-secret",
+        ])
+        let store = InMemoryHTTPCacheStore()
+        let client = Client(transport: transport, middleware: [.caching(HTTPCache(store: store, clock: ManualClock()))])
+        _ = try await client.send(request())
+        let revalidated = try await client.send(request())
+        #expect(revalidated.1.value(forHTTPHeaderField: "X-Auth-Token") == "t-secret")
+        let kept = try await store.responses(for: HTTPCacheKey(resource: Self.url.absoluteString, partition: "GET"))
+        #expect(!kept.contains { $0.header("x-auth-token") != nil })
+        let third = try await client.send(request())
+        #expect(third.1.value(forHTTPHeaderField: "X-Auth-Token") == nil)
+        #expect(conditional.withLock { $0 } == [false, true, false])
+    }
+
     /// A resource stored with `no-cache` (revalidated before each use), whose revalidations answer `304` with
     /// `notModifiedHeaders`; records whether each request was conditional.
     private func revalidatingServer(notModifiedHeaders: [String: String]) -> (MockTransport, LockedState<[Bool]>) {
