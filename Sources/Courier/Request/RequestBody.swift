@@ -70,6 +70,18 @@ public struct RequestBody: Sendable {
         RequestBody(storage: .data(Data(text.utf8), contentType: contentType))
     }
 
+    /// Whether the body can be sent again: everything but a stream or a multipart part made to be read once.
+    var isReplayable: Bool {
+        switch storage {
+        case .json, .form, .data, .file: true
+        case .stream(let source, _): source.isReplayable
+        case .multipart(let form):
+            form.parts.allSatisfy { part in
+                if case .stream(let chunks) = part.content { chunks.isReplayable } else { true }
+            }
+        }
+    }
+
     /// Encodes the body, returning what to send and the content type to use when the request sets none.
     ///
     /// A body with a progress handler is always a stream, so that the transport's reads can be counted.

@@ -33,7 +33,9 @@ import FoundationNetworking
 /// when it is lost, or answered with a retryable status, the error is thrown. A request that carries an
 /// `Idempotency-Key` header of its own reconnects as a `GET` does, with the same key (the rule is the retry's,
 /// ``RetryPolicy/retriesNonIdempotentRequests`` aside). A key that ``Middleware/idempotencyKey(header:methods:generate:)``
-/// adds does not count: each connection is a new call, which it gives a new key.
+/// adds does not count: each connection is a new call, which it gives a new key. An empty or blank key is no
+/// key. A request whose body can be read only once (a stream made with `once:`, a multipart form with such a
+/// part) is sent once too, whatever its method.
 ///
 /// **Ending.** A `204 No Content` ends the stream (the loop finishes). Any other status throws, and a `2xx`
 /// that is not `text/event-stream` throws ``CourierError/Code/unacceptableContentType``. Cancelling the
@@ -105,7 +107,8 @@ public struct EventSource: AsyncSequence, Sendable {
         let mayBeSentAgain = RetryPolicy(budget: nil).allowsSendingAgain(method: request.method.rawValue) {
             request.headers[$0]
         }
-        self.reconnection = mayBeSentAgain ? reconnection : .never
+        // Nor is a request whose body can be read only once: its second connection would fail in the body.
+        self.reconnection = mayBeSentAgain && (request.body?.isReplayable ?? true) ? reconnection : .never
         self.maximumEventSize = maximumEventSize
         self.connect = connect
         self.sleep = sleep

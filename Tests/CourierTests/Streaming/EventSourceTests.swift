@@ -322,6 +322,23 @@ struct EventSourceTests {
         #expect(mock.requests.count == 1)
     }
 
+    @Test("a PUT whose body can be sent only once is not sent again: a dropped stream throws the error")
+    func oneShotBodyDoesNotReconnect() async throws {
+        let clock = ManualClock()
+        let mock = Self.completionServer([.event("Hel", id: "1"), .drop()], method: .put)
+        let client = Client(baseURL: base, transport: mock)
+        let (capture, continuation) = AsyncStream<Data>.makeStream()
+        continuation.yield(Data("frame".utf8))
+        continuation.finish()
+        let form = MultipartForm([.stream("capture", once: capture, filename: "capture.pcap")])
+        let request = Request<Data>.put("/v1/chat/stream", body: .multipart(form))
+        let source = client.events(request, clock: clock)
+        let (events, error) = try await clock.run { await drain(source) }
+        #expect(events.map(\.data) == ["Hel"])
+        #expect((error as? URLError)?.code == .networkConnectionLost)
+        #expect(mock.requests.count == 1, "the request was sent \(mock.requests.count) times")
+    }
+
     // MARK: Retry-After and the content type
 
     @Test(
