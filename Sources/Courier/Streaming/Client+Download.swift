@@ -56,8 +56,9 @@ extension Client {
     ///   (`Content-Encoding`), the error is thrown: bytes of two versions are never combined. Another method than
     ///   `GET` is never resumed, and its error is thrown: a range request is defined for `GET` alone
     ///   (RFC 9110 §14.2), and sending a `POST` again (text to speech, an export) could act on it twice.
-    /// - **Across calls and restarts** (`resumable: true`, for a `GET`; another method throws
-    ///   ``CourierError/Code/invalidRequest`` before anything is sent): the body is written to `.NAME.courier-partial`
+    /// - **Across calls and restarts** (`resumable: true`, for a `GET` of the whole resource; another method, or a
+    ///   request with a `Range` or `If-Range` of its own, throws ``CourierError/Code/invalidRequest`` before anything
+    ///   is sent): the body is written to `.NAME.courier-partial`
     ///   beside `destination` (`NAME`), and the version's validator, complete length and a digest of the request's
     ///   method and URL (not the URL, which may carry a key) to `.NAME.courier-partial.json`, both readable and
     ///   writable by the process's user alone (`0600`). When the download fails, is cancelled or the process dies, both
@@ -121,6 +122,14 @@ extension Client {
                     .invalidRequest,
                     message: "a resumable download must be a GET: a range request is defined for GET alone, and "
                         + "resuming a \(request.method.rawValue) would send it again"
+                )
+            }
+            // A resumable download is of the whole resource: a partial file kept for it would be taken up, and the
+            // caller's range replaced by the rest of the whole.
+            for header in ["Range", "If-Range"] where request.headers[header] != nil {
+                throw CourierError(
+                    .invalidRequest,
+                    message: "a resumable download is of the whole resource: it cannot carry a \(header) of its own"
                 )
             }
             let snapshot = self.snapshot

@@ -32,8 +32,9 @@ struct DownloadState {
         /// same `Last-Modified`.
         func matches(_ response: HTTPURLResponse) -> Bool {
             switch self {
-            case .entityTag(let tag): response.value(forHTTPHeaderField: "ETag") == tag
-            case .lastModified(let date): response.value(forHTTPHeaderField: "Last-Modified") == date
+            case .entityTag(let tag): response.value(forHTTPHeaderField: "ETag")?.hasSameBytes(as: tag) ?? false
+            case .lastModified(let date):
+                response.value(forHTTPHeaderField: "Last-Modified")?.hasSameBytes(as: date) ?? false
             }
         }
     }

@@ -167,6 +167,32 @@ struct DownloadResumableTests {
         #expect(try directory.names() == ["file.bin"])
     }
 
+    @Test(
+        "a resumable download with a Range or If-Range of its own is refused before anything is sent: the partial file of the whole resource stays",
+        arguments: ["Range", "If-Range"]
+    )
+    func ownRangeIsRefused(header: String) async throws {
+        let directory = try DownloadDirectory()
+        defer { directory.remove() }
+        let server = try await interruptedDownload(.failed, to: directory.file())
+        var request = Request<Data>.get("/file")
+        request.headers[header] = header == "Range" ? "bytes=0-99" : "\"v1\""
+        let error = try await #require(throws: CourierError.self) {
+            try await Client(baseURL: base, transport: server.mock).download(
+                request,
+                to: directory.file(),
+                resumable: true
+            )
+        }
+        #expect(error.code == .invalidRequest)
+        #expect(server.mock.requests.count == 1)
+        #expect(try directory.names() == [Self.partialName, Self.recordName])
+        // Not resumable, the same request is sent as it is, its Range honoured.
+        let ranged = MockTransport { MockRoute.get("/file").replies(.status(200, body: "part")) }
+        _ = try await Client(baseURL: base, transport: ranged).download(request, to: directory.file("other.bin"))
+        #expect(ranged.requests.first?.value(forHTTPHeaderField: header) == request.headers[header])
+    }
+
     @Test("a failure of the resumed request keeps the partial file for the call after")
     func failedResumptionKeepsThePart() async throws {
         let directory = try DownloadDirectory()

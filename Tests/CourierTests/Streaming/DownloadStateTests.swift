@@ -77,6 +77,20 @@ struct DownloadStateTests {
         }
     }
 
+    @Test("a validator matches byte for byte: a canonically equivalent ETag or Last-Modified is another version")
+    func validatorBytes() throws {
+        let url = URL(string: "https://files.example.test/a")!
+        func response(_ name: String, _ value: String) throws -> HTTPURLResponse {
+            try #require(HTTPURLResponse(url: url, statusCode: 206, httpVersion: nil, headerFields: [name: value]))
+        }
+        let tag = DownloadState.Validator.entityTag("\"caf\u{E9}\"")
+        #expect(tag.matches(try response("ETag", "\"caf\u{E9}\"")))
+        #expect(!tag.matches(try response("ETag", "\"cafe\u{301}\"")))
+        let date = DownloadState.Validator.lastModified("Tue, 24 Nov 2026 00:00:00 GMT\u{E9}")
+        #expect(date.matches(try response("Last-Modified", "Tue, 24 Nov 2026 00:00:00 GMT\u{E9}")))
+        #expect(!date.matches(try response("Last-Modified", "Tue, 24 Nov 2026 00:00:00 GMTe\u{301}")))
+    }
+
     @Test("the validator: a strong ETag, else a Last-Modified a second before the Date, else none")
     func validator() {
         let cases: [([String: String], DownloadState.Validator?)] = [
