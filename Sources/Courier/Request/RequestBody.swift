@@ -96,8 +96,7 @@ public struct RequestBody: Sendable {
         case .data(let data, let type):
             (bytes, contentType) = (data, type)
         case .file(let url, let type):
-            let length = try UploadSource.fileLength(of: url)
-            return (.stream(UploadSource(segments: [.file(path: url.path, length: length)], progress: progress)), type)
+            return (.stream(UploadSource(segments: [try UploadSource.fileSegment(at: url)], progress: progress)), type)
         case .stream(var source, let type):
             source.progress = progress
             return (.stream(source), type)

@@ -15,15 +15,24 @@ final class FileReader {
 
     /// Opens the regular file at `path`, through any symbolic links to it. `O_NONBLOCK` keeps a FIFO put there
     /// since the request was built from blocking the open (it changes nothing for a regular file), and the check
-    /// on the open descriptor refuses it.
-    init(path: String) throws {
+    /// on the open descriptor refuses it, as it refuses another file than `identity` (one renamed over the path,
+    /// a Secret mount's `..data` swapped): its bytes are not the body's.
+    init(path: String, expecting identity: FileIdentity) throws {
         descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw UploadError("\(path) could not be opened: \(String(cString: strerror(errno)))")
         }
-        if case .success(let status) = FileStatus.of(descriptor: descriptor), status.kind != .regular {
-            close()
-            throw UploadError("\(path) is now \(status.kind.description), not a regular file")
+        if case .success(let status) = FileStatus.of(descriptor: descriptor) {
+            if status.kind != .regular {
+                close()
+                throw UploadError("\(path) is now \(status.kind.description), not a regular file")
+            }
+            if status.fileIdentity != identity {
+                close()
+                throw UploadError(
+                    "\(path) was replaced by another file since the request was built: no part of it is sent as the body"
+                )
+            }
         }
     }
 

@@ -75,17 +75,20 @@ struct FileStatus {
         linkCount = UInt64(info.st_nlink)
     }
 
-    /// The size of the regular file at `path`, following symbolic links (a Kubernetes Secret or ConfigMap mount
+    /// The device and inode as a value.
+    var fileIdentity: FileIdentity { FileIdentity(device: identity.device, inode: identity.inode) }
+
+    /// The status of the regular file at `path`, following symbolic links (a Kubernetes Secret or ConfigMap mount
     /// is a link to `..data/key`, and `..data` a link to the directory of the current version); an
     /// ``UploadError`` that says what is there instead: nothing, a dangling link, a loop of links, a directory, a
     /// FIFO (which would block the reader), a device.
-    static func regularFileSize(atPath path: String) throws -> Int64 {
+    static func regularFile(atPath path: String) throws -> FileStatus {
         switch of(path, followingLinks: true) {
         case .success(let status):
             guard status.kind == .regular else {
                 throw UploadError("\(path) is \(status.kind.description), not a regular file")
             }
-            return status.size
+            return status
         case .failure(let error):
             if error.code == ENOENT, case .success(let link) = of(path, followingLinks: false),
                 link.kind == .symbolicLink
@@ -98,6 +101,12 @@ struct FileStatus {
             throw UploadError("\(path) does not exist or cannot be read: \(error)")
         }
     }
+}
+
+/// A file's device and inode: the same through every name and descriptor of it, another for a file renamed over it.
+struct FileIdentity: Sendable, Equatable {
+    let device: UInt64
+    let inode: UInt64
 }
 
 /// An error number from the C library, described by `strerror`.

@@ -35,7 +35,7 @@ extension MultipartForm {
             case .data(let data):
                 segments.append(.bytes(data))
             case .file(let url):
-                segments.append(.file(path: url.path, length: try UploadSource.fileLength(of: url)))
+                segments.append(try UploadSource.fileSegment(at: url))
             case .stream(let chunks):
                 segments.append(.stream(chunks))
             }

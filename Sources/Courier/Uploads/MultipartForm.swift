@@ -126,7 +126,8 @@ extension MultipartForm {
         /// links (a Kubernetes Secret mount), or the request fails with ``CourierError/Code/encodingFailed`` and
         /// nothing is sent: a directory, a FIFO, a device, a dangling link are refused. Its size then is the
         /// part's length: a file that shrinks before it is sent fails the send, and bytes appended later are not
-        /// sent. The filename sent by default is the URL's, not the link target's.
+        /// sent; once another file has the path (renamed over it), a send fails instead of sending a part of it.
+        /// The filename sent by default is the URL's, not the link target's.
         ///
         /// - Parameters:
         ///   - name: The field's name.

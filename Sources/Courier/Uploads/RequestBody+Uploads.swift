@@ -12,7 +12,8 @@ extension RequestBody {
     /// request is built, or lead to one through symbolic links (a Kubernetes Secret mount), or the request fails
     /// with ``CourierError/Code/encodingFailed`` and nothing is sent: a directory, a FIFO, a device, a dangling
     /// link are refused. Its size then is the body's length (a file that shrinks before it is sent fails the
-    /// send; bytes appended later are not sent).
+    /// send; bytes appended later are not sent), and every send reads that file: once another file has the path
+    /// (renamed over it, as editors save and Secret mounts rotate), a send fails instead of sending a part of it.
     ///
     /// - Parameters:
     ///   - url: A file URL.

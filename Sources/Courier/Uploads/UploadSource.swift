@@ -7,8 +7,10 @@ package struct UploadSource: Sendable {
     /// A piece of a body.
     enum Segment: Sendable {
         case bytes(Data)
-        /// A regular file's first `length` bytes, its size when the request was built.
-        case file(path: String, length: Int64)
+        /// A regular file's first `length` bytes, its size when the request was built; `identity` is the file's
+        /// then, so that a send after the path was given to another file (renamed over it) fails instead of sending
+        /// a part of that one.
+        case file(path: String, length: Int64, identity: FileIdentity)
         /// A multipart stream part's chunks, read asynchronously.
         case stream(PartChunks)
 
@@ -16,7 +18,7 @@ package struct UploadSource: Sendable {
         var length: Int64? {
             switch self {
             case .bytes(let data): Int64(data.count)
-            case .file(_, let length): length
+            case .file(_, let length, _): length
             case .stream(let chunks): chunks.length
             }
         }
@@ -86,10 +88,12 @@ package struct UploadSource: Sendable {
         return data
     }
 
-    /// The size of a file body part, checked to be a regular file that exists, through any symbolic links to it.
-    static func fileLength(of url: URL) throws -> Int64 {
+    /// A file body part: the regular file at `url` (through any symbolic links to it), checked to exist, with its
+    /// size and identity now.
+    static func fileSegment(at url: URL) throws -> Segment {
         guard url.isFileURL else { throw UploadError("\(url.absoluteString) is not a file URL") }
-        return try FileStatus.regularFileSize(atPath: url.path)
+        let status = try FileStatus.regularFile(atPath: url.path)
+        return .file(path: url.path, length: status.size, identity: status.fileIdentity)
     }
 }
 
@@ -171,8 +175,8 @@ final class SegmentReader {
                     from: start..<start + wanted
                 )
                 count = wanted
-            case .file(let path, let length):
-                if file == nil { file = try FileReader(path: path) }
+            case .file(let path, let length, let identity):
+                if file == nil { file = try FileReader(path: path, expecting: identity) }
                 count = try file!.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<wanted]))
                 if count == 0 {
                     throw UploadError(

@@ -4,6 +4,14 @@ import Testing
 
 @testable import Courier
 
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -85,6 +93,38 @@ struct UploadBodyTests {
         try handle.close()
         #expect(try readAsInputStream(request) == file.contents)
         #expect(try await MockRequest(request).readBody() == file.contents)
+    }
+
+    @Test(
+        "a file replaced by another (renamed over it, as editors and Secret rotations do) fails the next send instead of sending a part of the other",
+        arguments: [80_000, 50_000]
+    )
+    func fileReplacedBeforeReplay(newSize: Int) async throws {
+        let file = try TemporaryFile(size: 50_000)
+        defer { file.remove() }
+        let request = try uploadRequest(.file(file.url))
+        #expect(try readAsInputStream(request) == file.contents)
+        let newer = file.url.appendingPathExtension("new")
+        try Data(repeating: 0xAB, count: newSize).write(to: newer)
+        #expect(rename(newer.path, file.url.path) == 0)
+        let error = #expect(throws: (any Error).self) { try readAsInputStream(Replay.fresh(request)) }
+        #expect("\(error.map { "\($0)" } ?? "")".contains("replaced"))
+        await #expect(throws: (any Error).self) { try await MockRequest(Replay.fresh(request)).readBody() }
+    }
+
+    @Test("a file replaced through a Secret mount's links (..data swapped) fails the next send")
+    func secretRotatedBeforeReplay() throws {
+        let volume = try ProjectedVolume()
+        defer { volume.remove() }
+        let request = try uploadRequest(.file(volume.url("token.bin")))
+        #expect(try readAsInputStream(request) == volume.contents)
+        let rotated = volume.url("..2026_11_27_20_00_00.000000002")
+        try FileManager.default.createDirectory(at: rotated, withIntermediateDirectories: true)
+        try Data(repeating: 0x5A, count: 60_000).write(to: rotated.appendingPathComponent("token.bin"))
+        let swap = volume.url("..data_tmp")
+        try FileManager.default.createSymbolicLink(atPath: swap.path, withDestinationPath: rotated.lastPathComponent)
+        #expect(rename(swap.path, volume.url("..data").path) == 0)
+        #expect(throws: (any Error).self) { try readAsInputStream(Replay.fresh(request)) }
     }
 
     @Test("a stream body calls its factory for each read and announces its length")
