@@ -119,7 +119,11 @@ public final class CircuitBreaker: Sendable {
         let url: URL?
         /// The host key, when admitting needed it (some circuit was not closed-and-clean).
         let hostKey: String?
-        let isProbe: Bool
+        /// The probe it was admitted as (the machine's ``CircuitBreakerStateMachine/probeGeneration`` then), or
+        /// `nil`.
+        let probe: UInt64?
+
+        var isProbe: Bool { probe != nil }
     }
 
     /// The policy.
@@ -166,22 +170,24 @@ public final class CircuitBreaker: Sendable {
     /// Admits `request` or throws ``CourierError/Code/circuitOpen``.
     func admit(_ request: URLRequest) throws -> Ticket {
         // The common case: every circuit is closed and clean (no entries). One lock, no key, no clock read.
-        if circuits.withLock({ $0.isEmpty }) { return Ticket(url: request.url, hostKey: nil, isProbe: false) }
+        if circuits.withLock({ $0.isEmpty }) { return Ticket(url: request.url, hostKey: nil, probe: nil) }
         let hostKey = HostKey.of(request.url)
         let now = elapsed()
-        let (action, change) = circuits.withLock { circuits -> (CircuitBreakerStateMachine.AdmitAction, State?) in
-            guard var machine = circuits[hostKey] else { return (.send, nil) }
+        let (action, probe, change) = circuits.withLock {
+            circuits -> (CircuitBreakerStateMachine.AdmitAction, UInt64, State?) in
+            guard var machine = circuits[hostKey] else { return (.send, 0, nil) }
             let before = machine.state
             let action = machine.admit(now: now)
             circuits[hostKey] = machine
-            return (action, before == machine.state ? nil : Self.publicState(machine.state, now: now))
+            let change = before == machine.state ? nil : Self.publicState(machine.state, now: now)
+            return (action, machine.probeGeneration, change)
         }
         if let change { onStateChange?(hostKey, change) }
         switch action {
         case .send:
-            return Ticket(url: request.url, hostKey: hostKey, isProbe: false)
+            return Ticket(url: request.url, hostKey: hostKey, probe: nil)
         case .sendProbe:
-            return Ticket(url: request.url, hostKey: hostKey, isProbe: true)
+            return Ticket(url: request.url, hostKey: hostKey, probe: probe)
         case .reject(let retryAfter):
             throw CourierError(
                 .circuitOpen,
@@ -204,7 +210,7 @@ public final class CircuitBreaker: Sendable {
             var machine =
                 circuits[hostKey]
                 ?? CircuitBreakerStateMachine(failureThreshold: policy.failureThreshold, cooldown: policy.cooldown)
-            let action = machine.record(outcome, probe: ticket.isProbe, now: now)
+            let action = machine.record(outcome, probe: ticket.probe, now: now)
             let isNew = circuits[hostKey] == nil
             circuits[hostKey] = machine.isPristine ? nil : machine
             if isNew, circuits.count > Self.trackedHostLimit { Self.forgetHosts(in: &circuits, keeping: hostKey) }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The circuit breaker of one host, as a value: each event goes in, an action comes out.
 ///
 /// Time is a `Duration` since the breaker's clock started, so the machine does not depend on a clock type
@@ -17,7 +19,9 @@
 ///   without a verdict (it was cancelled), the next request becomes the probe. If the probe has not ended
 ///   after another cooldown, a second probe is let through, so a hung probe cannot keep the circuit shut.
 /// - Outcomes of requests admitted before the circuit opened, arriving while it is open or half-open, are
-///   ignored: only probes decide there.
+///   ignored: only probes decide there, and only the probe in flight: one that another probe replaced (it hung
+///   past a cooldown) decides nothing, cancelled, failed or succeeded, so it can neither let a third probe in
+///   beside the second nor reopen the circuit before the second's verdict.
 struct CircuitBreakerStateMachine: Sendable, Equatable {
     enum State: Sendable, Equatable {
         case closed(consecutiveFailures: Int)
@@ -56,6 +60,11 @@ struct CircuitBreakerStateMachine: Sendable, Equatable {
     let failureThreshold: Int
     let cooldown: Duration
     private(set) var state: State = .closed(consecutiveFailures: 0)
+    /// The number of the latest probe let through (0 before the first): what a probe's request carries, so that
+    /// its outcome counts only while it is the probe in flight. Drawn from one counter for the process, so that a
+    /// probe of a machine that was dropped (its host's circuit closed clean) never matches a later machine's.
+    private(set) var probeGeneration: UInt64 = 0
+    private static let probeNumbers = Atomic<UInt64>(0)
 
     init(failureThreshold: Int, cooldown: Duration) {
         precondition(failureThreshold > 0, "failureThreshold must be at least 1")
@@ -74,21 +83,31 @@ struct CircuitBreakerStateMachine: Sendable, Equatable {
             return .send
         case .open(let until):
             guard now >= until else { return .reject(retryAfter: until - now) }
-            state = .halfOpen(probeSince: now)
-            return .sendProbe
+            return letProbeThrough(now: now)
         case .halfOpen(let probeSince?):
             let nextProbe = probeSince + cooldown
             guard now >= nextProbe else { return .reject(retryAfter: nextProbe - now) }
-            state = .halfOpen(probeSince: now)
-            return .sendProbe
+            return letProbeThrough(now: now)
         case .halfOpen(nil):
-            state = .halfOpen(probeSince: now)
-            return .sendProbe
+            return letProbeThrough(now: now)
         }
     }
 
-    /// Records how a request ended at `now`; `probe` says whether it was admitted as the probe.
+    private mutating func letProbeThrough(now: Duration) -> AdmitAction {
+        state = .halfOpen(probeSince: now)
+        probeGeneration = Self.probeNumbers.wrappingAdd(1, ordering: .relaxed).newValue
+        return .sendProbe
+    }
+
+    /// Records how a request ended at `now`; `probe` says whether it was admitted as the probe in flight now.
     mutating func record(_ outcome: Outcome, probe: Bool, now: Duration) -> RecordAction {
+        record(outcome, probe: probe ? probeGeneration : nil, now: now)
+    }
+
+    /// Records how a request ended at `now`; `probe` is the ``probeGeneration`` it was admitted as a probe with, or
+    /// `nil`. A probe that another replaced counts as any request admitted before: not at all while half-open.
+    mutating func record(_ outcome: Outcome, probe generation: UInt64?, now: Duration) -> RecordAction {
+        let probe = generation == probeGeneration
         switch (state, outcome) {
         case (_, .ignored):
             if probe, case .halfOpen = state { state = .halfOpen(probeSince: nil) }

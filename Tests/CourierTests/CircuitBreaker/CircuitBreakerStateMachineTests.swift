@@ -110,6 +110,33 @@ struct CircuitBreakerStateMachineTests {
         #expect(machine.state == .halfOpen(probeSince: .seconds(20)))
     }
 
+    @Test(
+        "a probe that another probe replaced decides nothing: cancelled, it frees no slot; failed or succeeded, it leaves the new probe's verdict to come"
+    )
+    func replacedProbeDecidesNothing() {
+        var machine = opened()
+        #expect(machine.admit(now: .seconds(10)) == .sendProbe)
+        let first = machine.probeGeneration
+        #expect(machine.admit(now: .seconds(20)) == .sendProbe)
+        let second = machine.probeGeneration
+        #expect(first != second)
+        // The first probe's caller goes away: the second probe is still in flight, nobody else is let through.
+        #expect(machine.record(.ignored, probe: first, now: .seconds(21)) == .none)
+        #expect(machine.admit(now: .seconds(21)) == .reject(retryAfter: .seconds(9)))
+        // The first probe fails late: the circuit stays half-open for the second one to decide.
+        #expect(machine.record(.failure, probe: first, now: .seconds(22)) == .none)
+        #expect(machine.state == .halfOpen(probeSince: .seconds(20)))
+        #expect(machine.record(.success, probe: second, now: .seconds(23)) == .closed)
+        #expect(machine.state == .closed(consecutiveFailures: 0))
+        // And a late success of a replaced probe closes nothing either.
+        var other = opened()
+        _ = other.admit(now: .seconds(10))
+        let stale = other.probeGeneration
+        _ = other.admit(now: .seconds(20))
+        #expect(other.record(.success, probe: stale, now: .seconds(21)) == .none)
+        #expect(other.state == .halfOpen(probeSince: .seconds(20)))
+    }
+
     @Test("outcomes of requests admitted before the circuit opened are ignored while it is open or half-open")
     func staleOutcomesIgnored() {
         var machine = opened()

@@ -149,6 +149,50 @@ struct CircuitBreakingTests {
         #expect(transport.callCount == 2)
     }
 
+    @Test(
+        "a hung probe replaced after another cooldown, then cancelled, lets no third probe through while the second is in flight",
+        .timeLimit(.minutes(1))
+    )
+    func replacedProbeCancelled() async throws {
+        let arrived = Arrivals()
+        let release = Gate()
+        // The first call fails and opens the circuit; the first probe hangs until cancelled; the second waits for
+        // the gate, then succeeds; any later call succeeds at once.
+        let transport = MockTransport { request in
+            switch request.callIndex {
+            case 0: return .serverError
+            case 1:
+                arrived.arrive()
+                return .hang
+            case 2:
+                arrived.arrive()
+                await release.wait()
+                return .ok
+            default:
+                // A third probe, which must not be let through while the second is in flight.
+                return .ok
+            }
+        }
+        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(10)), clock: clock)
+        let client = Client(transport: transport, middleware: [.circuitBreaker(breaker)])
+        _ = try await client.send(URLRequest(url: hostA))
+        clock.advance(by: .seconds(10))
+        let first = Task { try await client.send(URLRequest(url: hostA)) }
+        await arrived.wait(for: 1)
+        clock.advance(by: .seconds(10))
+        let second = Task { try await client.send(URLRequest(url: hostA)) }
+        await arrived.wait(for: 2)
+        clock.advance(by: .seconds(1))
+        first.cancel()
+        await #expect(throws: CancellationError.self) { try await first.join() }
+        let error = await #expect(throws: CourierError.self) { try await client.send(URLRequest(url: hostA)) }
+        #expect(error?.code == .circuitOpen)
+        release.open()
+        _ = try await second.join()
+        #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 0))
+        #expect(transport.callCount == 3)
+    }
+
     @Test("each host has its own circuit")
     func perHost() async throws {
         let (breaker, client) = circuit(hostAAnswering: 500, threshold: 1, cooldown: .seconds(60))
