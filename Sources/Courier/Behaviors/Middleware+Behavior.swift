@@ -91,6 +91,9 @@ private enum BehaviorRunner {
     }
 
     private static func finish(_ behavior: any RequestBehavior, error: any Error, request: URLRequest) async {
+        // A timeout above that cancelled the request at its deadline is a failure (timedOut), as it is when the
+        // timeout sits below: only a caller that went away is a cancellation.
+        let error = Deadline.seenBelow(error, request: request)
         if error is CancellationError {
             await behavior.afterCancellation(for: request)
         } else {

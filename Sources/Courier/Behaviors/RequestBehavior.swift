@@ -30,7 +30,9 @@ public import FoundationNetworking
 ///    request was cancelled) is called, and then the result or error is passed on unchanged.
 ///
 /// **Cancellation is not a failure**: a `CancellationError` goes to ``afterCancellation(for:)``, never to
-/// ``afterFailure(_:for:)``, so "count the failures" behaviors do not count callers that went away.
+/// ``afterFailure(_:for:)``, so "count the failures" behaviors do not count callers that went away. A timeout is a
+/// failure wherever it sits: one above the behavior that cancels the request at its deadline reaches
+/// ``afterFailure(_:for:)`` with its ``CourierError/Code/timedOut`` error, as one below does.
 public protocol RequestBehavior: Sendable {
     /// Header fields set on every request before ``beforeSend(_:)``; empty by default.
     ///

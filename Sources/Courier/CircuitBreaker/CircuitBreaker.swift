@@ -24,7 +24,8 @@ public import FoundationNetworking
 ///
 /// What counts as a failure is ``Policy/isFailure``; by default transport errors, timeouts and `5xx`
 /// responses. Any other outcome, a `404` for instance, shows that the host is up and counts as a success.
-/// Cancellation counts as neither, and so does a request that never left the process: a layer inside shed it
+/// Cancellation by a caller that went away counts as neither (a timeout above that cancels a request at its
+/// deadline is a timeout, a failure), and so does a request that never left the process: a layer inside shed it
 /// (``CourierError/Code/concurrencyLimited``, ``CourierError/Code/rateLimited``, another circuit's
 /// ``CourierError/Code/circuitOpen``), the client was shut down, or the request could not be built. A probe
 /// shed so decides nothing, like a cancelled one.
@@ -248,10 +249,19 @@ public final class CircuitBreaker: Sendable {
     /// How many hosts the breaker remembers now (for tests).
     var trackedHosts: Int { circuits.withLock { $0.count } }
 
-    /// Classifies what the rest of the chain returned or threw.
-    func outcome(of result: Result<HTTPURLResponse, any Error>) -> CircuitBreakerStateMachine.Outcome {
+    /// Classifies what the rest of the chain returned or threw for `request`.
+    func outcome(
+        of result: Result<HTTPURLResponse, any Error>,
+        for request: URLRequest
+    ) -> CircuitBreakerStateMachine.Outcome {
         if case .failure(let error) = result {
-            if error is CancellationError || Task.isCancelled { return .ignored }
+            if error is CancellationError || Task.isCancelled {
+                // Cancelled by a timeout above at its deadline: the host did not answer in time, as a transport that
+                // enforces the deadline itself reports it (`timedOut`), whatever layers sit between. A caller that
+                // went away says nothing about the host.
+                guard let deadline = Deadline.passedAbove else { return .ignored }
+                return policy.isFailure(.failure(deadline.passedError(for: request))) ? .failure : .success
+            }
             // Refused on this side before anything reached the host: it says nothing about the host's health.
             if let error = error as? CourierError, Self.refusedBeforeSending.contains(error.code) { return .ignored }
         }

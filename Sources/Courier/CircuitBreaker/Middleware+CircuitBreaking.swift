@@ -27,7 +27,9 @@ extension Middleware {
     ///
     /// **Where it goes**: inside `retry`, so each attempt counts (and a retry policy that does not retry
     /// ``CourierError/Code/circuitOpen`` stops at once), and outside the per-attempt timeout, so a timed-out
-    /// attempt is seen as a failure rather than as a cancellation.
+    /// attempt is seen as a failure rather than as a cancellation. A whole-call timeout above it that passes while a
+    /// request is in flight counts as that host's failure too (`timedOut`), whatever layers sit between; a caller
+    /// that goes away counts neither way.
     ///
     /// - Parameters:
     ///   - failureThreshold: How many consecutive failures open a host's circuit; at least 1.
@@ -61,10 +63,10 @@ extension Middleware {
             let ticket = try breaker.admit(request)
             do {
                 let result = try await next(request)
-                breaker.record(breaker.outcome(of: .success(result.1)), for: ticket)
+                breaker.record(breaker.outcome(of: .success(result.1), for: request), for: ticket)
                 return result
             } catch {
-                breaker.record(breaker.outcome(of: .failure(error)), for: ticket)
+                breaker.record(breaker.outcome(of: .failure(error), for: request), for: ticket)
                 throw error
             }
         }

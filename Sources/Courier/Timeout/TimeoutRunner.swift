@@ -467,6 +467,21 @@ struct CallTracking: Sendable {
 }
 
 extension Deadline {
+    /// The deadline of a timeout above that has cancelled the current task because it passed, or `nil`: a layer
+    /// below then reads the cancellation as the timeout it is, as it would read a transport's error at the deadline
+    /// when the transport enforces it (see ``passedError(for:)``), whatever the layers between.
+    static var passedAbove: Deadline? {
+        guard let deadline = current, deadline.isEnforcedAbove, deadline.hasPassed else { return nil }
+        return deadline
+    }
+
+    /// `error` as a layer below a timeout reports it: a cancellation by a timeout above whose deadline passed is that
+    /// timeout's error; anything else is unchanged.
+    static func seenBelow(_ error: any Error, request: URLRequest) -> any Error {
+        guard error is CancellationError, let deadline = passedAbove else { return error }
+        return deadline.passedError(for: request)
+    }
+
     /// The error of a call whose deadline passed while (or before) a transport that enforces it was waiting: the
     /// one the timeout middleware that set the deadline reports, whichever of the two notices first.
     func passedError(for request: URLRequest) -> CourierError {

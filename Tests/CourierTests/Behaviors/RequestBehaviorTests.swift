@@ -205,6 +205,29 @@ struct RequestBehaviorTests {
     }
 
     @Test(
+        "a request that timed out reaches afterFailure with timedOut, whether the timeout is above or below the behavior",
+        .timeLimit(.minutes(1)),
+        arguments: [true, false]
+    )
+    func timeoutIsAFailure(timeoutAbove: Bool) async throws {
+        let log = Locked<[String]>([])
+        let arrived = Arrivals()
+        let clock = ManualClock()
+        let behavior = Middleware.behavior(TracingBehavior(name: "a", log: log))
+        let timeout = Middleware.timeout(.seconds(1), clock: clock)
+        let client = makeClient(
+            MockTransport.hanging(counting: arrived),
+            timeoutAbove ? [timeout, behavior] : [behavior, timeout]
+        )
+        let call = Task { try await client.send(URLRequest(url: testURL)) }
+        await arrived.wait(for: 1)
+        clock.advance(by: .seconds(1))
+        let error = try await #require(throws: CourierError.self) { try await call.join() }
+        #expect(error.code == .timedOut)
+        #expect(log.value == ["a.before[]", "a.failure"])
+    }
+
+    @Test(
         "an invalid additional header fails before anything is sent, and the behavior hears the failure",
         arguments: [("X-Evil", "a\r\nX-Injected: 1"), ("Bad Name", "v")]
     )

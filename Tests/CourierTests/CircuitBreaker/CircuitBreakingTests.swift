@@ -193,6 +193,25 @@ struct CircuitBreakingTests {
         #expect(transport.callCount == 3)
     }
 
+    @Test(
+        "a whole-call timeout above the breaker counts as the host's failure, with or without a layer of your own below",
+        .timeLimit(.minutes(1)),
+        arguments: [false, true]
+    )
+    func wholeCallTimeoutIsAFailure(layerBelow: Bool) async throws {
+        let arrived = Arrivals()
+        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(30)), clock: clock)
+        var layers: [Middleware] = [.timeout(.seconds(1), clock: clock), .circuitBreaker(breaker)]
+        if layerBelow { layers.append(Middleware(name: "mine") { request, next in try await next(request) }) }
+        let client = Client(transport: MockTransport.hanging(counting: arrived), middleware: layers)
+        let call = Task { try await client.send(URLRequest(url: hostA)) }
+        await arrived.wait(for: 1)
+        clock.advance(by: .seconds(1))
+        let error = try await #require(throws: CourierError.self) { try await call.join() }
+        #expect(error.code == .timedOut)
+        #expect(breaker.state(for: hostA) == .open)
+    }
+
     @Test("each host has its own circuit")
     func perHost() async throws {
         let (breaker, client) = circuit(hostAAnswering: 500, threshold: 1, cooldown: .seconds(60))
