@@ -18,7 +18,8 @@ extension Middleware {
     /// Only requests whose method is idempotent (``HTTPMethod/isIdempotent``: `GET`, `HEAD`, `OPTIONS`,
     /// `TRACE`, `PUT`, `DELETE`) and whose body can be sent twice (bytes, or a body Courier streams and makes afresh for each attempt, not a
     /// one-shot `httpBodyStream` or a form with a one-shot stream part) are hedged; the others
-    /// pass straight through, and so does a request with an `Idempotency-Key`: a server that honours the key
+    /// pass straight through, and so does a request with an `Idempotency-Key` (or a key in the header that an
+    /// ``idempotencyKey(header:methods:generate:)`` layer outside this one uses): a server that honours the key
     /// answers a second copy sent while the first is in progress with `409 Conflict`, which would win the race.
     /// Each extra attempt starts `delay` after the previous one, up to `maxExtraAttempts` of them.
     ///
@@ -59,7 +60,7 @@ extension Middleware {
         return Middleware(name: "hedging") { request, next in
             guard maxExtraAttempts > 0, Replay.isReplayable(request),
                 HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent,
-                !RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: "Idempotency-Key"))
+                !IdempotencyKeyMemory.isKeyed(request)
             else {
                 return try await next(request)
             }

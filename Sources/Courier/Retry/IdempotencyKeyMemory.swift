@@ -22,6 +22,18 @@ final class IdempotencyKeyMemory: Sendable {
     /// The memory of the call the current task is in, if a restarting layer bound one.
     @TaskLocal static var current: IdempotencyKeyMemory?
 
+    /// The header an ``Middleware/idempotencyKey(header:methods:generate:)`` layer outside gave (or left) the
+    /// request's key in, for the layers inside that must not send a keyed request twice at once (hedging).
+    @TaskLocal static var header: String?
+
+    /// Whether `request` carries an idempotency key: in `Idempotency-Key`, or in the header a key layer outside
+    /// keys it under.
+    static func isKeyed(_ request: URLRequest) -> Bool {
+        if RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: "Idempotency-Key")) { return true }
+        guard let header else { return false }
+        return RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: header))
+    }
+
     /// The key for `request` in `header`: the one given before to the same method and URL, or a new one from
     /// `generate`, remembered.
     func key(for request: URLRequest, header: String, generate: () -> String) -> String {

@@ -46,16 +46,18 @@ extension Middleware {
         generate: @escaping @Sendable () -> String = { UUID().uuidString }
     ) -> Middleware {
         Middleware(name: "idempotency-key", waitsOnlyWithinDeadline: true) { request, next in
-            guard methods.contains(HTTPMethod(rawValue: request.httpMethod ?? "GET")),
-                !RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: header))
-            else {
+            guard methods.contains(HTTPMethod(rawValue: request.httpMethod ?? "GET")) else {
                 return try await next(request)
+            }
+            // The layers inside learn which header carries the key (hedging sends no second copy of a keyed request).
+            guard !RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: header)) else {
+                return try await IdempotencyKeyMemory.$header.withValue(header) { try await next(request) }
             }
             var request = request
             // Within a call that a layer further out may send again (a refresh after a 401), the key it had.
             let key = IdempotencyKeyMemory.current?.key(for: request, header: header, generate: generate) ?? generate()
             request.setValue(key, forHTTPHeaderField: header)
-            return try await next(request)
+            return try await IdempotencyKeyMemory.$header.withValue(header) { try await next(request) }
         }
     }
 }

@@ -138,6 +138,30 @@ struct HedgingTests {
         #expect(clock.totalSleeps == 0)
     }
 
+    @Test(
+        "a request keyed under another header name by an idempotencyKey layer outside is not hedged either",
+        arguments: [nil, "caller-key"] as [String?]
+    )
+    func customKeyHeaderPassesThrough(callersKey: String?) async throws {
+        let transport = MockTransport.held(by: release, counting: arrived)
+        let client = Client(
+            transport: transport,
+            middleware: [
+                .idempotencyKey(header: "X-Idempotency-Key", methods: [.put]), .hedging(after: .zero, clock: clock),
+            ]
+        )
+        var request = URLRequest(url: url)
+        request.httpMethod = "PUT"
+        request.setValue(callersKey, forHTTPHeaderField: "X-Idempotency-Key")
+        let call = Task { try await client.send(request) }
+        await arrived.wait(for: 1)
+        release.open()
+        _ = try await call.join()
+        #expect(transport.callCount == 1)
+        #expect(clock.totalSleeps == 0)
+        #expect(transport.requests.first?.value(forHTTPHeaderField: "X-Idempotency-Key") != nil)
+    }
+
     @Test("up to maxExtraAttempts hedges are sent, each a delay after the previous")
     func severalHedges() async throws {
         let transport = MockTransport { [arrived] _ in
