@@ -68,11 +68,10 @@ struct Retrier<C: Clock<Duration>>: Sendable {
             case .retry(let event):
                 policy.onRetry?(event)
                 do {
-                    if event.delay > .zero {
-                        try await clock.sleep(for: event.delay)
-                    } else {
-                        try Task.checkCancellation()
-                    }
+                    if event.delay > .zero { try await clock.sleep(for: event.delay) }
+                    // Also after a backoff that ended normally (a clock that does not stop its sleep when cancelled):
+                    // a caller that went away gets nothing more sent for it, whatever the transport does.
+                    try Task.checkCancellation()
                 } catch {
                     // Cancelled while it waited: the retry is not sent, and its token goes back to the budget.
                     policy.budget?.returnRetry()

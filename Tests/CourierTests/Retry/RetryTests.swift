@@ -7,6 +7,20 @@ import Testing
 import FoundationNetworking
 #endif
 
+/// A clock whose sleep ends only when its gate opens, cancelled or not: a backoff that ends normally after the
+/// caller went away.
+private struct GatedClock: Clock {
+    let gate: Gate
+    let sleeping: Arrivals
+    var now: ContinuousClock.Instant { ContinuousClock.now }
+    var minimumResolution: Duration { .nanoseconds(1) }
+
+    func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+        sleeping.arrive()
+        await gate.wait()
+    }
+}
+
 @Suite("Retry", .timeLimit(.minutes(1)))
 struct RetryTests {
     @Test("a retryable status is retried and the later success is returned")
@@ -171,6 +185,24 @@ struct RetryTests {
         #expect(clock.now.offset == .zero)
         #expect(clock.sleeperCount == 0)
         clock.advance(by: .seconds(60))
+        #expect(transport.callCount == 1)
+    }
+
+    @Test(
+        "a caller cancelled during a backoff that then ends normally gets CancellationError, and nothing more is sent"
+    )
+    func cancelledWhenBackoffEnds() async throws {
+        let clock = GatedClock(gate: Gate(), sleeping: Arrivals())
+        let transport = MockTransport(.status(503), then: .ok)
+        let client = Client(
+            transport: transport,
+            middleware: [.retry(RetryFixtures.policy(backoff: .constant(.seconds(10))), clock: clock)]
+        )
+        let task = Task { try await client.send(RetryFixtures.request()) }
+        await clock.sleeping.wait(for: 1)
+        task.cancel()
+        clock.gate.open()
+        await #expect(throws: CancellationError.self) { try await task.join() }
         #expect(transport.callCount == 1)
     }
 
