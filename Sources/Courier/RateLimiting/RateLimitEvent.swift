@@ -48,19 +48,27 @@ public enum RateLimitEvent: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    /// One line, for example `waited 2.0 seconds for api.example.com:443`.
+    /// ``partition`` as it may be printed: with secrets removed (a partition function that keys by a credential
+    /// registered with ``Redaction/registerSecret(_:)``, or one Courier holds), as in ``description``, the
+    /// swift-log entry and the metric's dimension.
+    public var printablePartition: String {
+        Redaction.redactedText(partition)
+    }
+
+    /// One line, for example `waited 2.0 seconds for api.example.com:443`; the partition is ``printablePartition``.
     public var description: String {
-        switch self {
-        case .waited(let partition, let duration):
+        let partition = printablePartition
+        return switch self {
+        case .waited(_, let duration):
             "waited \(duration) for \(partition)"
-        case .rejected(let partition, let reason):
+        case .rejected(_, let reason):
             "rejected (\(reason)) for \(partition)"
-        case .updated(let partition, let limit, let remaining, let resetIn):
+        case .updated(_, let limit, let remaining, let resetIn):
             "\(remaining)/\(limit.map(String.init) ?? "?") left for \(partition)"
                 + (resetIn.map { ", resets in \($0)" } ?? "")
-        case .throttled(let partition, let status, let retryAfter):
+        case .throttled(_, let status, let retryAfter):
             "throttled (\(status)) by \(partition)" + (retryAfter.map { ", retry after \($0)" } ?? "")
-        case .storeFailed(let partition, let message):
+        case .storeFailed(_, let message):
             "the rate-limit store failed for \(partition) (\(message)); pacing without the shared limit for one window"
         }
     }

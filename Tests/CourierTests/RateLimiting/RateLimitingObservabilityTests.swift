@@ -23,7 +23,37 @@ struct RateLimitingObservabilityTests {
         .storeFailed(partition: "api.example.test:443", message: "connection refused"),
     ]
 
+    /// A partition that is a credential (a function that keys by API key, against the advice to hash it): each
+    /// event about it, one with the credential registered as a secret.
+    private static func secretPartitionEvents() -> (secret: String, events: [RateLimitEvent]) {
+        let secret = "tenant-key-\(UUID().uuidString)"
+        Redaction.registerSecret(secret)
+        return (
+            secret,
+            [
+                .waited(partition: secret, duration: .seconds(2)), .rejected(partition: secret, reason: .queueFull),
+                .throttled(partition: secret, status: 429, retryAfter: nil),
+                .updated(partition: secret, limit: 50, remaining: 7, resetIn: nil),
+                .storeFailed(partition: secret, message: "down"),
+            ]
+        )
+    }
+
     #if Metrics
+    @Test("a partition that is a registered secret is redacted in the metric's dimension")
+    func secretPartitionMetric() throws {
+        let (secret, events) = Self.secretPartitionEvents()
+        let factory = TestMetrics()
+        let metrics = ClientMetrics(factory: factory)
+        for event in events { metrics.recordRateLimit(event) }
+        let remaining = try factory.expectGauge(
+            ClientMetrics.Label.rateLimitRemaining,
+            [("rate_limit.partition", Redaction.placeholder)]
+        )
+        #expect(remaining.lastValue == 7)
+        #expect(!factory.gauges.contains { $0.dimensions.contains { $0.1.contains(secret) } })
+    }
+
     @Test("recordRateLimit records waits, refusals by reason, 429s by status, and what is left per partition")
     func metrics() throws {
         let factory = TestMetrics()
@@ -48,6 +78,18 @@ struct RateLimitingObservabilityTests {
     #endif
 
     #if Logging
+    @Test("a partition that is a registered secret is redacted in every log entry's metadata")
+    func secretPartitionLog() throws {
+        let (secret, events) = Self.secretPartitionEvents()
+        let handler = InMemoryLogHandler()
+        var logger = Logger(label: "rate-limit-tests") { _ in handler }
+        logger.logLevel = .trace
+        for event in events { event.log(to: logger) }
+        #expect(handler.entries.count == events.count)
+        #expect(handler.entries.allSatisfy { $0.metadata["rate_limit.partition"] == "\(Redaction.placeholder)" })
+        #expect(!handler.entries.contains { "\($0.metadata)".contains(secret) })
+    }
+
     @Test("log(to:) writes one entry per event, at debug, warning and notice, with the facts as metadata")
     func logging() throws {
         let handler = InMemoryLogHandler()

@@ -94,6 +94,23 @@ struct RateLimitingTests {
         return (clock, server, limiter, Client(transport: server.transport, middleware: [.rateLimiting(limiter)]))
     }
 
+    @Test("an event about a partition that is a registered secret never prints it")
+    func secretPartitionDescription() {
+        let secret = "tenant-key-\(UUID().uuidString)"
+        Redaction.registerSecret(secret)
+        let events: [RateLimitEvent] = [
+            .waited(partition: secret, duration: .seconds(2)), .rejected(partition: secret, reason: .queueFull),
+            .throttled(partition: secret, status: 429, retryAfter: nil),
+            .updated(partition: secret, limit: 50, remaining: 7, resetIn: nil),
+            .storeFailed(partition: secret, message: "down"),
+        ]
+        for event in events {
+            #expect(!event.description.contains(secret))
+            #expect(event.description.contains(Redaction.placeholder))
+            #expect(event.partition == secret)
+        }
+    }
+
     @Test(
         "1,000 concurrent callers against 50 per window: zero 429s, in the minimum number of windows",
         .timeLimit(.minutes(1)),

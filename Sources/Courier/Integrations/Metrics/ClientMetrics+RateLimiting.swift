@@ -50,9 +50,13 @@ extension ClientMetrics {
                 dimensions: [("http.response.status_code", String(status))],
                 factory: factory
             ).increment()
-        case .updated(let partition, _, let remaining, _):
-            Gauge(label: Label.rateLimitRemaining, dimensions: [("rate_limit.partition", partition)], factory: factory)
-                .record(remaining)
+        case .updated(_, _, let remaining, _):
+            Gauge(
+                label: Label.rateLimitRemaining,
+                dimensions: [("rate_limit.partition", event.printablePartition)],
+                factory: factory
+            )
+            .record(remaining)
         case .storeFailed:
             Counter(label: Label.rateLimitStoreFailures, dimensions: [], factory: factory).increment()
         }

@@ -11,11 +11,12 @@ extension RateLimitEvent {
     /// ```
     ///
     /// Waits and quota updates are `debug`; a `429`/`503` from the server is `notice`; a request the limiter
-    /// refused and a failure of the shared store are `warning`. The facts are metadata: `rate_limit.partition`,
+    /// refused and a failure of the shared store are `warning`. The facts are metadata: `rate_limit.partition`
+    /// (``printablePartition``: secrets removed),
     /// and `duration_ms`, `reason`, `limit`, `remaining`, `reset_in_ms`, `http.status_code`, `retry_after_ms` or
     /// `error` as the event has them.
     public func log(to logger: Logger) {
-        var metadata: Logger.Metadata = ["rate_limit.partition": .string(partition)]
+        var metadata: Logger.Metadata = ["rate_limit.partition": .string(printablePartition)]
         switch self {
         case .waited(_, let duration):
             metadata["duration_ms"] = .string(LogRecord.milliseconds(duration))
