@@ -215,7 +215,8 @@ public final class ManualClock: Clock, Sendable {
     ///
     /// **What it sees.** The operation's task and every structured child task it creates (task groups,
     /// `async let`, and so the middleware's timeouts and hedges), the work Courier shares between callers (a
-    /// `TokenRefresher`'s refresh, a coalesced call from `Middleware.coalescing(ignoringHeaders:)`), and the
+    /// `TokenRefresher`'s refresh, a coalesced call from `Middleware.coalescing(ignoringHeaders:)`, a streamed body's
+    /// idle and total timeouts, the reading of `StreamedBody(chunks)`, so a `MockChunk.delay`), and the
     /// code of the (default) actors they call. So the recommended stack — retry, a refresh, both timeouts — runs
     /// to the same end on every run. It does not see work in the code's own unstructured tasks (`Task { }`,
     /// `Task.detached`), nor code on an actor with an executor of its own (the main actor), nor I/O in flight (a

@@ -29,7 +29,8 @@ enum StreamWatchdog {
         guard idleTimeout != nil || totalTimeout != nil else { return }
         let pipe = body.pipe
         pipe.recordProgress { start.duration(to: clock.now) }
-        let watcher = Task {
+        // On the executor shared work prefers (ManualClock.run's in tests), so that time does not move while it runs.
+        let watcher = Task(executorPreference: SharedWork.executor) {
             while true {
                 let (lastProgress, isPaused, ended) = pipe.progress
                 if ended { return }

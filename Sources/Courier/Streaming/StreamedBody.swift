@@ -54,7 +54,9 @@ public struct StreamedBody: AsyncSequence, Sendable {
     /// its own, with the same backpressure as a transport's body; stopping the body cancels that task.
     public init<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks) where Chunks.Element == Data {
         let pipe = ChunkPipe()
-        let pump = Task {
+        // On the executor shared work prefers (ManualClock.run's in tests), so that time does not move while a chunk
+        // is on its way.
+        let pump = Task(executorPreference: SharedWork.executor) {
             do {
                 for try await chunk in chunks {
                     try await pipe.write(chunk)
