@@ -183,8 +183,26 @@ final class SecretRegistry: @unchecked Sendable {
                     }
                     output!.append(contentsOf: UnsafeBufferPointer(rebasing: text[copied..<index]))
                     output!.append(contentsOf: placeholder)
-                    copied = end
-                    index = end
+                    // A secret that starts inside this one and ends after it (two registered values overlapping in
+                    // the text) is removed with it: resuming at `end` would leave its tail.
+                    var covered = end
+                    var inner = index + 1
+                    while inner < covered, inner <= last {
+                        if let further = Self.matchEnd(
+                            at: inner,
+                            in: text,
+                            bits: bits,
+                            candidates: candidates,
+                            slots: slots
+                        ),
+                            further > covered
+                        {
+                            covered = further
+                        }
+                        inner += 1
+                    }
+                    copied = covered
+                    index = covered
                 }
                 if output != nil {
                     output!.append(contentsOf: UnsafeBufferPointer(rebasing: text[copied...]))
@@ -192,6 +210,26 @@ final class SecretRegistry: @unchecked Sendable {
                 return output
             }
         }
+    }
+
+    /// Where the longest secret that occurs in `text` at `index` ends, if one does: the scan's test, for the
+    /// positions inside a match.
+    private static func matchEnd(
+        at index: Int,
+        in text: UnsafeBufferPointer<UInt8>,
+        bits: UnsafeBufferPointer<UInt64>,
+        candidates: [UInt64: [Int]],
+        slots: [Slot]
+    ) -> Int? {
+        let key = UnsafeRawPointer(text.baseAddress! + index).loadUnaligned(as: UInt64.self)
+        let hash = key &* PrefixFilter.multiplier
+        let first = Int(truncatingIfNeeded: hash >> 48)
+        let second = Int(truncatingIfNeeded: (hash >> 32) & 0xFFFF)
+        guard bits[first >> 6] & (1 &<< UInt64(first & 63)) != 0,
+            bits[second >> 6] & (1 &<< UInt64(second & 63)) != 0,
+            let bucket = candidates[key]
+        else { return nil }
+        return slots.withUnsafeBufferPointer { match(bucket, slots: $0, in: text, at: index) }
     }
 
     // MARK: Writing (exclusive lock held)

@@ -117,6 +117,20 @@ struct KnownSecretTests {
         #expect(scrubbed(registry, "prefix-value-longer prefix-value!") == "<x> <x>!")
     }
 
+    @Test("two registered values that overlap in the text are removed together: no tail of the second is left")
+    func overlapping() {
+        let registry = SecretRegistry(capacity: 8)
+        registry.register("alpha-secret-1234")
+        registry.register("1234-beta-secret-tail")
+        // The second starts inside the first and runs past it.
+        #expect(scrubbed(registry, "[alpha-secret-1234-beta-secret-tail]") == "[<x>]")
+        // Three in a chain, and one that starts inside but ends within the first (covered already).
+        registry.register("tail-and-gamma-secret")
+        registry.register("secret-12")
+        #expect(scrubbed(registry, "x alpha-secret-1234-beta-secret-tail-and-gamma-secret y") == "x <x> y")
+        #expect(scrubbed(registry, "alpha-secret-1234 and 1234-beta-secret-tail") == "<x> and <x>")
+    }
+
     @Test("a value longer than the maximum length is matched by its first 16 KiB")
     func longValue() {
         let secret = uniqueSecret("long") + String(repeating: "z", count: Redaction.maximumSecretLength)
