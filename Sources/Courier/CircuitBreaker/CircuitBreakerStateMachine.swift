@@ -105,9 +105,11 @@ struct CircuitBreakerStateMachine: Sendable, Equatable {
     }
 
     /// Records how a request ended at `now`; `probe` is the ``probeGeneration`` it was admitted as a probe with, or
-    /// `nil`. A probe that another replaced counts as any request admitted before: not at all while half-open.
+    /// `nil`. A probe that another replaced decides nothing, in any state: half-open, the new probe decides; closed
+    /// again (the new probe succeeded), its late timeout or failure says nothing the new probe had not settled.
     mutating func record(_ outcome: Outcome, probe generation: UInt64?, now: Duration) -> RecordAction {
-        let probe = generation == probeGeneration
+        if let generation, generation != probeGeneration { return .none }
+        let probe = generation != nil
         switch (state, outcome) {
         case (_, .ignored):
             if probe, case .halfOpen = state { state = .halfOpen(probeSince: nil) }

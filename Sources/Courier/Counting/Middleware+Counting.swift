@@ -34,7 +34,9 @@ extension Middleware {
                 counter.recordEnd(.succeeded)
                 return result
             } catch {
-                counter.recordEnd(error is CancellationError || Task.isCancelled ? .cancelled : .failed)
+                // A timeout above that cancelled the request at its deadline ended it in a failure (`timedOut`).
+                let isCancellation = (error is CancellationError || Task.isCancelled) && Deadline.passedAbove == nil
+                counter.recordEnd(isCancellation ? .cancelled : .failed)
                 throw error
             }
         }

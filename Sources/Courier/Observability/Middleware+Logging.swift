@@ -135,6 +135,8 @@ private struct RequestLogger: Sendable {
     }
 
     func failed(_ request: URLRequest, error: any Error, duration: Duration, call: CallRecord) {
+        // A timeout above that cancelled the request at its deadline is a failure (`timedOut`), not a cancellation.
+        let error = Deadline.seenBelow(error, request: request)
         if error is CancellationError {
             guard sink.accepts(level) else { return }
             sink.log(

@@ -42,7 +42,11 @@ extension Middleware {
                 report(request, .success(status: response.statusCode), start.duration(to: clock.now))
                 return (data, response)
             } catch {
-                report(request, RequestOutcome(error: error), start.duration(to: clock.now))
+                report(
+                    request,
+                    RequestOutcome(error: Deadline.seenBelow(error, request: request)),
+                    start.duration(to: clock.now)
+                )
                 throw error
             }
         }
@@ -80,7 +84,12 @@ extension Middleware {
                 report(request, .success(status: response.statusCode), start.duration(to: clock.now), record.snapshot)
                 return (data, response)
             } catch {
-                report(request, RequestOutcome(error: error), start.duration(to: clock.now), record.snapshot)
+                report(
+                    request,
+                    RequestOutcome(error: Deadline.seenBelow(error, request: request)),
+                    start.duration(to: clock.now),
+                    record.snapshot
+                )
                 throw error
             }
         }

@@ -46,16 +46,18 @@ public struct Deadline: Sendable {
     private(set) var work: DeadlineWork?
 
     /// The same deadline, as the timeout that set it binds it for the child task it cancels at the deadline: a
-    /// transport then leaves the deadline to that timeout instead of timing the call a second time.
-    var enforcedAbove: Deadline {
+    /// transport then leaves the deadline to that timeout instead of timing the call a second time. `work` is the
+    /// child's (no owner), which the timeout marks as fired before it cancels the child, so that the layers below
+    /// can tell its cancellation from their caller's (see ``passedAbove``).
+    func enforcedAbove(by work: DeadlineWork) -> Deadline {
         var deadline = self
-        deadline.work = .enforcedAbove
+        deadline.work = work
         return deadline
     }
 
     /// Whether a timeout above enforces this deadline by cancelling the task the transport runs in (see
-    /// ``enforcedAbove``).
-    var isEnforcedAbove: Bool { work === DeadlineWork.enforcedAbove }
+    /// ``enforcedAbove(by:)``): its work has no owner for a transport to attach to.
+    var isEnforcedAbove: Bool { work.map { $0.owner == nil } ?? false }
 
     /// Creates a deadline `duration` from now on `clock`.
     ///

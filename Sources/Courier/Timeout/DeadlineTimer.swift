@@ -282,6 +282,9 @@ final class DeadlineTimer<C: Clock<Duration>>: Sendable {
             }
             guard entry.fireAt <= now else { break }
             state.head += 1
+            // A timeout's own child that its caller cancelled before the deadline, still unwinding: the caller's
+            // cancellation, not the timeout's (the layers below must not read it as a timeout).
+            if entry.work.owner == nil, case .running(let task) = entry.work.state, task.isCancelled { continue }
             entry.work.markFired()
             if case .running(let task) = entry.work.state {
                 entry.work.state = .cancelling(task)
@@ -332,9 +335,10 @@ final class DeadlineWork: @unchecked Sendable {
     }
 
     /// What stands for the work of a deadline whose timeout runs the chain in a child task and cancels it at the
-    /// deadline itself (``Deadline/enforcedAbove``): never armed, no owner. A transport that enforces deadlines
-    /// leaves such a deadline to the timeout; it would otherwise race a timer of its own per call, a second
-    /// child task and a sleeping timer on top of the timeout's.
+    /// deadline itself, for asking a transport whether it enforces deadlines (``Deadline/enforcedAbove(by:)``
+    /// binds the child's own work): never armed, no owner. A transport that enforces deadlines leaves such a
+    /// deadline to the timeout; it would otherwise race a timer of its own per call, a second child task and a
+    /// sleeping timer on top of the timeout's.
     static let enforcedAbove = DeadlineWork()
 
     fileprivate var state = DeadlineWorkState.starting
@@ -368,7 +372,8 @@ final class DeadlineWork: @unchecked Sendable {
     /// Whether the work has ended; `false` may be stale, `true` is not.
     var hasEnded: Bool { ended.load(ordering: .acquiring) }
 
-    fileprivate func markFired() { fired.store(true, ordering: .releasing) }
+    /// Marks the deadline as passed, before the work is cancelled: the timer's driver, or a timeout's own race.
+    func markFired() { fired.store(true, ordering: .releasing) }
 
     fileprivate func markEnded() {
         state = .ended

@@ -236,7 +236,9 @@ enum TimeoutRunner {
         }
         let fireAt = now.advanced(by: wait)
         let finished = Finished()
-        let bound = deadline.enforcedAbove
+        // Marked as fired before the work is cancelled at the deadline (see `Deadline.passedAbove`).
+        let fired = DeadlineWork()
+        let bound = deadline.enforcedAbove(by: fired)
         let work: @Sendable () async throws -> Outcome = {
             defer { finished.set() }
             let (data, response) = try await tracking.run(under: bound) {
@@ -253,6 +255,7 @@ enum TimeoutRunner {
                     startImmediately(
                         {
                             try await clock.sleep(until: fireAt, tolerance: nil)
+                            fired.markFired()
                             return .deadlinePassed
                         },
                         in: &group
@@ -335,6 +338,9 @@ enum TimeoutRunner {
             )
         }
         let work = DeadlineWork()
+        // The child's deadline names its work, which the driver marks as fired before it cancels the child (see
+        // `Deadline.passedAbove`).
+        let bound = deadline.enforcedAbove(by: work)
         // Armed before the chain starts, as its deadline was just read: armed once the child first suspends, a
         // chain that works a while before that (signing a large body, say) let later deadlines into the queue
         // ahead of its own, and the driver, which only looks at the head, cancelled it late
@@ -348,7 +354,7 @@ enum TimeoutRunner {
                     {
                         timer.begin(work)
                         do {
-                            work.response = try await tracking.run(under: deadline) { try await next(request) }
+                            work.response = try await tracking.run(under: bound) { try await next(request) }
                             if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
                         } catch {
                             if !timer.tryEnd(work) { await timer.endAfterCancellation(work) }
@@ -471,7 +477,9 @@ extension Deadline {
     /// below then reads the cancellation as the timeout it is, as it would read a transport's error at the deadline
     /// when the transport enforces it (see ``passedError(for:)``), whatever the layers between.
     static var passedAbove: Deadline? {
-        guard let deadline = current, deadline.isEnforcedAbove, deadline.hasPassed else { return nil }
+        // Fired, not only passed: a caller that went away just before the deadline, whose unwinding ends after
+        // it, is a cancellation.
+        guard let deadline = current, let work = deadline.work, work.owner == nil, work.didFire else { return nil }
         return deadline
     }
 

@@ -119,7 +119,6 @@ struct CircuitBreakerStateMachineTests {
         let first = machine.probeGeneration
         #expect(machine.admit(now: .seconds(20)) == .sendProbe)
         let second = machine.probeGeneration
-        #expect(first != second)
         // The first probe's caller goes away: the second probe is still in flight, nobody else is let through.
         #expect(machine.record(.ignored, probe: first, now: .seconds(21)) == .none)
         #expect(machine.admit(now: .seconds(21)) == .reject(retryAfter: .seconds(9)))
@@ -135,6 +134,10 @@ struct CircuitBreakerStateMachineTests {
         _ = other.admit(now: .seconds(20))
         #expect(other.record(.success, probe: stale, now: .seconds(21)) == .none)
         #expect(other.state == .halfOpen(probeSince: .seconds(20)))
+        // Nor, once the new probe closed the circuit, does the replaced one's late failure open it again.
+        #expect(other.record(.success, probe: other.probeGeneration, now: .seconds(22)) == .closed)
+        #expect(other.record(.failure, probe: stale, now: .seconds(23)) == .none)
+        #expect(other.state == .closed(consecutiveFailures: 0))
     }
 
     @Test("outcomes of requests admitted before the circuit opened are ignored while it is open or half-open")

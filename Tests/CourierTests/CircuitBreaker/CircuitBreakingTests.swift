@@ -212,6 +212,49 @@ struct CircuitBreakingTests {
         #expect(breaker.state(for: hostA) == .open)
     }
 
+    @Test(
+        "a caller that goes away just before the deadline, its request unwinding past it, is a cancellation: the circuit stays closed",
+        .timeLimit(.minutes(1)),
+        arguments: [false, true]
+    )
+    func callerCancelledBeforeTheDeadline(nearerOuterDeadline: Bool) async throws {
+        let arrived = Arrivals()
+        let unwinding = Arrivals()
+        let unwound = Gate()
+        // Below the breaker: on its way out, the request takes until the test lets it go.
+        let slowCleanup = Middleware(name: "slowCleanup") { request, next in
+            do {
+                return try await next(request)
+            } catch {
+                unwinding.arrive()
+                await unwound.wait()
+                throw error
+            }
+        }
+        let breaker = CircuitBreaker(.init(failureThreshold: 1, cooldown: .seconds(30)), clock: clock)
+        // The timeout's own deadline goes on its shared timer; a nearer deadline of the caller's, on a race of the
+        // request's own.
+        let client = Client(
+            transport: MockTransport.hanging(counting: arrived),
+            middleware: [
+                .timeout(nearerOuterDeadline ? .seconds(10) : .seconds(1), clock: clock), .circuitBreaker(breaker),
+                slowCleanup,
+            ]
+        )
+        let outer = nearerOuterDeadline ? Deadline(after: .seconds(1), clock: clock) : nil
+        let call = Task { [hostA] in
+            try await Deadline.$current.withValue(outer) { try await client.send(URLRequest(url: hostA)) }
+        }
+        await arrived.wait(for: 1)
+        clock.advance(by: .milliseconds(500))
+        call.cancel()
+        await unwinding.wait(for: 1)
+        clock.advance(by: .seconds(1))
+        unwound.open()
+        await #expect(throws: CancellationError.self) { try await call.join() }
+        #expect(breaker.state(for: hostA) == .closed(consecutiveFailures: 0))
+    }
+
     @Test("each host has its own circuit")
     func perHost() async throws {
         let (breaker, client) = circuit(hostAAnswering: 500, threshold: 1, cooldown: .seconds(60))
