@@ -84,8 +84,8 @@ extension Middleware {
     /// What it throws is passed on unchanged (a `CancellationError` stays one) and nothing is sent. An
     /// empty token, or one containing CR, LF or NUL, fails with ``CourierError/Code/invalidRequest``;
     /// no error message or log record contains the token: each one is registered with
-    /// ``Redaction/registerSecret(_:)``, and the latest is kept for as long as the middleware exists, whatever
-    /// else is registered (a comparison under a lock when it is the same as before). As with a fixed token,
+    /// ``Redaction/registerSecret(_:)``, and the 16 latest distinct tokens are kept for as long as the middleware
+    /// exists, whatever else is registered (comparisons under a lock when the token is one of them). As with a fixed token,
     /// the credential goes only to its `origins` (the base URL's by default; see ``CredentialOrigins``): for a
     /// request elsewhere the provider is not called and nothing is added, and no redirect carries the
     /// credential to another origin. For a credential that the server can reject and that must then be
@@ -106,8 +106,9 @@ extension Middleware {
         if let problem = scheme.problem ?? origins.problem {
             return .failing(name: name, message: problem)
         }
-        // The latest token stays registered while the middleware lives (see SecretPin).
-        let latest = HeldSecrets()
+        // The latest tokens (16 distinct: a few tenants', two during a rotation) stay registered while the
+        // middleware lives (see SecretPin).
+        let latest = RecentSecrets()
         return Middleware(name: name) { request, next in
             guard try origins.allows(request, through: next) else { return try await next(request) }
             let token = try await tokenProvider()

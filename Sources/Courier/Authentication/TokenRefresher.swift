@@ -192,7 +192,7 @@ public actor TokenRefresher {
         self.sharedHolder = "\(sharing?.holder ?? "local")/\(UInt64.random(in: .min ... .max))"
         self.operation = refresh
         Self.registerSecrets(of: token)
-        currentSecrets.hold(token.value, token.refreshToken)
+        currentSecrets.hold(token.value, token.refreshToken, version: 1)
         self.storage = LockedState(
             Storage(machine: TokenRefresherStateMachine(token: token, leeway: leeway, limit: limit))
         )
@@ -447,13 +447,13 @@ public actor TokenRefresher {
         now: Duration,
         _ event: (inout TokenRefresherStateMachine) -> TokenRefresherStateMachine.Resumption
     ) {
-        let (resumption, continuations, observer) = storage.withLock { storage in
+        let (resumption, continuations, observer, current) = storage.withLock { storage in
             let resumption = event(&storage.machine)
-            // Under the lock, so that two events cannot leave the older credential held.
-            currentSecrets.hold(storage.machine.credential.value, storage.machine.credential.refreshToken)
             let continuations = resumption.resume.map { storage.continuations.removeValue(forKey: $0.waiter) }
-            return (resumption, continuations, storage.observer)
+            return (resumption, continuations, storage.observer, storage.machine.credential)
         }
+        // Outside the lock (the registry has its own); by version, so two events cannot leave the older held.
+        currentSecrets.hold(current.value, current.refreshToken, version: current.version)
         if let replaced = resumption.start {
             startRefresh(replacing: replaced, now: now)
         }

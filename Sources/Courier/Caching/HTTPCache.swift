@@ -22,7 +22,7 @@ import FoundationNetworking
 ///   without conditions.
 /// - **What is not stored**: responses with `no-store` (in the request or the response), responses that set
 ///   a cookie (`Set-Cookie`: the cookie is for the caller it was set for, never replayed to another) or hand out
-///   another credential in a field of ``CredentialHeaders`` (`X-Auth-Token`), `Vary: *`,
+///   another credential in a field listed in ``CredentialHeaders`` (`X-Auth-Token`), `Vary: *`,
 ///   statuses other than 200, 203, 204, 300, 301, 308, 404, 405, 410, 414 and 501, and, for a request carrying a
 ///   credential, any response that does not allow it with `public`, `must-revalidate` or `s-maxage`
 ///   (RFC 9111 §3.5). A `private` response is stored only in a credential's partition (a request with a

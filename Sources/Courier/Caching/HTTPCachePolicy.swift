@@ -41,8 +41,8 @@ enum HTTPCachePolicy {
     /// Whether a response to a `GET` or `HEAD` request may be stored (RFC 9111 §3), and if so the variant it
     /// is stored as.
     ///
-    /// A response that sets a cookie (`Set-Cookie`) or has any other credential header
-    /// (``CredentialHeaders/contains(_:)``: `X-Auth-Token`, `X-CSRF-Token`, …) is never stored.
+    /// A response that sets a cookie (`Set-Cookie`) or has any other header listed in ``CredentialHeaders``
+    /// (`X-Auth-Token`, `X-CSRF-Token`, the names registered) is never stored.
     ///
     /// - Parameter hasCredential: Whether the request carried a credential. Then, as RFC 9111 §3.5 asks, the
     ///   response is stored only when it says it may be (`public`, `must-revalidate` or `s-maxage`).
@@ -58,9 +58,11 @@ enum HTTPCachePolicy {
         if directives.noStore { return nil }
         // A cookie is for the caller it was set for: replayed from here, it would give that caller's session to
         // the next one (RFC 9111 allows storing it; a cache shared by a client's callers must not). So is any
-        // credential a response hands out in a field (`X-Auth-Token`, `X-CSRF-Token`): every name of
-        // `CredentialHeaders`, the list redaction and the redirect middleware use.
-        if headers.keys.contains(where: CredentialHeaders.contains) { return nil }
+        // credential a response hands out in a field (`X-Auth-Token`, `X-CSRF-Token`): every name listed in
+        // `CredentialHeaders` (its standard names and those registered). Not the names that only contain a
+        // fragment (`Signature`, a session's consistency token): a response's field so named is rarely a
+        // credential, and its response could never be cached.
+        if headers.keys.contains(where: CredentialHeaders.isListed) { return nil }
         if hasCredential, !directives.isPublic, !directives.mustRevalidate, directives.sharedMaxAge == nil {
             return nil
         }

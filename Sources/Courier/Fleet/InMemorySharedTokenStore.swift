@@ -51,7 +51,7 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
         self.state = LockedState(State(token: token))
         if let token {
             Self.register(token)
-            currentSecrets.hold(token.value, token.refreshToken)
+            currentSecrets.hold(token.value, token.refreshToken, version: token.version)
         }
     }
 
@@ -107,16 +107,15 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
         if let token { Self.register(token) }
         let now = clock.now
         let (current, woken) = state.withLock { state in
-            if let token, token.version == state.version + 1 {
-                state.token = token
-                currentSecrets.hold(token.value, token.refreshToken)
-            }
+            if let token, token.version == state.version + 1 { state.token = token }
             if state.holder == holder {
                 state.holder = nil
                 state.leaseEnds = nil
             }
             return (state.token, state.wake(now: now))
         }
+        // Outside the lock (the registry has its own); by version, so two calls cannot leave the older held.
+        if let current { currentSecrets.hold(current.value, current.refreshToken, version: current.version) }
         for continuation in woken { continuation.resume() }
         return current
     }
@@ -129,9 +128,9 @@ public final class InMemorySharedTokenStore<C: Clock<Duration>>: SharedTokenStor
             var stored = token
             stored.version = state.version + 1
             state.token = stored
-            currentSecrets.hold(stored.value, stored.refreshToken)
             return (stored, state.wake(now: now))
         }
+        currentSecrets.hold(stored.value, stored.refreshToken, version: stored.version)
         for continuation in woken { continuation.resume() }
         return stored
     }

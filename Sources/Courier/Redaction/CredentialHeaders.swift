@@ -72,6 +72,12 @@ public enum CredentialHeaders {
     }
 
     /// Whether `name` is one of ``names`` (not counting fragments), ignoring ASCII case.
+    static func isListed(_ name: String) -> Bool {
+        var name = name
+        return name.withUTF8 { isListed($0) }
+    }
+
+    /// Whether `name` is one of ``names`` (not counting fragments), ignoring ASCII case.
     static func isListed(_ name: UnsafeBufferPointer<UInt8>) -> Bool {
         if RedactionNames.isHeaderName(name) { return true }
         guard hasRegistered.load(ordering: .acquiring) else { return false }

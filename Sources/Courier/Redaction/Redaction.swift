@@ -63,8 +63,12 @@ public enum Redaction {
     ///
     /// The secrets Courier holds itself are kept apart from these, for as long as it holds them, however many
     /// values are registered meanwhile: the token of ``Middleware/authenticating(token:scheme:origins:)`` and the
-    /// credential fields of ``Middleware/headers(_:origins:)`` while the middleware exists, the latest token of a
-    /// `tokenProvider`, and a ``TokenRefresher``'s current token and refresh token.
+    /// credential fields of ``Middleware/headers(_:origins:)`` while the middleware exists, the 16 latest distinct
+    /// tokens of a `tokenProvider`, a ``TokenRefresher``'s current token and refresh token, an
+    /// ``InMemorySharedTokenStore``'s, and what ``pinSecret(_:)`` keeps. They are not counted in this bound: a
+    /// process that holds many (a client per tenant, each with its own key) holds them all, and a scan's
+    /// prefix filter, sized for about this many values, answers more false positives (more lookups, still
+    /// linear in the text).
     public static let maximumRegisteredSecrets = 1024
 
     /// Remembers `value` as a secret: from now on it is replaced in every text Courier prints (descriptions of

@@ -564,29 +564,32 @@ final class SecretPin: Sendable {
     }
 }
 
-/// The secrets a changing holder has now (a provider's latest token, a refresher's current token and refresh
-/// token), pinned; holding new ones releases the old, which stay registered as ordinary, recent values.
+/// The secrets a changing holder has now (a refresher's current token and refresh token, a store's), pinned;
+/// holding newer ones releases the old, which stay registered as ordinary, recent values.
 final class HeldSecrets: Sendable {
-    private let pins = LockedState<[SecretPin]>([])
+    private let held = LockedState<(pins: [SecretPin], version: Int)>(([], .min))
     private let registry: SecretRegistry
 
     init(registry: SecretRegistry = .shared) {
         self.registry = registry
     }
 
-    /// Holds `value` and `other` (when there is one) instead of what was held. A value equal to the one held
-    /// (byte for byte) costs a comparison under a lock.
-    func hold(_ value: String, _ other: String? = nil) {
-        let released: [SecretPin]? = pins.withLock { pins in
+    /// Holds `value` and `other` (when there is one) instead of what was held, unless what is held is of a later
+    /// `version` (callers hold outside their own locks, so two may arrive out of order). Values equal to those
+    /// held (byte for byte) cost a comparison under a lock.
+    func hold(_ value: String, _ other: String? = nil, version: Int = .max) {
+        let released: [SecretPin]? = held.withLock { held in
+            guard version >= held.version else { return nil }
+            held.version = version
             let count = other == nil ? 1 : 2
-            if pins.count == count, ExactString(pins[0].value) == ExactString(value),
-                other.map({ ExactString(pins[1].value) == ExactString($0) }) ?? true
+            if held.pins.count == count, ExactString(held.pins[0].value) == ExactString(value),
+                other.map({ ExactString(held.pins[1].value) == ExactString($0) }) ?? true
             {
                 return nil
             }
-            let old = pins
-            pins = [SecretPin(value, registry: registry)]
-            if let other { pins.append(SecretPin(other, registry: registry)) }
+            let old = held.pins
+            held.pins = [SecretPin(value, registry: registry)]
+            if let other { held.pins.append(SecretPin(other, registry: registry)) }
             return old
         }
         // The old pins are released here, outside the lock.
@@ -594,5 +597,36 @@ final class HeldSecrets: Sendable {
     }
 
     /// The values held now (tests).
+    var values: [String] { held.withLock { $0.pins.map(\.value) } }
+}
+
+/// The last ``capacity`` distinct secrets a provider returned (the tokens of a few tenants, two during a
+/// rotation), pinned: one already among them costs comparisons under a lock and no registry lock; a new one
+/// pins it and releases the least recent.
+final class RecentSecrets: Sendable {
+    private let pins = LockedState<[SecretPin]>([])
+    private let registry: SecretRegistry
+    let capacity: Int
+
+    init(capacity: Int = 16, registry: SecretRegistry = .shared) {
+        self.capacity = capacity
+        self.registry = registry
+    }
+
+    /// Pins `value` as the most recent, releasing the least recent beyond ``capacity``.
+    func hold(_ value: String) {
+        let released: SecretPin? = pins.withLock { pins in
+            if let index = pins.firstIndex(where: { ExactString($0.value) == ExactString(value) }) {
+                if index > 0 { pins.insert(pins.remove(at: index), at: 0) }
+                return nil
+            }
+            pins.insert(SecretPin(value, registry: registry), at: 0)
+            return pins.count > capacity ? pins.removeLast() : nil
+        }
+        // Released here, outside the lock.
+        _ = released
+    }
+
+    /// The values held now, most recent first (tests).
     var values: [String] { pins.withLock { $0.map(\.value) } }
 }

@@ -140,11 +140,21 @@ extension RetryPolicy {
         return Self.isIdempotencyKey(header(idempotencyKeyHeader))
     }
 
-    /// Whether a header's value is an idempotency key: present and not blank. An empty or blank value (what
+    /// Whether a header's value is an idempotency key: present and not blank, nor a quoted string of nothing (`""`,
+    /// the IETF draft's form of an empty key). An empty or blank value (what
     /// `setValue(order.key ?? "", …)` writes) lets the server tell no copy from another, so it counts as none,
     /// for every layer that decides on a key: the retry, an event stream's reconnection, hedging, the key layer
     /// and a transport's own resend.
     static func isIdempotencyKey(_ value: String?) -> Bool {
-        value?.utf8.contains { $0 != UInt8(ascii: " ") && $0 != UInt8(ascii: "\t") } ?? false
+        guard var bytes = value.map({ Substring($0).utf8 }) else { return false }
+        let isBlank = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while let first = bytes.first, isBlank(first) { bytes.removeFirst() }
+        while let last = bytes.last, isBlank(last) { bytes.removeLast() }
+        // The IETF draft's form is a quoted string: `""` (or quotes around blanks) is as empty.
+        if bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") {
+            bytes.removeFirst()
+            bytes.removeLast()
+        }
+        return bytes.contains { !isBlank($0) }
     }
 }

@@ -34,8 +34,8 @@ import FoundationNetworking
 /// `Idempotency-Key` header of its own reconnects as a `GET` does, with the same key (the rule is the retry's,
 /// ``RetryPolicy/retriesNonIdempotentRequests`` aside). A key that ``Middleware/idempotencyKey(header:methods:generate:)``
 /// adds does not count: each connection is a new call, which it gives a new key. An empty or blank key is no
-/// key. A request whose body can be read only once (a stream made with `once:`, a multipart form with such a
-/// part) is sent once too, whatever its method.
+/// key. A request whose body can be read only once (a multipart form with a
+/// ``MultipartForm/Part/stream(_:once:length:filename:contentType:)`` part) is sent once too, whatever its method.
 ///
 /// **Ending.** A `204 No Content` ends the stream (the loop finishes). Any other status throws, and a `2xx`
 /// that is not `text/event-stream` throws ``CourierError/Code/unacceptableContentType``. Cancelling the

@@ -65,10 +65,13 @@ extension MultipartForm {
         return result
     }
 
-    /// RFC 2046 §5.1.1: 1 to 70 characters from `bchars`, the last not a space.
+    /// RFC 2046 §5.1.1: 1 to 70 characters from `bchars`, the last not a space. By bytes: a `Character` set
+    /// compares canonically, and takes the Kelvin sign (U+212A) for `K`.
     static func validate(boundary: String) throws {
-        let allowed = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? ")
-        guard (1...70).contains(boundary.count), boundary.allSatisfy(allowed.contains), boundary.last != " " else {
+        let allowed = Set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ'()+_,-./:=? ".utf8)
+        let bytes = boundary.utf8
+        guard (1...70).contains(bytes.count), bytes.allSatisfy(allowed.contains), bytes.last != UInt8(ascii: " ")
+        else {
             throw UploadError(
                 "the multipart boundary must be 1 to 70 letters, digits or '()+_,-./:=? characters, not ending in a space"
             )

@@ -51,7 +51,9 @@ struct RateLimitingObservabilityTests {
             [("rate_limit.partition", Redaction.placeholder)]
         )
         #expect(remaining.lastValue == 7)
-        #expect(!factory.gauges.contains { $0.dimensions.contains { $0.1.contains(secret) } })
+        #expect(throws: (any Error).self) {
+            try factory.expectGauge(ClientMetrics.Label.rateLimitRemaining, [("rate_limit.partition", secret)])
+        }
     }
 
     @Test("recordRateLimit records waits, refusals by reason, 429s by status, and what is left per partition")

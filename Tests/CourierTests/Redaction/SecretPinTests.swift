@@ -107,6 +107,12 @@ struct SecretPinTests {
         held.hold("cafe\u{301}-token-value")
         #expect(registry.pinCount(of: "caf\u{E9}-token-value") == 0)
         #expect(registry.pinCount(of: "cafe\u{301}-token-value") == 1)
+        // By version: an older one arriving late (two holders racing outside their locks) changes nothing.
+        let versioned = HeldSecrets(registry: registry)
+        versioned.hold("version-two-token", version: 2)
+        versioned.hold("version-one-token", version: 1)
+        #expect(versioned.values == ["version-two-token"])
+        #expect(registry.pinCount(of: "version-one-token") == 0)
     }
 
     @Test("a fixed token and a headers middleware's credentials are pinned while the middleware exists")
@@ -128,18 +134,30 @@ struct SecretPinTests {
         #expect(SecretRegistry.shared.pinCount(of: key) == 0)
     }
 
-    @Test("a token provider's latest token is pinned, and the one it replaced is released")
-    func providerPinsItsLatestToken() async throws {
-        let first = unique("provided-token")
-        let second = unique("provided-token")
-        let calls = Locked(0)
+    @Test(
+        "a token provider's 16 latest distinct tokens are pinned: alternating tenants keep theirs, the 17th releases the least recent"
+    )
+    func providerPinsItsRecentTokens() async throws {
+        let tokens = (0..<17).map { _ in unique("provided-token") }
+        let next = Locked(0)
         let transport = MockTransport.ok
-        let client = makeClient(transport, [.authenticating { calls.increment() == 1 ? first : second }])
+        let client = makeClient(transport, [.authenticating { tokens[next.withLock { $0 }] }])
+        for index in 0..<16 {
+            next.withLock { $0 = index }
+            _ = try await client.send(URLRequest(url: testURL))
+        }
+        #expect(tokens.prefix(16).allSatisfy { SecretRegistry.shared.pinCount(of: $0) == 1 })
+        // The first again: most recent now, still pinned once.
+        next.withLock { $0 = 0 }
         _ = try await client.send(URLRequest(url: testURL))
-        #expect(SecretRegistry.shared.pinCount(of: first) == 1)
+        #expect(SecretRegistry.shared.pinCount(of: tokens[0]) == 1)
+        // A 17th releases the least recent, the second.
+        next.withLock { $0 = 16 }
         _ = try await client.send(URLRequest(url: testURL))
-        #expect(SecretRegistry.shared.pinCount(of: first) == 0)
-        #expect(SecretRegistry.shared.pinCount(of: second) == 1)
+        #expect(SecretRegistry.shared.pinCount(of: tokens[16]) == 1)
+        #expect(SecretRegistry.shared.pinCount(of: tokens[1]) == 0)
+        #expect(SecretRegistry.shared.pinCount(of: tokens[0]) == 1)
+        #expect(transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }.last == "Bearer \(tokens[16])")
     }
 
     @Test("a refresher's current token and refresh token are pinned; a token it replaced is released")

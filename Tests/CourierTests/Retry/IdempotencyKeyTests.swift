@@ -40,7 +40,10 @@ struct IdempotencyKeyTests {
         #expect(keys(of: transport) == ["order-17"])
     }
 
-    @Test("an empty or blank key is no key: the layer replaces it with a new one", arguments: ["", "  ", "\t"])
+    @Test(
+        "an empty or blank key is no key, nor an empty quoted one: the layer replaces it with a new one",
+        arguments: ["", "  ", "\t", "\"\"", " \" \" "]
+    )
     func replacesBlankKey(blank: String) async throws {
         let transport = MockTransport.ok
         let client = Client(transport: transport, middleware: [.idempotencyKey(generate: { "generated-key" })])
@@ -50,7 +53,7 @@ struct IdempotencyKeyTests {
 
     @Test(
         "a POST whose Idempotency-Key is empty or blank is not retried: the server cannot tell the copies apart",
-        arguments: ["", " ", "\t \t"]
+        arguments: ["", " ", "\t \t", "\"\""]
     )
     func blankKeyIsNotRetried(blank: String) async throws {
         let transport = MockTransport(.status(503), then: .ok)

@@ -142,6 +142,11 @@ struct MultipartFormTests {
             ("boundary too long", MultipartForm(boundary: String(repeating: "a", count: 71))),
             ("boundary with a quote", MultipartForm(boundary: "a\"b")),
             ("boundary ending in a space", MultipartForm(boundary: "ab ")),
+            ("boundary with the Kelvin sign", MultipartForm(boundary: "a\u{212A}b")),
+            (
+                "boundary of 70 characters but more bytes",
+                MultipartForm(boundary: String(repeating: "\u{212A}", count: 70))
+            ),
             ("empty boundary", MultipartForm(boundary: "")),
             ("CR LF in a header value", MultipartForm([.text("a", "1").header("X-A", "1\r\nX-B: 2")], boundary: "b")),
             (
