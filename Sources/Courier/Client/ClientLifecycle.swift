@@ -206,7 +206,7 @@ final class ClientLifecycle: Sendable {
     ) async throws -> (Data, HTTPURLResponse) {
         // On the task executor shared work prefers (none outside tests): `ManualClock.run` sets one to count the
         // jobs it must wait for before it moves time, and a plain `Task` would not inherit it.
-        let task = Task(executorPreference: SharedWork.executor) { try await operation(request) }
+        let task = SharedWork.task { try await operation(request) }
         let (id, cancelNow) = registry.withLock { $0.track(.task(task)) }
         if cancelNow { task.cancel() }
         defer { registry.withLock { $0.untrack(id) } }

@@ -30,7 +30,7 @@ enum StreamWatchdog {
         let pipe = body.pipe
         pipe.recordProgress { start.duration(to: clock.now) }
         // On the executor shared work prefers (ManualClock.run's in tests), so that time does not move while it runs.
-        let watcher = Task(executorPreference: SharedWork.executor) {
+        let watcher = SharedWork.task {
             while true {
                 let (lastProgress, isPaused, ended) = pipe.progress
                 if ended { return }

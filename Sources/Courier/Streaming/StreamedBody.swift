@@ -56,7 +56,7 @@ public struct StreamedBody: AsyncSequence, Sendable {
         let pipe = ChunkPipe()
         // On the executor shared work prefers (ManualClock.run's in tests), so that time does not move while a chunk
         // is on its way.
-        let pump = Task(executorPreference: SharedWork.executor) {
+        let pump = SharedWork.task {
             do {
                 for try await chunk in chunks {
                     try await pipe.write(chunk)
