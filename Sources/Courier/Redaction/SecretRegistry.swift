@@ -185,22 +185,14 @@ final class SecretRegistry: @unchecked Sendable {
                     output!.append(contentsOf: placeholder)
                     // A secret that starts inside this one and ends after it (two registered values overlapping in
                     // the text) is removed with it: resuming at `end` would leave its tail.
-                    var covered = end
-                    var inner = index + 1
-                    while inner < covered, inner <= last {
-                        if let further = Self.matchEnd(
-                            at: inner,
-                            in: text,
-                            bits: bits,
-                            candidates: candidates,
-                            slots: slots
-                        ),
-                            further > covered
-                        {
-                            covered = further
-                        }
-                        inner += 1
-                    }
+                    let covered = Self.coveredEnd(
+                        from: index,
+                        to: end,
+                        in: text,
+                        bits: bits,
+                        candidates: candidates,
+                        slots: slots
+                    )
                     copied = covered
                     index = covered
                 }
@@ -210,6 +202,32 @@ final class SecretRegistry: @unchecked Sendable {
                 return output
             }
         }
+    }
+
+    /// Where the text a match covers ends: `end`, or later when another secret starts inside the match (after
+    /// `start`) and runs past it, and so on. Not inlined: it runs only after a match, and kept out of the scan's
+    /// loop it leaves that loop's code as it was.
+    @inline(never)
+    private static func coveredEnd(
+        from start: Int,
+        to end: Int,
+        in text: UnsafeBufferPointer<UInt8>,
+        bits: UnsafeBufferPointer<UInt64>,
+        candidates: [UInt64: [Int]],
+        slots: [Slot]
+    ) -> Int {
+        let last = text.count - prefixLength
+        var covered = end
+        var inner = start + 1
+        while inner < covered, inner <= last {
+            if let further = matchEnd(at: inner, in: text, bits: bits, candidates: candidates, slots: slots),
+                further > covered
+            {
+                covered = further
+            }
+            inner += 1
+        }
+        return covered
     }
 
     /// Where the longest secret that occurs in `text` at `index` ends, if one does: the scan's test, for the
