@@ -123,19 +123,24 @@ struct HedgingTests {
         arguments: [("POST", nil), ("PATCH", nil), ("PUT", "a1b2c3"), ("GET", "d4e5f6")] as [(String, String?)]
     )
     func passesThrough(method: String, idempotencyKey: String?) async throws {
-        let transport = MockTransport.held(by: release, counting: arrived)
-        let client = Client(transport: transport, middleware: [.hedging(after: .zero, clock: clock)])
         var request = URLRequest(url: url)
         request.httpMethod = method
         request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        let transport = try await sendHeld(request, through: [.hedging(after: .zero, clock: clock)])
+        #expect(transport.callCount == 1)
+        #expect(clock.totalSleeps == 0)
+    }
 
+    /// Sends `request` through `middleware` to a transport that holds it until it arrived, and returns that
+    /// transport once the call is over.
+    private func sendHeld(_ request: URLRequest, through middleware: [Middleware]) async throws -> MockTransport {
+        let transport = MockTransport.held(by: release, counting: arrived)
+        let client = Client(transport: transport, middleware: middleware)
         let call = Task { try await client.send(request) }
         await arrived.wait(for: 1)
         release.open()
         _ = try await call.join()
-
-        #expect(transport.callCount == 1)
-        #expect(clock.totalSleeps == 0)
+        return transport
     }
 
     @Test(
@@ -143,20 +148,15 @@ struct HedgingTests {
         arguments: [nil, "caller-key"] as [String?]
     )
     func customKeyHeaderPassesThrough(callersKey: String?) async throws {
-        let transport = MockTransport.held(by: release, counting: arrived)
-        let client = Client(
-            transport: transport,
-            middleware: [
-                .idempotencyKey(header: "X-Idempotency-Key", methods: [.put]), .hedging(after: .zero, clock: clock),
-            ]
-        )
         var request = URLRequest(url: url)
         request.httpMethod = "PUT"
         request.setValue(callersKey, forHTTPHeaderField: "X-Idempotency-Key")
-        let call = Task { try await client.send(request) }
-        await arrived.wait(for: 1)
-        release.open()
-        _ = try await call.join()
+        let transport = try await sendHeld(
+            request,
+            through: [
+                .idempotencyKey(header: "X-Idempotency-Key", methods: [.put]), .hedging(after: .zero, clock: clock),
+            ]
+        )
         #expect(transport.callCount == 1)
         #expect(clock.totalSleeps == 0)
         // The caller's own key goes as it was.
