@@ -35,8 +35,7 @@ extension Middleware {
                 return result
             } catch {
                 // A timeout above that cancelled the request at its deadline ended it in a failure (`timedOut`).
-                let isCancellation = (error is CancellationError || Task.isCancelled) && Deadline.passedAbove == nil
-                counter.recordEnd(isCancellation ? .cancelled : .failed)
+                counter.recordEnd(Deadline.isCallerCancellation(error) ? .cancelled : .failed)
                 throw error
             }
         }

@@ -77,7 +77,7 @@ enum HTTPAttributes {
     /// Whether `error` means the caller's task was cancelled rather than that the request failed (the same
     /// rule as the request counter's: a timeout above that cancelled the request at its deadline is a failure).
     static func isCancellation(_ error: any Error) -> Bool {
-        (error is CancellationError || Task.isCancelled) && Deadline.passedAbove == nil
+        Deadline.isCallerCancellation(error)
     }
 }
 #endif

@@ -479,8 +479,14 @@ extension Deadline {
     static var passedAbove: Deadline? {
         // Fired, not only passed: a caller that went away just before the deadline, whose unwinding ends after
         // it, is a cancellation.
-        guard let deadline = current, let work = deadline.work, work.owner == nil, work.didFire else { return nil }
+        guard let deadline = current, deadline.isEnforcedAbove, deadline.work?.didFire == true else { return nil }
         return deadline
+    }
+
+    /// Whether `error` ended a request because its caller went away: a cancellation that no timeout above made at
+    /// its deadline. The one rule of the layers that tell cancellations from failures (counting, tracing).
+    static func isCallerCancellation(_ error: any Error) -> Bool {
+        (error is CancellationError || Task.isCancelled) && passedAbove == nil
     }
 
     /// `error` as a layer below a timeout reports it: a cancellation by a timeout above whose deadline passed is that
