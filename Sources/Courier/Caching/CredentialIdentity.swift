@@ -98,16 +98,46 @@ struct CredentialIdentity: Sendable {
     }
 }
 
-/// Set by a caching layer around the call it passes on, so that an authenticating layer listed *inside* it
-/// (which attaches a credential the cache never saw) can say so: the cache then refuses to share or store
-/// the response. See ``AttachedCredential/attaching(_:)``.
+/// Set by a caching or coalescing layer around the call it passes on, so that an authenticating layer listed
+/// *inside* it (which attaches a credential the layer never saw) can say so: the layer then refuses to share or
+/// store the response. See ``AttachedCredential/attaching(_:)``.
 final class CredentialWitness: Sendable {
     @TaskLocal static var current: CredentialWitness?
+
+    /// The witness of a layer further out, told too: a cache outside a coalescing layer learns of the credential
+    /// that the coalescing layer's witness saw.
+    private let outer: CredentialWitness?
 
     // One flag, set at most once and read after the inner layers returned: an atomic, no state machine.
     private let attached = Atomic<Bool>(false)
 
+    init(outer: CredentialWitness? = CredentialWitness.current) {
+        self.outer = outer
+    }
+
     var sawCredential: Bool { attached.load(ordering: .acquiring) }
 
-    func record() { attached.store(true, ordering: .releasing) }
+    func record() {
+        attached.store(true, ordering: .releasing)
+        outer?.record()
+    }
+
+    /// Runs `operation` with a new witness as ``current`` and returns what it returned, or throws `misplaced`
+    /// when a credential was attached inside: a response (or an error, which may carry one) that answers a
+    /// credential the outer layer cannot see must not reach callers it would share it with.
+    static func guarding<Result: Sendable>(
+        misplaced: @autoclosure () -> CourierError,
+        _ operation: () async throws -> Result
+    ) async throws -> Result {
+        let witness = CredentialWitness()
+        let result: Result
+        do {
+            result = try await $current.withValue(witness) { try await operation() }
+        } catch {
+            if witness.sawCredential && !(error is CancellationError) { throw misplaced() }
+            throw error
+        }
+        if witness.sawCredential { throw misplaced() }
+        return result
+    }
 }

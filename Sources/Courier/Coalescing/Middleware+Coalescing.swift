@@ -23,7 +23,10 @@ extension Middleware {
     ///
     /// **Where it goes**: inside `authenticating` (the key then includes the credential actually sent), and
     /// outside the per-attempt layers it should share (timeout, status validation, the transport). Retry
-    /// outside it means each caller retries on its own and may join a fresh shared call.
+    /// outside it means each caller retries on its own and may join a fresh shared call. Listed outside an
+    /// authenticating layer, it would give every caller the first one's response (another tenant's, when the
+    /// token depends on who calls): the call then fails with ``CourierError/Code/invalidRequest`` for every
+    /// caller, and no response of it is shared.
     ///
     /// - Parameter ignoredHeaders: Header names left out of the coalescing key (case-insensitive);
     ///   ``RequestCoalescer/defaultIgnoredHeaders`` by default.

@@ -126,10 +126,20 @@ public final class RequestCoalescer: Sendable {
         return Key(method: method, url: url.absoluteString, headers: headers)
     }
 
+    static let misplacedMessage =
+        "an authenticating middleware inside the coalescing middleware attached a credential the coalescing key "
+        + "cannot see; list .coalescing after .authenticating"
+
     /// Sends `request` through `next`, or joins an identical call already in flight.
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
         guard let key = key(for: request) else { return try await next(request) }
-        let shared = try await share(key) { try await next(request) }
+        let shared = try await share(key) {
+            // An authenticating layer inside attaches a credential the key never saw: the response would answer
+            // every caller with the first one's credential (another tenant's, when the token depends on the caller).
+            try await CredentialWitness.guarding(
+                misplaced: CourierError(.invalidRequest, message: Self.misplacedMessage, request: request)
+            ) { try await next(request) }
+        }
         // A caller that joined sent the same fields but those the key leaves out (tracing ids): a response that
         // Varies on one of them, or on anything (`*`), answers only the request it was sent for (RFC 9110 §12.5.5).
         // This caller then sends its own.

@@ -67,6 +67,30 @@ struct CoalescingTests {
         #expect(held.requests.count == 2)
     }
 
+    /// The tenant a test's caller acts for, read by a token provider as a multi-tenant service would.
+    @TaskLocal private static var tenant = "nobody"
+
+    @Test("listed outside .authenticating, coalescing fails the call instead of giving one tenant another's response")
+    func misplacedOutsideAuthentication() async throws {
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: held,
+            middleware: [.coalescing(coalescer), .authenticating(tokenProvider: { Self.tenant })]
+        )
+        let alice = Task { try await Self.$tenant.withValue("alice") { try await client.send(get(url)) } }
+        await held.waitUntilHolding(1)
+        let bob = Task { try await Self.$tenant.withValue("bob") { try await client.send(get(url)) } }
+        try await waitUntil { coalescer.waitingCallers == 2 }
+        held.open()
+
+        for caller in [alice, bob] {
+            let error = await #expect(throws: CourierError.self) { try await caller.join() }
+            #expect(error?.code == .invalidRequest)
+            #expect(error?.description.contains("alice") == false)
+        }
+        #expect(coalescer.sharedCalls == 0)
+    }
+
     @Test("credential headers stay in the key even when named among the ignored headers")
     func credentialsAreNeverIgnored() throws {
         let coalescer = RequestCoalescer(ignoringHeaders: [
