@@ -238,23 +238,27 @@ private struct Scan {
         return nil
     }
 
-    /// The string that starts at `start` (just after its opening quote). With no backslashes before the
-    /// quotes, a backslash escapes the next character (JSON); inside an escaped string, the string ends at the
-    /// next quote. A string the text cuts off runs to the end.
+    /// The string that starts at `start` (just after its opening quote), quoted with `backslashes` backslashes
+    /// before its quotes: 0 in JSON, 1 in JSON written inside another JSON string, 3 two strings deep (each level
+    /// escapes the backslashes and the quote of the one inside: 2 × b + 1). A quote is decided by the run of `r`
+    /// backslashes before it: `r − b` of them belong to the value, written at this depth as `(r − b) / (b + 1)`
+    /// backslashes of the innermost JSON, where an odd number escapes the quote (it is part of the value) and an
+    /// even number ends the string. A run that is not `b` plus a multiple of `b + 1` belongs to an enclosing
+    /// string, which ends there, and the value with it. A string the text cuts off runs to the end.
     func quotedString(from start: Int, quote: UInt8, backslashes: Int) -> QuotedValue {
+        let backslash = UInt8(ascii: "\\")
         var k = start
         while k < n {
-            let byte = t[k]
-            if byte == quote {
-                var contentEnd = k
-                var escapes = 0
-                while escapes < backslashes && contentEnd > start && t[contentEnd - 1] == UInt8(ascii: "\\") {
-                    contentEnd -= 1
-                    escapes += 1
+            if t[k] == quote {
+                var run = 0
+                while k - run > start && t[k - run - 1] == backslash { run += 1 }
+                let beyond = run - backslashes
+                let isEscaped = beyond > 0 && beyond % (backslashes + 1) == 0 && (beyond / (backslashes + 1)) % 2 == 1
+                if !isEscaped {
+                    return QuotedValue(content: start..<(k - min(run, backslashes)), resume: k + 1)
                 }
-                return QuotedValue(content: start..<contentEnd, resume: k + 1)
             }
-            k += backslashes == 0 && byte == UInt8(ascii: "\\") ? 2 : 1
+            k += 1
         }
         return QuotedValue(content: start..<n, resume: n)
     }

@@ -401,6 +401,32 @@ struct RedactionRuleTests {
     }
 
     @Test(
+        "a sensitive JSON value holding quotes and backslashes is redacted whole at any depth of escaping, and the next field kept",
+        arguments: 0..<8
+    )
+    func escapedQuotesInJSONValuesModel(seed: UInt64) throws {
+        var random = SplitMix64.derived(seed: seed, 32)
+        // No T, A, I or L: the marker in the middle of each secret appears nowhere else.
+        let alphabet = Array("abcXYZ0189 &#=+%/?:;,'\"\\@!$()*~._-{}")
+        func encoded(_ text: String) throws -> String {
+            String(decoding: try JSONEncoder().encode(text), as: UTF8.self)
+        }
+        func piece() -> String {
+            String((0..<Int(random.next() % 12)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] })
+        }
+        for _ in 0..<100 {
+            let secret = piece() + "TAIL" + piece()
+            var json = "{\"password\":\(try encoded(secret)),\"visible\":\"kept-field\"}"
+            // Inside 0 to 3 other JSON strings, as a log line carrying an error body carrying a JSON body does.
+            for _ in 0..<Int(random.next() % 4) { json = "{\"error\":\(try encoded(json))}" }
+            let redacted = Redaction.redactedText(json)
+            #expect(!redacted.contains("TAIL"), "\(secret): \(redacted)")
+            #expect(redacted.contains("kept-field"), "\(secret): \(redacted)")
+            #expect(!Redaction.bodyPreview(Data(json.utf8), limit: 100_000).contains("TAIL"), "\(json)")
+        }
+    }
+
+    @Test(
         "text that ends inside an encoded scheme separator is read to its end and no further",
         arguments: ["word%3A", "word%3A%2F", "word%3A%2F%2F", "https%3a", "word%3DX1%3a"]
     )
