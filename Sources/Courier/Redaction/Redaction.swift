@@ -236,10 +236,12 @@ public enum Redaction {
     ///   (then in any letter case) or elsewhere, with `=` or the separator percent-encoded once or more
     ///   (`%3Faccess_token%3D…`, `%253F…`), so a parameter nested in another one's value is found.
     /// - The value of a JSON or dictionary field whose key contains a ``sensitiveNameFragments`` entry
-    ///   (`"refresh_token": "…"`, also with escaped quotes inside another string, and `'…'`), and of such a
-    ///   field in Swift's description of a value (`token: "…"`, `password: Optional("…")`, `secret: …`).
+    ///   (`"refresh_token": "…"`, also with escaped quotes inside another string, and `'…'`), whole even when it
+    ///   holds escaped quotes and backslashes, at any depth of escaping; and of such a field in Swift's
+    ///   description of a value (`token: "…"`, `password: Optional("…")`, `secret: …`).
     /// - The rest of the line after a ``sensitiveHeaderNames`` entry and `:` or `=` (`Authorization: Basic …`).
-    /// - The credential after `Bearer`, `Basic`, `Digest` or `Token`.
+    /// - The credential after `Bearer`, `Basic`, `Digest` or `Token` and a space, also an encoded one (`%20`, `+`,
+    ///   as in `Bearer%20abc…`).
     /// - URL user-info (`https://user:password@`), also percent-encoded.
     ///
     /// A value cut off by the end of the text is replaced up to the end. The text is read once; nothing is

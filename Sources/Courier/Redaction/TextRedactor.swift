@@ -13,7 +13,8 @@
 ///   name contains a fragment of ``Redaction/sensitiveNameFragments``.
 /// - `Authorization:` and the other ``Redaction/sensitiveHeaderNames`` (with the names added by
 ///   ``CredentialHeaders/register(_:)``) followed by `:` or `=`: the rest of the line.
-/// - `Bearer`, `Basic`, `Digest` or `Token`, whitespace, and at least four token characters: those characters.
+/// - `Bearer`, `Basic`, `Digest` or `Token`, whitespace (or an encoded space: `%20`, `+`), and at least four token
+///   characters (encoded ones too, after an encoded space): those characters.
 /// - `scheme://user:password@` (also percent-encoded): the user-info.
 ///
 /// A value cut off by the end of the text (a truncated body) is replaced up to the end.
@@ -173,15 +174,51 @@ private struct Scan {
         }
 
         // Bearer abc…, Basic abc…
-        if k > end, k < n, isSchemeWord(name) {
+        if isSchemeWord(name) { return credential(afterScheme: end) }
+        return end
+    }
+
+    /// After a scheme word (`Bearer`, `Basic`, …): whitespace and at least four token characters, or an encoded
+    /// space (`Bearer%20abc…` in a URL, `Bearer+abc…` in a form) and a token whose characters may be encoded too
+    /// (`%2B`, `%2F`, `%3D`). Redacts the token; returns where the scan goes on: after the token when there is one,
+    /// or `end`.
+    mutating func credential(afterScheme end: Int) -> Int {
+        let k = skipWhitespace(from: end, newlines: false)
+        if k > end {
             var valueEnd = k
             while valueEnd < n && isTokenByte(t[valueEnd]) { valueEnd += 1 }
             if valueEnd - k >= 4, !isPlaceholder(k..<valueEnd) {
                 replace(k..<valueEnd, with: placeholder)
                 return valueEnd
             }
+            return end
         }
-        return end
+        var start = end
+        while start < n {
+            if t[start] == UInt8(ascii: "+") {
+                start += 1
+            } else if let escape = escape(at: start), escape.byte == UInt8(ascii: " ") {
+                start = escape.end
+            } else {
+                break
+            }
+        }
+        guard start > end else { return end }
+        var valueEnd = start
+        var characters = 0
+        while valueEnd < n {
+            if isTokenByte(t[valueEnd]) {
+                valueEnd += 1
+            } else if let escape = escape(at: valueEnd), isTokenByte(escape.byte) {
+                valueEnd = escape.end
+            } else {
+                break
+            }
+            characters += 1
+        }
+        guard characters >= 4, !isPlaceholder(start..<valueEnd) else { return start }
+        replace(start..<valueEnd, with: placeholder)
+        return valueEnd
     }
 
     // MARK: Values
@@ -278,6 +315,8 @@ private struct Scan {
         if end > start, !isPlaceholder(start..<end) {
             replace(start..<end, with: placeholder)
         }
+        // `auth=Bearer abc…`: the value ends at the space, and the token after it is the credential.
+        if isSchemeWord(start..<end) { return credential(afterScheme: end) }
         return end
     }
 

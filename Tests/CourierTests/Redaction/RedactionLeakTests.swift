@@ -427,6 +427,23 @@ struct RedactionRuleTests {
     }
 
     @Test(
+        "a credential after an encoded space (a URL's %20, a form's +) is redacted, its encoded characters too",
+        arguments: [
+            "GET /cb?h=Authorization%3A%20Bearer%20ENC5ECRET-a%2B%2Fb%3D&page=2",
+            "header=Basic+ENC5ECRET-b%3D%3D&page=2",
+            "next=%2Fx%3Fauth%3DToken%2520ENC5ECRET-c&page=2",
+            "value=Bearer+ENC5ECRET-d+more&page=2",
+            "next=1&auth=Bearer LIT5ECRET-e page=2",
+        ]
+    )
+    func encodedSpaceAfterScheme(_ text: String) {
+        let redacted = Redaction.redactedText(text)
+        #expect(!redacted.contains("5ECRET"), "\(redacted)")
+        #expect(redacted.contains("page=2"), "\(redacted)")
+        #expect(!Redaction.bodyPreview(Data(text.utf8)).contains("5ECRET"))
+    }
+
+    @Test(
         "text that ends inside an encoded scheme separator is read to its end and no further",
         arguments: ["word%3A", "word%3A%2F", "word%3A%2F%2F", "https%3a", "word%3DX1%3a"]
     )
