@@ -18,9 +18,9 @@ public import Foundation
 /// }
 /// ```
 ///
-/// A middleware that adds a credential in a header of its own must also say so with
-/// ``sendingCredential(in:_:)``, so that a redirect layer inside it removes that header on a hop to
-/// another origin, whatever its name:
+/// A middleware that adds a credential must also say so with ``sendingCredential(in:_:)``, so that a redirect
+/// layer inside it removes that header on a hop to another origin, whatever its name, and a caching or coalescing
+/// layer outside it, which cannot see the credential, refuses to share the response:
 ///
 /// ```swift
 /// Middleware(name: "tenant-key") { request, next in

@@ -339,6 +339,35 @@ struct CachingTests: CachingSuite {
         #expect(store.count == 0)
     }
 
+    @Test("listed outside .headers with a credential field, a cache shared by two tenants fails and stores nothing")
+    func misplacedOutsideCredentialHeaders() async throws {
+        let store = InMemoryHTTPCacheStore()
+        let shared = cache(ManualClock(), store: store)
+        let transport = MockTransport { request in
+            .status(200, body: request.header("X-API-Key") ?? "none", headers: ["Cache-Control": "max-age=600"])
+        }
+        func client(_ key: String) -> Client {
+            Client(
+                baseURL: exampleBaseURL,
+                transport: transport,
+                middleware: [.caching(shared), .headers(["X-API-Key": key, "Accept-Language": "en"])]
+            )
+        }
+        for tenant in ["tenant-a-key", "tenant-b-key"] {
+            let error = await #expect(throws: CourierError.self) { try await client(tenant).send(get("/reports")) }
+            #expect(error?.code == .invalidRequest)
+        }
+        #expect(store.count == 0)
+        // Fields that are not credentials are no reason to refuse.
+        let plain = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.caching(shared), .headers(["Accept-Language": "en"])]
+        )
+        _ = try await plain.send(get("/reports"))
+        #expect(store.count == 1)
+    }
+
     @Test("HEAD responses are stored apart from GET, with no body")
     func head() async throws {
         let transport = MockTransport { request in

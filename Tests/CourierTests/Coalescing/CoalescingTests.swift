@@ -91,6 +91,27 @@ struct CoalescingTests {
         #expect(coalescer.sharedCalls == 0)
     }
 
+    @Test("listed outside .headers with a credential field, coalescing fails the call for every caller")
+    func misplacedOutsideCredentialHeaders() async throws {
+        func client(_ key: String) -> Client {
+            Client(
+                baseURL: URL(string: "https://api.example.test")!,
+                transport: held,
+                middleware: [.coalescing(coalescer), .headers(["X-API-Key": key])]
+            )
+        }
+        let alice = Task { try await client("alice-key").send(get(url)) }
+        await held.waitUntilHolding(1)
+        let bob = Task { try await client("bob-key").send(get(url)) }
+        try await waitUntil { coalescer.waitingCallers == 2 }
+        held.open()
+
+        for caller in [alice, bob] {
+            let error = await #expect(throws: CourierError.self) { try await caller.join() }
+            #expect(error?.code == .invalidRequest)
+        }
+    }
+
     @Test("credential headers stay in the key even when named among the ignored headers")
     func credentialsAreNeverIgnored() throws {
         let coalescer = RequestCoalescer(ignoringHeaders: [
