@@ -206,15 +206,24 @@ public final class URLSessionTransport: Transport {
     }
 
     /// On Linux, FoundationNetworking truncates `timeoutInterval` to whole seconds, so an interval below one
-    /// second fires at once; raise it to one second there. Changes (and so copies) the request only then.
+    /// second fires at once; raise it to one second there. It also converts the interval's milliseconds with a
+    /// trapping `Int(_:)`, so an infinite interval (what "no URLSession timeout, Courier's deadline applies" reads
+    /// as), one that is not a number or one beyond ±2⁶³ milliseconds would crash the process: such an interval is
+    /// sent as ``longestTimeoutInterval``. Changes (and so copies) the request only then.
     static func raiseSubsecondTimeout(_ request: inout URLRequest) {
         #if canImport(FoundationNetworking)
         let interval = request.timeoutInterval
         if interval > 0 && interval < 1 {
             request.timeoutInterval = 1
+        } else if !(interval.magnitude <= longestTimeoutInterval) {
+            request.timeoutInterval = longestTimeoutInterval
         }
         #endif
     }
+
+    /// The longest `timeoutInterval` sent on Linux: about 31 years, far beyond any deadline, and far within what
+    /// FoundationNetworking converts.
+    static let longestTimeoutInterval: TimeInterval = 1e9
 
     /// Sends with a session that has no ``URLSessionTransportDelegate``: the session collects the body.
     private func sendWithCompletionHandler(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {

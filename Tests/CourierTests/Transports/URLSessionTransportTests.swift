@@ -155,6 +155,24 @@ struct URLSessionTransportTests {
     }
     #endif
 
+    @Test(
+        "a timeoutInterval that is infinite, not a number or beyond a 64-bit count of milliseconds is sent, no trap",
+        arguments: [Double.infinity, -.infinity, .nan, 1e16, .greatestFiniteMagnitude, -1e300]
+    )
+    func unboundedTimeoutInterval(interval: Double) async throws {
+        let server = try SocketServer { _ in .response(status: 200, body: Data("ok".utf8)) }
+        defer { server.shutdown() }
+        let transport = URLSessionTransport()
+        for stream in [false, true] {
+            var request = URLRequest(url: server.url("/unbounded"))
+            request.timeoutInterval = interval
+            let status =
+                stream
+                ? try await transport.stream(request).1.statusCode : try await transport.send(request).1.statusCode
+            #expect(status == 200)
+        }
+    }
+
     @Test("a transport over a caller's session leaves that session usable after the transport is gone")
     func borrowedSessionStaysValid() async throws {
         let server = try SocketServer { _ in .response(status: 200, body: Data("ok".utf8)) }
