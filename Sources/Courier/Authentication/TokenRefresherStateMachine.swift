@@ -75,12 +75,15 @@ struct TokenRefresherStateMachine: Sendable {
     /// Creates the machine at time zero with the token to start with.
     ///
     /// Unlike a token received later, an initial token with no time left (`expiresIn <= 0`) is refreshed before
-    /// its first use: it was kept from an earlier run and expired meanwhile.
+    /// its first use: it was kept from an earlier run and expired meanwhile. So is a token that cannot be sent
+    /// (empty, or with CR, LF or NUL), at start or set later.
     init(token: TokenRefresher.Token, leeway: Duration, limit: TokenRefresher.RefreshLimit) {
         self.leeway = leeway
         self.limit = limit
         let refreshAt: Duration? =
-            if let lifetime = token.expiresIn, lifetime <= .zero { lifetime } else {
+            if !Self.isUsable(token.value) { .zero } else if let lifetime = token.expiresIn, lifetime <= .zero {
+                lifetime
+            } else {
                 Self.refreshTime(lifetime: token.expiresIn, storedAt: .zero, leeway: leeway)
             }
         credential = Credential(
@@ -201,7 +204,10 @@ struct TokenRefresherStateMachine: Sendable {
         credential.sharedVersion = sharedVersion
         credential.version += 1
         credential.expiresAt = token.expiresIn.map { now + $0 }
-        credential.refreshAt = Self.refreshTime(lifetime: token.expiresIn, storedAt: now, leeway: leeway)
+        // A token that cannot be sent (empty, or with CR, LF or NUL: from configuration, say) is refreshed first.
+        credential.refreshAt =
+            Self.isUsable(token.value)
+            ? Self.refreshTime(lifetime: token.expiresIn, storedAt: now, leeway: leeway) : now
     }
 
     /// Hands the current credential to every waiter that holds an older one; if some hold the current one (it

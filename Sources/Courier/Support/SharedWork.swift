@@ -47,8 +47,9 @@ package enum SharedWork {
     }
 
     /// Runs `operation` with none of the per-call task-local values Courier's middleware set: the caller's
-    /// deadline, retry context, redirect hop, attached credential, stream call, cache credential witness and
-    /// call record.
+    /// deadline, retry context, redirect hop, attached credential, stream call, cache credential witness, call
+    /// record and idempotency keys (a refresh's token request gets a key of its own, not one an earlier refresh of
+    /// the same call was given).
     package static func withoutCallContext(_ operation: () async -> Void) async {
         await Deadline.$current.withValue(nil) {
             await RetryContext.$current.withValue(nil) {
@@ -56,7 +57,11 @@ package enum SharedWork {
                     await AttachedCredential.$current.withValue(nil) {
                         await StreamCall.$current.withValue(nil) {
                             await CredentialWitness.$current.withValue(nil) {
-                                await CallRecord.$current.withValue(nil) { await operation() }
+                                await CallRecord.$current.withValue(nil) {
+                                    await IdempotencyKeyMemory.$current.withValue(nil) {
+                                        await IdempotencyKeyMemory.$header.withValue(nil) { await operation() }
+                                    }
+                                }
                             }
                         }
                     }

@@ -157,6 +157,68 @@ struct TokenRefresherTests {
         #expect(sentWithNew == total)
     }
 
+    @Test(
+        "a token given at start or set later that is empty or holds CR, LF or NUL is refreshed before it is sent",
+        arguments: ["", "abc\r\nX-Injected: 1", "abc\u{0}"]
+    )
+    func unusableGivenTokenIsRefreshed(unusable: String) async throws {
+        let refreshed = Locked(0)
+        let refresher = TokenRefresher(token: .init(unusable)) { _ in
+            let count = refreshed.withLock { count in
+                count += 1
+                return count
+            }
+            return .init("good-\(count)")
+        }
+        let transport = Self.server(accepting: Locked(["Bearer good-1", "Bearer good-2"]))
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
+        _ = try await client.send(URLRequest(url: exampleBaseURL.appendingPathComponent("a")))
+        await refresher.setToken(.init(unusable))
+        _ = try await client.send(URLRequest(url: exampleBaseURL.appendingPathComponent("b")))
+        #expect(transport.requests.map { bearer($0) } == ["Bearer good-1", "Bearer good-2"])
+    }
+
+    @Test("two refreshes within one keyed call send their token requests with keys of their own")
+    func refreshesWithinOneCallHaveTheirOwnKeys() async throws {
+        let clock = ManualClock()
+        let transport = MockTransport { request in
+            if request.urlRequest.url?.path == "/oauth/token" { return .ok }
+            // The payment is rejected with the token the preemptive refresh gave, accepted with the next.
+            return bearer(request.urlRequest) == "Bearer t3" ? .ok : .status(401)
+        }
+        let tokens = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.idempotencyKey()])
+        let issued = Locked(1)
+        let refresher = TokenRefresher(token: .init("t1", expiresIn: .seconds(60)), clock: clock) { _ in
+            var request = URLRequest(url: exampleBaseURL.appendingPathComponent("oauth/token"))
+            request.httpMethod = "POST"
+            _ = try await tokens.send(request)
+            let count = issued.withLock { count in
+                count += 1
+                return count
+            }
+            return .init("t\(count)", expiresIn: .seconds(3600))
+        }
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.idempotencyKey(), .authenticating(with: refresher)]
+        )
+        clock.advance(by: .seconds(31))
+        var payment = URLRequest(url: exampleBaseURL.appendingPathComponent("payments"))
+        payment.httpMethod = "POST"
+        _ = try await client.send(payment)
+
+        let keys = transport.requests.filter { $0.url?.path == "/oauth/token" }.map {
+            $0.value(forHTTPHeaderField: "Idempotency-Key")
+        }
+        #expect(keys.count == 2)
+        #expect(Set(keys).count == 2, "\(keys)")
+    }
+
     // MARK: Versions
 
     @Test("a request rejected with an older token retries with the current one and does not refresh again")
