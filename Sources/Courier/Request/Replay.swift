@@ -23,6 +23,28 @@ enum Replay {
         return (stream as? UploadBodyStream)?.source.isReplayable ?? false
     }
 
+    /// Whether a transport may send `request` again by itself, on a connection it opened after the one it wrote the
+    /// request to closed before any response: the server may have acted on it, so only when its body can be sent
+    /// again and its method is idempotent or it carries an idempotency key (``RetryPolicy/isIdempotencyKey(_:)``).
+    static func transportMaySendAgain(_ request: URLRequest) -> Bool {
+        guard isReplayable(request) else { return false }
+        if HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent { return true }
+        return RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: "Idempotency-Key"))
+    }
+
+    /// The body stream to give a session that sends `request` again by itself (libcurl does, on Linux, when a
+    /// kept-alive connection closed before any response, and asks for the body from its first byte): a fresh
+    /// stream when ``transportMaySendAgain(_:)``, otherwise one that fails when read, so that the copy is abandoned
+    /// after its head, unfinished, instead of going out with the rest of the consumed stream (usually nothing) as
+    /// its whole body. `nil` for a request with no body stream (a body of bytes the session sends again itself).
+    static func renewedBodyStream(for request: URLRequest?) -> InputStream? {
+        guard let request, let stream = request.httpBodyStream else { return nil }
+        if transportMaySendAgain(request), let courierStream = stream as? UploadBodyStream {
+            return courierStream.fresh()
+        }
+        return RefusedBodyStream()
+    }
+
     /// The request to send again: `request` itself, or a copy with a fresh body stream when its body is one
     /// Courier streams. Call it only for a request that ``isReplayable(_:)``.
     static func fresh(_ request: URLRequest) -> URLRequest {
@@ -81,4 +103,35 @@ enum Replay {
         }
         return error
     }
+}
+
+/// A body stream that fails when read: what a session gets for a body it must not send again (see
+/// ``Replay/renewedBodyStream(for:)``).
+final class RefusedBodyStream: InputStream {
+    // Not open until the session opens it, as a fresh stream is; failed from then on. Only the session's own queue
+    // touches it.
+    private var opened = false
+
+    init() {
+        super.init(data: Data())
+    }
+
+    override func open() { opened = true }
+
+    override func close() {}
+
+    override var streamStatus: Stream.Status { opened ? .error : .notOpen }
+
+    override var streamError: (any Error)? {
+        CourierError(.bodyNotReplayable, message: "the body was sent once and must not be sent again")
+    }
+
+    override var hasBytesAvailable: Bool { true }
+
+    override func read(_ buffer: UnsafeMutablePointer<UInt8>, maxLength length: Int) -> Int { -1 }
+
+    override func getBuffer(
+        _ buffer: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>,
+        length: UnsafeMutablePointer<Int>
+    ) -> Bool { false }
 }

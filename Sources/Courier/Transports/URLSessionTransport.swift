@@ -272,6 +272,7 @@ public final class URLSessionTransport: Transport {
                         }
                         continuation.resume(returning: (data, response))
                     }
+                    if request.httpBodyStream != nil { task.delegate = BodyStreamRenewal.shared }
                     if state.start(task) {
                         task.resume()
                     } else {

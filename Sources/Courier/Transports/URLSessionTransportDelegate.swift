@@ -207,6 +207,18 @@ final class URLSessionTransportDelegate: NSObject, URLSessionDataDelegate, Senda
         #endif
     }
 
+    /// A session that sends a request again by itself asks for its body from the first byte: libcurl does, on
+    /// Linux, when a kept-alive connection closed before any response. Without an answer FoundationNetworking goes
+    /// on reading the consumed stream, and the copy goes out with whatever is left of it (usually nothing) as its
+    /// whole body; see ``Replay/renewedBodyStream(for:)``.
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        completionHandler(Replay.renewedBodyStream(for: task.originalRequest))
+    }
+
     // MARK: URLSessionDataDelegate
 
     func urlSession(
@@ -379,4 +391,19 @@ enum URLSessionTaskQueue {
     /// ``queue`` (a debug build's seam; release builds have none).
     static let startObserver = LockedState<(@Sendable (URLRequest) -> Void)?>(nil)
     #endif
+}
+
+/// The task delegate of a request with a body stream sent over a session that is not a transport's own: it
+/// answers only the session's request for the body again (see
+/// ``URLSessionTransportDelegate/urlSession(_:task:needNewBodyStream:)``); the completion handler gets the rest.
+final class BodyStreamRenewal: NSObject, URLSessionTaskDelegate, Sendable {
+    static let shared = BodyStreamRenewal()
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+    ) {
+        completionHandler(Replay.renewedBodyStream(for: task.originalRequest))
+    }
 }

@@ -351,9 +351,7 @@ public final class AsyncHTTPClientTransport: Transport {
     /// response: its method is idempotent (RFC 9110 §9.2.2: `GET`, `HEAD`, `OPTIONS`, `TRACE`, `PUT`, `DELETE`) or
     /// it has an `Idempotency-Key` that is not blank, and its body can be sent again. A `POST` without a key is never sent twice.
     static func maySendAgain(_ request: URLRequest) -> Bool {
-        guard Replay.isReplayable(request) else { return false }
-        if HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent { return true }
-        return RetryPolicy.isIdempotencyKey(request.value(forHTTPHeaderField: "Idempotency-Key"))
+        Replay.transportMaySendAgain(request)
     }
 
     // MARK: Deadlines and errors
