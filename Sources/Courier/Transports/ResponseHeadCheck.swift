@@ -21,6 +21,11 @@ import FoundationNetworking
 ///   ``CourierError/Code/nonHTTPResponse``, so that no server can make the conversion of a head (which runs on a
 ///   thread of the cooperative pool, or on an event loop) cost more than a bounded amount of work.
 enum ResponseHeadCheck {
+    /// Whether `status` is an interim response's (1xx but 101 Switching Protocols), which a final one follows.
+    static func isInterim(_ status: Int) -> Bool {
+        (100..<200).contains(status) && status != 101
+    }
+
     /// The most header fields a response may have: 1,000.
     ///
     /// An API response has 10 to 40 fields; behind a CDN and a few proxies, with a dozen cookies, rarely more than

@@ -103,8 +103,10 @@ struct URLSessionExchangeStateMachine<Task, Continuation> {
     /// - Returns: A refusal when its `Content-Length` already exceeds the limit.
     mutating func receive(_ response: URLResponse) -> Refusal? {
         guard case .running(let task, let continuation) = phase else { return nil }
-        self.response = response
         let http = response as? HTTPURLResponse
+        // An interim response (103 Early Hints) is not the answer; the final one follows.
+        if let http, ResponseHeadCheck.isInterim(http.statusCode) { return nil }
+        self.response = response
         let expected = response.expectedContentLength
         if ResponseBodyAccumulator.announcedLengthExceeds(
             body.limit,

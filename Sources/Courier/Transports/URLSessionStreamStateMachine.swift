@@ -135,6 +135,9 @@ struct URLSessionStreamStateMachine<Task, Continuation> {
             phase = .finished
             return .failNotHTTP(continuation, task)
         }
+        // An interim response (103 Early Hints, 102 Processing) is not the answer: FoundationNetworking reports
+        // each head it reads, and the final one follows (RFC 9110 §15.2). A 101 ends the exchange as HTTP.
+        if ResponseHeadCheck.isInterim(http.statusCode) { return .none }
         phase = .streaming(task)
         return .deliver(continuation, http, early: early)
     }

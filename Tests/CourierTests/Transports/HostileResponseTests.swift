@@ -66,6 +66,28 @@ struct HostileResponseTests {
         }
     }
 
+    @Test(
+        "interim 1xx responses (103 Early Hints, 102) before the final one are skipped, on send and on stream",
+        arguments: TransportKind.allCases
+    )
+    func informationalResponsesSkipped(kind: TransportKind) async throws {
+        let raw = Data(
+            ("HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+                + "HTTP/1.1 102 Processing\r\n\r\n"
+                + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok").utf8
+        )
+        let server = try SocketServer { _ in .raw(raw) }
+        defer { server.shutdown() }
+        try await kind.withTransport { transport in
+            let (data, sent) = try await transport.send(URLRequest(url: server.url("/send")))
+            #expect(sent.statusCode == 200)
+            #expect(data == Data("ok".utf8))
+            let (body, streamed) = try await transport.stream(URLRequest(url: server.url("/stream")))
+            #expect(streamed.statusCode == 200)
+            #expect(try await body.collect(upTo: 1 << 20) == Data("ok".utf8))
+        }
+    }
+
     @Test("a value with a tab and non-ASCII bytes is accepted", arguments: TransportKind.allCases)
     func validValues(kind: TransportKind) async throws {
         let results = try await Self.exchange(Self.raw(["X-Tab: a\tb", "X-Text: grüße"]), over: kind)
