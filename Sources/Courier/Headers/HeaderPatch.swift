@@ -55,7 +55,7 @@ struct HeaderPatch: Sendable {
             if operation.replaces {
                 request.setValue(operation.value, forHTTPHeaderField: operation.name)
             } else {
-                request.addValue(operation.value, forHTTPHeaderField: operation.name)
+                HeaderFieldJoining.add(operation.value, to: operation.name, in: &request)
             }
         }
     }

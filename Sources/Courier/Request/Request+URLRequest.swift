@@ -23,11 +23,7 @@ extension Request {
         try RequestValidation.validateMethod(method.rawValue, request: request)
         for field in headers {
             try RequestValidation.validateHeader(name: field.name, value: field.value)
-            if request.value(forHTTPHeaderField: field.name) == nil {
-                request.setValue(field.value, forHTTPHeaderField: field.name)
-            } else {
-                request.addValue(field.value, forHTTPHeaderField: field.name)
-            }
+            HeaderFieldJoining.add(field.value, to: field.name, in: &request)
         }
         if let body {
             let encoded: RequestBody.Encoded

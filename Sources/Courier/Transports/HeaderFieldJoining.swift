@@ -27,6 +27,17 @@ enum HeaderFieldJoining {
         case request
     }
 
+    /// Adds `value` to `request`'s field `name`: set when the request has none, joined after its value otherwise,
+    /// as ``Style/request`` joins (a `Cookie` with `"; "`: `URLRequest.addValue` joins every name with `","`, which
+    /// a server reads as one cookie whose value runs on).
+    static func add(_ value: String, to name: String, in request: inout URLRequest) {
+        guard let current = request.value(forHTTPHeaderField: name) else {
+            return request.setValue(value, forHTTPHeaderField: name)
+        }
+        guard name.caseInsensitiveEquals("Cookie") else { return request.addValue(value, forHTTPHeaderField: name) }
+        request.setValue(current + "; " + value, forHTTPHeaderField: name)
+    }
+
     /// `fields` joined by `style`; nothing is refused or changed but the joining.
     ///
     /// - Parameters:

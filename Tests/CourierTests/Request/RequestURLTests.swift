@@ -46,6 +46,23 @@ struct RequestURLTests {
         #expect(request.url?.absoluteString == expected)
     }
 
+    @Test("repeated Cookie fields are joined with '; ' (RFC 6265), others with ',', by a request and by .headers")
+    func repeatedCookieFields() async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Cookie", value: "a=1")
+        headers.add(name: "cookie", value: "b=2")
+        headers.add(name: "Accept", value: "text/plain")
+        headers.add(name: "Accept", value: "application/json")
+        let request = try Request<Data>.get("/x", headers: headers).urlRequest(baseURL: exampleBaseURL)
+        #expect(request.value(forHTTPHeaderField: "Cookie") == "a=1; b=2")
+        #expect(request.value(forHTTPHeaderField: "Accept")?.filter { $0 != " " } == "text/plain,application/json")
+
+        let transport = MockTransport(.ok)
+        let client = Client(baseURL: exampleBaseURL, transport: transport, middleware: [.headers(headers)])
+        _ = try await client.send(URLRequest(url: exampleBaseURL.appendingPathComponent("y")))
+        #expect(transport.requests.first?.value(forHTTPHeaderField: "Cookie") == "a=1; b=2")
+    }
+
     @Test("a path's unsafe characters are percent-encoded and existing escapes are kept")
     func pathEncoding() async throws {
         let request = try #require(try await sent(Request<EmptyResponse>.get("/files/a b/é/100%25/x;v=1")))
