@@ -1,5 +1,8 @@
 /// Calls to a store that other replicas share (a database): slow or unreachable is a failure, not a hang.
 package enum StoreCall {
+    /// Called, in tests, after the operation and its timer were started and before the timer is armed.
+    @TaskLocal package static var beforeArming: (@Sendable () -> Void)?
+
     /// Runs `operation`, giving up after `limit` on the clock `sleep` waits on, with a ``CourierError/Code/timedOut``
     /// error whose message is `what` and the limit.
     ///
@@ -23,8 +26,10 @@ package enum StoreCall {
                 return race.continuation
             }?.resume(with: result)
         }
-        // The timer is cancelled once the operation ends, so it leaves no sleeper behind.
-        let timer = LockedState<Task<Void, Never>?>(nil)
+        // The timer is cancelled once the operation ends, so it leaves no sleeper behind; whether the operation
+        // ended is kept beside it (not read from the caller's continuation, which a cancelled caller clears too: then
+        // the operation must still be bounded).
+        let timer = LockedState<(sleeper: Task<Void, Never>?, operationEnded: Bool)>((nil, false))
         // The operation's task, for a caller's cancellation to cancel when `cancelsWithCaller`.
         let running = LockedState<Task<Void, Never>?>(nil)
         func start() {
@@ -36,7 +41,10 @@ package enum StoreCall {
                     result = .failure(error)
                 }
                 finish(result)
-                timer.withLock { $0 }?.cancel()
+                timer.withLock { timer in
+                    timer.operationEnded = true
+                    return timer.sleeper
+                }?.cancel()
             }
             let sleeper = SharedWork.start {
                 do {
@@ -49,11 +57,12 @@ package enum StoreCall {
                 finish(.failure(CourierError(.timedOut, message: "\(what) within \(limit)")))
                 work.cancel()
             }
-            let finished = timer.withLock { timer in
-                timer = sleeper
-                return race.withLock { $0.continuation == nil }
+            beforeArming?()
+            let ended = timer.withLock { timer in
+                timer.sleeper = sleeper
+                return timer.operationEnded
             }
-            if finished { sleeper.cancel() }
+            if ended { sleeper.cancel() }
             guard cancelsWithCaller else { return }
             // Stored, then the caller's cancellation read: a cancellation handler that ran in between finds the
             // task or has already marked the caller cancelled, so one of the two cancels it.
