@@ -29,7 +29,8 @@ extension RateLimitPolicy {
     /// ended. Replicas send a window's requests only during its first `window` and then leave a ``margin`` of
     /// silence before the next window opens: a request reaches the server a little after it took its slot, and
     /// the margin keeps a window's last requests and the next one's first apart whatever the phase of the
-    /// server's own windows. The fleet sends at most `maxRequests` per `window + margin`.
+    /// server's own windows. The fleet sends at most `maxRequests` per `window + margin`, however slowly the store
+    /// answers: a replica counts the time left in a window from when it asked, not from the answer.
     ///
     /// **When the store fails** (it throws, or does not answer within ``RateLimitPolicy/storeTimeout``), the
     /// limiter reports
@@ -400,6 +401,10 @@ final class SharedQuota: Sendable {
         let (store, limit, policy, elapsed, sleepFor) = (store, limit, policy, elapsed, sleepFor)
         SharedWork.start {
             await SharedWork.withoutCallContext {
+                // The window's end is counted from when the store was asked, not from its answer: a store may count
+                // it from when it began (PostgreSQL's statement time, a wait for the row's lock included), so
+                // counting from the answer would stretch the window by the store's latency, past the fleet's.
+                let asked = elapsed()
                 let result: Result<RateLimitReservation, any Error>
                 do {
                     result = .success(
@@ -441,8 +446,8 @@ final class SharedQuota: Sendable {
                         block.taken = 0
                         block.reservation = reservation
                         block.usedUp = granted < count
-                        block.windowEndsAt = now + endsIn
-                        block.usableUntil = now + endsIn - limit.margin
+                        block.windowEndsAt = max(asked + endsIn, now + windowLength / 100)
+                        block.usableUntil = asked + endsIn - limit.margin
                     default:
                         block.bypassUntil = now + limit.window
                     }

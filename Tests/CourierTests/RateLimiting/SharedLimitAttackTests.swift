@@ -125,6 +125,44 @@ private final class LyingRateLimitStore: RateLimitStore {
     }
 }
 
+/// A store that answers `delay` after it is asked, counting what it says from when it was asked, as PostgreSQL's
+/// `statement_timestamp()` does (a wait for the partition's row lock included): the fleet's first window ends at
+/// `end` on the clock; after it, the window is the others' and nothing is granted.
+private final class SlowStatementStore: RateLimitStore {
+    let clock: ManualClock
+    let delay: Duration
+    let end: Duration
+    let currentDate: @Sendable () -> Date
+
+    init(clock: ManualClock, delay: Duration, end: Duration, currentDate: @escaping @Sendable () -> Date) {
+        (self.clock, self.delay, self.end, self.currentDate) = (clock, delay, end, currentDate)
+    }
+
+    func quota(for partition: String) async throws -> RateLimitQuota? { nil }
+    func record(_ quota: RateLimitQuota, for partition: String) async throws {}
+    func release(_ count: Int, of reservation: RateLimitReservation) async throws {}
+
+    func reserve(
+        _ count: Int,
+        in partition: String,
+        limit: Int,
+        window: Duration
+    ) async throws
+        -> RateLimitReservation
+    {
+        let asked = clock.now.offset
+        try await clock.sleep(for: delay)
+        let first = asked < end
+        let endsIn = first ? end - asked : .seconds(100)
+        return RateLimitReservation(
+            partition: partition,
+            granted: first ? count : 0,
+            windowEndsAt: currentDate().addingTimeInterval(endsIn.timeInterval),
+            window: first ? 1 : 2
+        )
+    }
+}
+
 /// Findings of a hostile review of the shared limit (issue 28): each test failed on 6da3b83.
 @Suite("A shared limit under attack: counters, waits and slots", .timeLimit(.minutes(1)))
 struct SharedLimitAttackTests {
@@ -250,6 +288,35 @@ struct SharedLimitAttackTests {
         #expect(outcome == "rateLimited at 0.6 seconds")
         limiter.returnUnused(first)
         #expect(limiter.state(for: partition)?.inFlight == 0)
+    }
+
+    @Test("A store that answers late with a window's end counted from when it was asked: nothing is sent past that end")
+    func slowAnswerDoesNotStretchTheWindow() async throws {
+        let end = Duration.seconds(1)
+        let store = SlowStatementStore(clock: clock, delay: .milliseconds(300), end: end, currentDate: currentDate)
+        let policy = RateLimitPolicy(
+            sharedLimit: .init(maxRequests: 100, per: .seconds(2)),
+            maximumWait: .zero,
+            currentDate: currentDate
+        )
+        let limiter = RateLimiter(policy, store: store, clock: clock)
+        let sentAt = Locked<[Duration]>([])
+        let client = Client(
+            baseURL: URL(string: "https://api.example.test")!,
+            transport: MockTransport { [clock] _ in
+                sentAt.withLock { $0.append(clock.now.offset) }
+                return .ok
+            },
+            middleware: [.rateLimiting(limiter)]
+        )
+        try await clock.run { [clock, url] in
+            for _ in 0..<16 {
+                _ = try? await client.send(URLRequest(url: url))
+                try await clock.sleep(for: .milliseconds(100))
+            }
+        }
+        #expect(!sentAt.value.isEmpty)
+        #expect(sentAt.value.allSatisfy { $0 < end }, "\(sentAt.value)")
     }
 
     @Test("maximumWait bounds the wait for a reservation from a store that does not answer")
