@@ -74,6 +74,11 @@ public protocol SharedTokenStore: Sendable {
     ///   - version: The version the caller holds; 0 when it holds none from this store.
     ///   - holder: Who asks: unique per refresher and process.
     ///   - lease: How long the lease lasts when nobody releases it.
+    ///
+    /// Throw ``CourierError/Code/decodingFailed`` when the store holds a token it cannot give this caller (sealed
+    /// with a key the caller was not given): the refresher then fails the refresh instead of refreshing locally,
+    /// since another replica has refreshed with the refresh token this one holds. Any other error is an outage:
+    /// the refresher refreshes locally.
     func beginRefresh(after version: Int, holder: String, lease: Duration) async throws -> SharedRefreshLease
 
     /// Ends `holder`'s refresh: stores `token` when its version is exactly one more than the stored one (and

@@ -44,6 +44,17 @@ extension TokenRefresher {
                 lease = try await timed(sharing, "beginRefresh") { [version] in
                     try await store.beginRefresh(after: version, holder: holder, lease: sharing.lease)
                 }
+            } catch let error as CourierError where error.code == .decodingFailed {
+                // The store answered: it holds a token this replica cannot open (a key it was not given yet, in a
+                // key rotation's rolling deploy). Another replica refreshed with the refresh token this one holds,
+                // so refreshing here would present a used one (reuse detection revokes the whole family).
+                sharing.onEvent?(.storeFailed(operation: "beginRefresh", error: error))
+                throw CourierError(
+                    .refreshFailed,
+                    message: "the shared store holds a token this replica cannot open (give it the sealing key "
+                        + "the fleet seals with); not refreshing with a refresh token another replica may have used",
+                    underlying: error
+                )
             } catch {
                 sharing.onEvent?(.storeFailed(operation: "beginRefresh", error: error))
                 return try await refreshLocally(token, as: version + 1, replacing: token.value, sharing: sharing)

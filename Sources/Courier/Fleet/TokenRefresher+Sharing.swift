@@ -17,7 +17,9 @@ extension TokenRefresher {
     ///
     /// **When the store fails** (it throws, or does not answer within ``storeTimeout``), the refresher reports
     /// ``Event/storeFailed(operation:error:)``. When it could not ask the store (`beginRefresh`), it refreshes
-    /// locally, as it would without a store: the process keeps working, at the risk the store was there to
+    /// locally, as it would without a store (but not when the store answered that it holds a token this replica
+    /// cannot open, ``CourierError/Code/decodingFailed``: the refresh then fails with
+    /// ``CourierError/Code/refreshFailed``, as another replica has used the refresh token this one holds): the process keeps working, at the risk the store was there to
     /// avoid (with refresh-token rotation and reuse detection, two replicas refreshing at once may revoke the
     /// token family; the Fleet article lists exactly when). When waiting for another replica's refresh fails,
     /// it never refreshes: it waits out that replica's lease, then asks again. A token obtained but not stored

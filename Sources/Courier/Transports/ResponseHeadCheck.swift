@@ -19,7 +19,9 @@ import FoundationNetworking
 ///   an attempt at response splitting). AsyncHTTPClient's parser refuses it; `URLSession` decodes the chunks.
 /// - **Field count**: a head with more than ``maximumFieldCount`` fields is refused with
 ///   ``CourierError/Code/nonHTTPResponse``, so that no server can make the conversion of a head (which runs on a
-///   thread of the cooperative pool, or on an event loop) cost more than a bounded amount of work.
+///   thread of the cooperative pool, or on an event loop) cost more than a bounded amount of work. On Linux,
+///   FoundationNetworking has parsed the head before this check, in time that grows with the square of its field
+///   count (seconds for tens of thousands of short fields); that cost is out of Courier's reach.
 enum ResponseHeadCheck {
     /// Whether `status` is an interim response's (1xx but 101 Switching Protocols), which a final one follows.
     static func isInterim(_ status: Int) -> Bool {

@@ -18,7 +18,9 @@ public import FoundationNetworking
 /// - **Response size**: a body larger than ``maximumResponseSize`` (10 MiB by default) fails with
 ///   ``CourierError/Code/bodyTooLarge``. A `Content-Length` above the limit fails as soon as the headers
 ///   arrive; otherwise the body is counted while it arrives, the task is cancelled once it passes the limit,
-///   and no more than the limit is ever held in memory.
+///   and no more than the limit is ever held in memory. On Linux one exception is out of Courier's reach:
+///   FoundationNetworking keeps a redirect's body (301 to 308) to itself until it has all of it, so the limit is
+///   applied to it only then (see Choosing a transport in the documentation, for servers you do not trust).
 /// - **Its own session**: ``init(configuration:maximumResponseSize:)`` creates a session just for this
 ///   transport, by default with ``defaultConfiguration``: no cookie storage, no cache and no credential
 ///   storage shared with the rest of the process (a server calling APIs for many users must not mix their

@@ -114,6 +114,27 @@ struct PostgresTokenSealingTests {
         }
     }
 
+    @Test("A token that never expires (expires_in of 2⁶³ s, an infinite date) is stored and read back, no trap")
+    func farFutureExpiry() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let store = try PostgresSharedTokenStore(client: client, name: "api", table: table, sealingKey: Self.key)
+            try await store.createTable()
+            let century = Date(timeIntervalSinceNow: 100 * 366 * 86_400)
+            for expiry in [Date(timeIntervalSinceNow: 1e13), Date(timeIntervalSinceReferenceDate: .infinity)] {
+                let stored = try await store.replaceToken(SharedToken("t", expiresAt: expiry, version: 0))
+                #expect(try await store.token() == stored)
+                #expect(try #require(stored.expiresAt) > century)
+            }
+            // Through a refresher, as a token endpoint's reply comes.
+            let other = try PostgresSharedTokenStore(client: client, name: "other", table: table, sealingKey: Self.key)
+            let refresher = TokenRefresher(token: .init("t1", refreshToken: "r1"), sharing: .init(store: other)) { _ in
+                .init("t2", expiresIn: .seconds(Int64.max))
+            }
+            #expect(try await refresher.refresh().value == "t2")
+            #expect(try #require(try await other.token()?.expiresAt) > century)
+        }
+    }
+
     @Test("A replica with another key fails clearly, takes no lease, and a token set over it heals the row")
     func wrongKey() async throws {
         try await PostgresTestServer.withClient { client, table in
@@ -155,7 +176,9 @@ struct PostgresTokenSealingTests {
         }
     }
 
-    @Test("A refresher whose store cannot open the token reports a store failure and refreshes locally")
+    @Test(
+        "A refresher whose store holds a newer token it cannot open reports it and fails, never refreshing by itself"
+    )
     func refresherReportsIt() async throws {
         try await PostgresTestServer.withClient { client, table in
             let right = try PostgresSharedTokenStore(client: client, table: table, sealingKey: Self.key)
@@ -166,15 +189,44 @@ struct PostgresTokenSealingTests {
                 store: try PostgresSharedTokenStore(client: client, table: table, sealingKey: Self.otherKey),
                 onEvent: { event in events.withLock { $0.append(event) } }
             )
-            let refresher = TokenRefresher(token: .init("t1", refreshToken: "r1"), sharing: sharing) { replaced in
-                .init("local-\(replaced.value)")
+            let presented = Locked<[String?]>([])
+            let refresher = TokenRefresher(token: .init("t0", refreshToken: "r0"), sharing: sharing) { replaced in
+                presented.withLock { $0.append(replaced.refreshToken) }
+                return .init("local-\(replaced.value)")
             }
-            #expect(try await refresher.refresh().value == "local-t1")
+            let error = await #expect(throws: CourierError.self) { try await refresher.refresh() }
+            #expect(error?.code == .refreshFailed)
+            #expect(presented.value.isEmpty)
             let failures = events.value.compactMap { event -> CourierError? in
                 guard case .storeFailed("beginRefresh", let error) = event else { return nil }
                 return error as? CourierError
             }
             #expect(failures.map(\.code) == [.decodingFailed])
+        }
+    }
+
+    @Test("A key rotation deployed in one step: a replica with only the old key never presents a used refresh token")
+    func rollingRotationInOneStep() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            let deployed = try PostgresSharedTokenStore(
+                client: client,
+                name: "api",
+                table: table,
+                sealingKey: Self.otherKey,
+                previousSealingKeys: [Self.key]
+            )
+            let notYet = try PostgresSharedTokenStore(client: client, name: "api", table: table, sealingKey: Self.key)
+            try await deployed.createTable()
+            let presented = Locked<[String?]>([])
+            func refresher(_ store: PostgresSharedTokenStore) -> TokenRefresher {
+                TokenRefresher(token: .init("t1", refreshToken: "r1"), sharing: .init(store: store)) { replaced in
+                    presented.withLock { $0.append(replaced.refreshToken) }
+                    return .init("t-\(presented.value.count + 1)", refreshToken: "r-\(presented.value.count + 1)")
+                }
+            }
+            #expect(try await refresher(deployed).refresh().value == "t-2")
+            await #expect(throws: CourierError.self) { try await refresher(notYet).refresh() }
+            #expect(presented.value == ["r1"])
         }
     }
 

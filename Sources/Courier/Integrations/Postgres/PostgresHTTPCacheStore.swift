@@ -234,12 +234,12 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         let variant = Self.hash(response.variant)
         let fields = try StoredForm.encodeFields(of: response)
         let body = response.body
-        let keepUntil = Self.databaseDate(Self.keepUntil(response, retention: retention))
+        let keepUntil = PostgresInterval.date(Self.keepUntil(response, retention: retention))
         // When the request began, as early as it may have: by this machine's clock, and by the database's (now,
         // less the time the request took: the response's two dates are on one clock, whatever time it shows),
         // the earlier of the two, less `invalidationSkew`. A note later than that is an invalidation the response
         // may predate.
-        let requestDate = Self.databaseDate(response.requestDate)
+        let requestDate = PostgresInterval.date(response.requestDate)
         let roundTrip = Self.milliseconds(seconds: response.responseDate.timeIntervalSince(response.requestDate))
         let memory = Self.milliseconds(Self.invalidationMemory)
         let skew = Self.milliseconds(Self.invalidationSkew)
@@ -497,15 +497,6 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
             let digits = String(byte, radix: 16)
             return digits.count == 1 ? "0" + digits : digits
         }.joined()
-    }
-
-    /// `date` within two hundred years of 2001, a finite one: postgres-nio traps on a date whose microseconds do
-    /// not fit 64 bits, and a ``CachedResponse`` decoded from elsewhere may carry any number.
-    static func databaseDate(_ date: Date) -> Date {
-        let seconds = date.timeIntervalSinceReferenceDate
-        guard seconds.isFinite else { return Date(timeIntervalSinceReferenceDate: 0) }
-        let limit = 200 * 366 * 86_400.0
-        return Date(timeIntervalSinceReferenceDate: min(max(seconds, -limit), limit))
     }
 
     /// `seconds` in whole milliseconds, from 0 to a year (not a number: 0).

@@ -166,8 +166,18 @@ public final class PostgresRateLimitStore: RateLimitStore {
     }
 }
 
-/// Durations as PostgreSQL intervals.
+/// Durations as PostgreSQL intervals, and dates as PostgreSQL can take them.
 enum PostgresInterval {
+    /// `date` within two hundred years of 2001: postgres-nio traps on a date whose microseconds do not fit 64 bits,
+    /// and a date Courier binds may come from a server's number (a token's `expires_in`) or from elsewhere (a
+    /// ``CachedResponse`` decoded from another store). An infinite date is the nearest limit; not a number, 2001.
+    static func date(_ date: Date) -> Date {
+        let seconds = date.timeIntervalSinceReferenceDate
+        guard !seconds.isNaN else { return Date(timeIntervalSinceReferenceDate: 0) }
+        let limit = 200 * 366 * 86_400.0
+        return Date(timeIntervalSinceReferenceDate: min(max(seconds, -limit), limit))
+    }
+
     /// The longest interval Courier computes, in milliseconds: 100 years, well inside what PostgreSQL's
     /// `timestamptz` arithmetic accepts, so that an extreme duration is clamped instead of failing every query.
     static let maximumMilliseconds: Int64 = 100 * 366 * 86_400 * 1000

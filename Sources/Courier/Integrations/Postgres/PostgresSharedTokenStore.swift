@@ -32,9 +32,11 @@ import Foundation
 /// through ``finishRefresh(_:holder:)``; ``replaceToken(_:)`` (a token set on a refresher) never opens the stored
 /// token, so it stores one sealed with the current key over one that does not open.
 ///
-/// To rotate the key, give every replica the new key as `sealingKey` and the old one in `previousSealingKeys`:
-/// tokens are sealed with the new key from then on, and the stored one, sealed with the old key, still opens
-/// until the next refresh replaces it. Then drop the old key.
+/// To rotate the key without a replica meeting a token it cannot open: first give every replica the new key in
+/// `previousSealingKeys`; then make it every replica's `sealingKey`, with the old one in `previousSealingKeys` (the
+/// stored token, sealed with the old key, still opens until the next refresh replaces it); then drop the old key.
+/// A replica that finds a newer token it cannot open does not refresh by itself (its refresh token has been used):
+/// its refresh fails with ``CourierError/Code/refreshFailed`` until it has the key.
 public final class PostgresSharedTokenStore: SharedTokenStore {
     /// The token's name: several refreshers (one per API) share one table under different names.
     public let name: String
@@ -194,8 +196,7 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
                 let stored = Result { () throws(CourierError) in try self.opened(row, in: table) }
                 var current = stored
                 if let token, token.version == row.version + 1, case .success = stored {
-                    try await self.store(token, in: table, connection)
-                    current = .success(token)
+                    current = .success(try await self.store(token, in: table, connection))
                 }
                 if row.holder == holder {
                     try await connection.query(
@@ -220,9 +221,9 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
         let table = try await ensureRow()
         return try await client.withConnection { connection in
             try await connection.withTransaction(logger: logger) { connection in
-                var stored = token
-                stored.version = try await self.lockedRow(connection).version + 1
-                try await self.store(stored, in: table, connection)
+                var next = token
+                next.version = try await self.lockedRow(connection).version + 1
+                let stored = try await self.store(next, in: table, connection)
                 try await self.notify(connection)
                 return stored
             }
@@ -289,8 +290,16 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
         return SharedToken(value, refreshToken: refreshToken, expiresAt: row.expiresAt, version: row.version)
     }
 
-    /// Writes `token`, sealed, as the row's token at its version.
-    private func store(_ token: SharedToken, in table: String, _ connection: PostgresConnection) async throws {
+    /// Writes `token`, sealed, as the row's token at its version, its expiry within what the column holds (see
+    /// ``PostgresInterval/date(_:)``: an expiry a server sent as "never", an `expires_in` of 2⁶³ seconds, would
+    /// trap in postgres-nio), and returns it as stored.
+    private func store(
+        _ token: SharedToken,
+        in table: String,
+        _ connection: PostgresConnection
+    ) async throws -> SharedToken {
+        var token = token
+        token.expiresAt = token.expiresAt.map(PostgresInterval.date)
         let value = try sealer.seal(token.value, at: place(.value, version: token.version, in: table))
         var refreshToken: Data?
         if let secret = token.refreshToken {
@@ -304,6 +313,7 @@ public final class PostgresSharedTokenStore: SharedTokenStore {
             """,
             logger: logger
         )
+        return token
     }
 
     /// The notification channel: the table's name without its schema, since a channel is an identifier of at
