@@ -30,7 +30,7 @@ struct StoreCallTests {
                 }
             }
         }
-        await #expect(throws: CancellationError.self) { try await call.value }
+        await #expect(throws: CancellationError.self) { try await call.join() }
         // The limit still ends the operation.
         try await limitReached.waitUnlessCancelled()
         try await operationCancelled.waitUnlessCancelled()
