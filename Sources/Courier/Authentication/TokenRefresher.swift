@@ -240,7 +240,8 @@ public actor TokenRefresher {
         do {
             return try await newerCredential(than: credential)
         } catch let error as CourierError {
-            guard isUnexpired(credential) else { throw error }
+            // A token that cannot be sent (empty, or with CR, LF or NUL) is never sent in the meantime.
+            guard isUnexpired(credential), TokenRefresherStateMachine.isUsable(credential.value) else { throw error }
             return credential
         }
     }

@@ -251,7 +251,7 @@ struct TokenRefresherStateMachine: Sendable {
         return .success(credential)
     }
 
-    private static func isUsable(_ value: String) -> Bool {
+    static func isUsable(_ value: String) -> Bool {
         !value.isEmpty && !value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
     }
 }

@@ -85,7 +85,10 @@ private enum BehaviorRunner {
     private static func prepare(_ request: inout URLRequest, with behavior: any RequestBehavior) async throws {
         let headers = behavior.additionalHeaders
         if !headers.isEmpty {
-            try HeaderPatch(headers, request: request).apply(to: &request)
+            let patch = try HeaderPatch(headers, request: request)
+            patch.apply(to: &request)
+            // A credential among them is one a cache or coalescing layer listed outside cannot see.
+            if patch.containsCredential { CredentialWitness.current?.record() }
         }
         try await behavior.beforeSend(&request)
     }

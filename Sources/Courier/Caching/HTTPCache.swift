@@ -102,8 +102,8 @@ public final class HTTPCache: Sendable {
     var waitingCallers: Int { coalescer.waitingCallers }
 
     static let misplacedMessage =
-        "an authenticating middleware inside the caching middleware attached a credential the cache cannot see; "
-        + "list .caching after .authenticating"
+        "a middleware inside the caching middleware (.authenticating, .headers with a credential) attached a "
+        + "credential the cache cannot see; list .caching after it"
 
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {
         guard let url = request.url else { return try await next(request) }
@@ -324,7 +324,12 @@ public final class HTTPCache: Sendable {
             // A status validation layer inside threw the 304 this cache asked for.
             (data, response) = (Data(), error.response!)
         } catch {
-            if error is CancellationError || witness.sawCredential { throw error }
+            if error is CancellationError { throw error }
+            // The error may carry the response to a credential this cache cannot see, and callers that joined this
+            // fetch would get it: they get the misplacement instead, as the caller does.
+            if witness.sawCredential {
+                throw CourierError(.invalidRequest, message: Self.misplacedMessage, request: lookup.request)
+            }
             if let stored {
                 let now = now()
                 if HTTPCachePolicy.mayServeOnError(stored, now: now) {

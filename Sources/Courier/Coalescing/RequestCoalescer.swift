@@ -127,8 +127,8 @@ public final class RequestCoalescer: Sendable {
     }
 
     static let misplacedMessage =
-        "an authenticating middleware inside the coalescing middleware attached a credential the coalescing key "
-        + "cannot see; list .coalescing after .authenticating"
+        "a middleware inside the coalescing middleware (.authenticating, .headers with a credential) attached a "
+        + "credential the coalescing key cannot see; list .coalescing after it"
 
     /// Sends `request` through `next`, or joins an identical call already in flight.
     func send(_ request: URLRequest, next: Next) async throws -> (Data, HTTPURLResponse) {

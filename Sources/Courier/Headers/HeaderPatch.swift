@@ -42,6 +42,9 @@ struct HeaderPatch: Sendable {
 
     /// The fields whose names are not credential headers (``CredentialHeaders/contains(_:)``), and those that
     /// are. Every field of a name goes to the same side, so each side replaces and adds as the whole did.
+    /// Whether a field of the patch is a credential header (``CredentialHeaders/contains(_:)``).
+    var containsCredential: Bool { operations.contains { CredentialHeaders.contains($0.name) } }
+
     func separatingCredentials() -> (plain: HeaderPatch, credentials: HeaderPatch) {
         let isCredential = operations.map { CredentialHeaders.contains($0.name) }
         return (

@@ -25,9 +25,9 @@ extension Middleware {
     /// a redirect hop that left the first request's origin. Through a client without a base URL, such a field
     /// makes every request fail with ``CourierError/Code/invalidRequest`` unless `origins` names them with
     /// ``CredentialOrigins/only(_:)-(URL...)``. For a credential that changes or is refreshed, use
-    /// ``authenticating(token:scheme:origins:)`` and its siblings. List it inside `.caching` and `.coalescing`, as
-    /// an authenticating layer: listed outside them, it adds a credential they cannot see, and they fail the call
-    /// with ``CourierError/Code/invalidRequest`` rather than share its response.
+    /// ``authenticating(token:scheme:origins:)`` and its siblings. Like an authenticating layer, list it before
+    /// (outside) `.caching` and `.coalescing`: listed after them, it adds a credential they cannot see, and they
+    /// fail the call with ``CourierError/Code/invalidRequest`` rather than share its response.
     ///
     /// The fields are checked once, when the middleware is made. A name that is not an HTTP token, or a
     /// value containing CR, LF or NUL (header injection), makes every request through this middleware

@@ -40,7 +40,7 @@ enum Replay {
     static func renewedBodyStream(for request: URLRequest?) -> InputStream? {
         guard let request, let stream = request.httpBodyStream else { return nil }
         if transportMaySendAgain(request), let courierStream = stream as? UploadBodyStream {
-            return courierStream.fresh()
+            return courierStream.renewed()
         }
         return RefusedBodyStream()
     }

@@ -102,7 +102,7 @@ public final class URLSessionTransport: Transport {
     ) {
         let delegate = URLSessionTransportDelegate()
         self.init(
-            session: URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil),
+            session: URLSession(configuration: Self.bounded(configuration), delegate: delegate, delegateQueue: nil),
             maximumResponseSize: maximumResponseSize,
             ownsSession: true
         )
@@ -118,6 +118,9 @@ public final class URLSessionTransport: Transport {
     /// - the body is collected by the session and checked against `maximumResponseSize` only when it is
     ///   complete, so a huge body is buffered before it is refused;
     /// - on Linux, the body of a 3xx response comes back empty;
+    /// - on Linux, a session whose `timeoutIntervalForRequest` is infinite, not a number or beyond 10⁹ seconds fails
+    ///   every request with ``CourierError/Code/invalidRequest``: FoundationNetworking would crash the process on it
+    ///   (``init(configuration:maximumResponseSize:)`` sends such an interval as 10⁹ seconds);
     /// - the session's delegate answers authentication challenges. On Linux through Swift 6.3, a session whose
     ///   delegate does not answer them waits until the request times out on a 401 with
     ///   `WWW-Authenticate: Basic realm=…` (swift-corelibs-foundation issue 5456; fixed for Swift 6.4), and
@@ -140,6 +143,47 @@ public final class URLSessionTransport: Transport {
         self.delegate = session.delegate as? URLSessionTransportDelegate
         self.maximumResponseSize = maximumResponseSize
         self.ownsSession = ownsSession
+        #if canImport(FoundationNetworking)
+        sessionTimeoutIsUnbounded =
+            !(session.configuration.timeoutIntervalForRequest.magnitude <= Self.longestTimeoutInterval)
+        #else
+        sessionTimeoutIsUnbounded = false
+        #endif
+    }
+
+    /// Whether the session's `timeoutIntervalForRequest` is one FoundationNetworking traps on (infinite, not a
+    /// number, beyond ±2⁶³ ms), for every request, whatever the request's own interval: only a caller's session can
+    /// have one (``init(configuration:maximumResponseSize:)`` bounds it), and each request over it then fails with
+    /// ``CourierError/Code/invalidRequest`` instead of crashing the process. Read once: a session's configuration is
+    /// a copy each time it is asked for.
+    private let sessionTimeoutIsUnbounded: Bool
+
+    /// A copy of `configuration` whose `timeoutIntervalForRequest` FoundationNetworking can convert: one it would
+    /// trap on is ``longestTimeoutInterval``; `configuration` itself when it needs no change.
+    static func bounded(_ configuration: URLSessionConfiguration) -> URLSessionConfiguration {
+        #if canImport(FoundationNetworking)
+        guard !(configuration.timeoutIntervalForRequest.magnitude <= longestTimeoutInterval),
+            let copy = configuration.copy() as? URLSessionConfiguration
+        else { return configuration }
+        copy.timeoutIntervalForRequest = longestTimeoutInterval
+        return copy
+        #else
+        return configuration
+        #endif
+    }
+
+    /// A request's `timeoutInterval` made safe to send (``raiseSubsecondTimeout(_:)``); over a caller's session
+    /// whose own timeout FoundationNetworking would trap on, an error instead.
+    private func prepareTimeout(_ request: inout URLRequest) throws {
+        if sessionTimeoutIsUnbounded {
+            throw CourierError(
+                .invalidRequest,
+                message: "the session's timeoutIntervalForRequest is infinite, not a number or too large for "
+                    + "FoundationNetworking, which would crash on it; use a finite one (a .timeout bounds the call)",
+                request: request
+            )
+        }
+        Self.raiseSubsecondTimeout(&request)
     }
 
     deinit {
@@ -158,7 +202,7 @@ public final class URLSessionTransport: Transport {
     public func send(_ request: URLRequest) async throws -> (Data, HTTPURLResponse) {
         try RequestValidation.validate(request)
         var request = request
-        Self.raiseSubsecondTimeout(&request)
+        try prepareTimeout(&request)
         do {
             if let delegate {
                 if let deadline = Deadline.current, deadline.isRealTime, !deadline.isEnforcedAbove {
@@ -203,7 +247,7 @@ public final class URLSessionTransport: Transport {
         }
         try RequestValidation.validate(request)
         var request = request
-        Self.raiseSubsecondTimeout(&request)
+        try prepareTimeout(&request)
         return try await delegate.stream(request, on: session, readAheadLimit: maximumResponseSize)
     }
 

@@ -38,6 +38,9 @@ package final class UploadBodyStream: InputStream {
         var reader: Reader?
         /// Set by ``UploadBodyStream/abort()``: every reading from then on, even one opened later, fails.
         var aborted = false
+        /// The stream a session was given to send the body again (``UploadBodyStream/renewed()``), which an abort
+        /// reaches too.
+        var renewal: Renewal?
         var counter: UploadCounter
         var error: (any Error)?
     }
@@ -54,6 +57,25 @@ package final class UploadBodyStream: InputStream {
 
     /// Another stream over the same bytes, for another send.
     func fresh() -> UploadBodyStream { UploadBodyStream(source) }
+
+    /// Another stream over the same bytes for the session sending this stream's request to send it again by itself
+    /// (``Replay/renewedBodyStream(for:)``): kept, so that aborting this stream (its exchange ended) aborts the one
+    /// the session reads now; aborted at once when this one already was.
+    func renewed() -> UploadBodyStream {
+        let next = Renewal(stream: fresh())
+        let aborted = pass.withLock { pass in
+            pass.renewal = next
+            return pass.aborted
+        }
+        if aborted { next.stream.abort() }
+        return next.stream
+    }
+
+    /// A renewal, held by the stream it renews. `@unchecked Sendable`: a stream's state is behind its own lock, and
+    /// only ``abort()`` is called on it from here.
+    struct Renewal: @unchecked Sendable {
+        let stream: UploadBodyStream
+    }
 
     package override func open() {
         pass.withLock { pass in
@@ -121,12 +143,15 @@ package final class UploadBodyStream: InputStream {
     /// exchange that ends (its deadline passed, its caller cancelled) aborts its upload first, so that a stream
     /// that has stalled lets go of that queue, and only then cancels its task, which waits for the queue.
     package func abort() {
-        pass.withLock { pass in
+        let renewal = pass.withLock { pass -> Renewal? in
             pass.aborted = true
-            guard pass.status == .open else { return }
-            pass.error = CancellationError()
-            pass.end(.error)
+            if pass.status == .open {
+                pass.error = CancellationError()
+                pass.end(.error)
+            }
+            return pass.renewal
         }
+        renewal?.stream.abort()
     }
 
     /// Aborts the upload of `task`, when its body is a stream Courier made (``abort()``).

@@ -182,6 +182,22 @@ struct TokenRefresherTests {
         #expect(transport.requests.map { bearer($0) } == ["Bearer good-1", "Bearer good-2"])
     }
 
+    @Test("an empty token whose refresh fails is never sent: the call fails with refreshFailed")
+    func unusableTokenWithFailingRefreshIsNotSent() async throws {
+        let refresher = TokenRefresher(token: .init("")) { _ in throw URLError(.cannotConnectToHost) }
+        let transport = MockTransport(.ok)
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: transport,
+            middleware: [.authenticating(with: refresher)]
+        )
+        let error = await #expect(throws: CourierError.self) {
+            try await client.send(URLRequest(url: exampleBaseURL.appendingPathComponent("a")))
+        }
+        #expect(error?.code == .refreshFailed)
+        #expect(transport.requests.isEmpty)
+    }
+
     @Test("two refreshes within one keyed call send their token requests with keys of their own")
     func refreshesWithinOneCallHaveTheirOwnKeys() async throws {
         let clock = ManualClock()

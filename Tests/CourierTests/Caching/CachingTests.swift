@@ -368,6 +368,55 @@ struct CachingTests: CachingSuite {
         #expect(store.count == 1)
     }
 
+    /// The tenant a test's caller acts for, read by a token provider as a multi-tenant service would.
+    @TaskLocal private static var tenant = "nobody"
+
+    @Test("listed outside .authenticating, a cache gives a caller that joined another's miss no error of the other's")
+    func misplacedErrorNotShared() async throws {
+        let holding = HoldingTransport(
+            wrapping: MockTransport { request in .status(403, body: request.header("Authorization") ?? "none") }
+        )
+        let shared = cache(ManualClock())
+        let client = Client(
+            baseURL: exampleBaseURL,
+            transport: holding,
+            middleware: [.caching(shared), .authenticating(tokenProvider: { Self.tenant }), .validatingStatus()]
+        )
+        let alice = Task { try await Self.$tenant.withValue("alice") { try await client.send(get("/me")) } }
+        await holding.waitUntilHolding(1)
+        let bob = Task { try await Self.$tenant.withValue("bob") { try await client.send(get("/me")) } }
+        try await waitUntil { shared.waitingCallers == 2 }
+        holding.open()
+        for caller in [alice, bob] {
+            let error = await #expect(throws: CourierError.self) { try await caller.join() }
+            #expect(error?.code == .invalidRequest)
+            #expect(error?.responseBody == nil)
+        }
+    }
+
+    @Test("listed outside a behavior whose additional headers carry a credential, a cache fails and stores nothing")
+    func misplacedOutsideBehaviorCredential() async throws {
+        struct TenantKey: RequestBehavior {
+            let key: String
+            var additionalHeaders: HTTPHeaders { ["X-API-Key": key] }
+        }
+        let store = InMemoryHTTPCacheStore()
+        let shared = cache(ManualClock(), store: store)
+        let transport = MockTransport { request in
+            .status(200, body: request.header("X-API-Key") ?? "none", headers: ["Cache-Control": "max-age=600"])
+        }
+        for tenant in ["tenant-a-key", "tenant-b-key"] {
+            let client = Client(
+                baseURL: exampleBaseURL,
+                transport: transport,
+                middleware: [.caching(shared), .behavior(TenantKey(key: tenant))]
+            )
+            let error = await #expect(throws: CourierError.self) { try await client.send(get("/reports")) }
+            #expect(error?.code == .invalidRequest)
+        }
+        #expect(store.count == 0)
+    }
+
     @Test("HEAD responses are stored apart from GET, with no body")
     func head() async throws {
         let transport = MockTransport { request in

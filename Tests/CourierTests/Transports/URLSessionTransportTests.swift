@@ -160,6 +160,31 @@ struct URLSessionTransportTests {
         arguments: [Double.infinity, -.infinity, .nan, 1e16, .greatestFiniteMagnitude, -1e300]
     )
     func unboundedTimeoutInterval(interval: Double) async throws {
+        // On the request, and on the configuration of the transport's own session or of a caller's session.
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.timeoutIntervalForRequest = interval
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        let configured = try SocketServer { _ in .response(status: 200, body: Data("ok".utf8)) }
+        defer { configured.shutdown() }
+        let own = URLSessionTransport(configuration: configuration)
+        #expect(try await own.send(URLRequest(url: configured.url("/configured"))).1.statusCode == 200)
+        #expect(try await own.stream(URLRequest(url: configured.url("/configured"))).1.statusCode == 200)
+        // A caller's session: FoundationNetworking converts its interval for every request, so on Linux each one
+        // fails clearly instead.
+        let borrowed = URLSessionTransport(session: session)
+        for stream in [false, true] {
+            let request = URLRequest(url: configured.url("/borrowed"))
+            let outcome = await outcome {
+                stream
+                    ? try await borrowed.stream(request).1.statusCode : try await borrowed.send(request).1.statusCode
+            }
+            #if canImport(FoundationNetworking)
+            #expect((outcome.failure as? CourierError)?.code == .invalidRequest, "\(outcome)")
+            #else
+            #expect((try? outcome.get()) == 200)
+            #endif
+        }
         let server = try SocketServer { _ in .response(status: 200, body: Data("ok".utf8)) }
         defer { server.shutdown() }
         let transport = URLSessionTransport()

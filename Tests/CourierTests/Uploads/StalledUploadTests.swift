@@ -127,4 +127,23 @@ struct StalledUploadTests {
         fresh.open()
         #expect(fresh.read(&buffer, maxLength: buffer.count) == 0)
     }
+
+    @Test("aborting an upload reaches the stream a session was given to send it again, before or after that")
+    func abortReachesTheRenewal() {
+        let source = UploadSource(length: 4) { ChunkIterator(AsyncStream<Data> { $0.yield(Data("body".utf8)) }) }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        // Renewed (libcurl sends the request again), then the exchange ends: the stream the session reads now fails.
+        let original = UploadBodyStream(source)
+        let renewal = original.renewed()
+        renewal.open()
+        original.abort()
+        #expect(renewal.read(&buffer, maxLength: buffer.count) == -1)
+        #expect(renewal.streamError is CancellationError)
+        // The exchange ended first: a renewal asked for afterwards fails at once.
+        let ended = UploadBodyStream(source)
+        ended.abort()
+        let late = ended.renewed()
+        late.open()
+        #expect(late.read(&buffer, maxLength: buffer.count) == -1)
+    }
 }
