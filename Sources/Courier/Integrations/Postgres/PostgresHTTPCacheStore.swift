@@ -234,7 +234,12 @@ public final class PostgresHTTPCacheStore: HTTPCacheStore {
         let variant = Self.hash(response.variant)
         let fields = try StoredForm.encodeFields(of: response)
         let body = response.body
-        let keepUntil = PostgresInterval.date(Self.keepUntil(response, retention: retention))
+        // A date that is not finite comes from an entry decoded from elsewhere, not from a clock: kept until 2001,
+        // that is not kept (an infinite one would otherwise be kept two hundred years, and never removed).
+        let end = Self.keepUntil(response, retention: retention)
+        let keepUntil = PostgresInterval.date(
+            end.timeIntervalSinceReferenceDate.isFinite ? end : .init(timeIntervalSinceReferenceDate: 0)
+        )
         // When the request began, as early as it may have: by this machine's clock, and by the database's (now,
         // less the time the request took: the response's two dates are on one clock, whatever time it shows),
         // the earlier of the two, less `invalidationSkew`. A note later than that is an invalidation the response
