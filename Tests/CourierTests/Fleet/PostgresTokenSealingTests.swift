@@ -230,6 +230,53 @@ struct PostgresTokenSealingTests {
         }
     }
 
+    @Test("The Fleet article's three-deploy key rotation: every replica refreshes or adopts, no refresh token twice")
+    func rotationInThreeDeploys() async throws {
+        try await PostgresTestServer.withClient { client, table in
+            func store(
+                sealing: PostgresSharedTokenStore.SealingKey,
+                previous: [PostgresSharedTokenStore.SealingKey]
+            )
+                throws -> PostgresSharedTokenStore
+            {
+                try PostgresSharedTokenStore(
+                    client: client,
+                    name: "api",
+                    table: table,
+                    sealingKey: sealing,
+                    previousSealingKeys: previous
+                )
+            }
+            let (old, new) = (Self.key, Self.otherKey)
+            let before = try store(sealing: old, previous: [])
+            let first = try store(sealing: old, previous: [new])  // 1. the new key known
+            let second = try store(sealing: new, previous: [old])  // 2. sealing with the new key
+            let third = try store(sealing: new, previous: [])  // 3. the old key dropped
+            try await before.createTable()
+            let presented = Locked<[String?]>([])
+            // A replica (re)started: it adopts the fleet's token, then refreshes it.
+            func replicaRefreshes(_ store: PostgresSharedTokenStore) async throws {
+                let refresher = TokenRefresher(token: .init("t0", refreshToken: "r0"), sharing: .init(store: store)) {
+                    replaced in
+                    let count = presented.withLock { presented in
+                        presented.append(replaced.refreshToken)
+                        return presented.count
+                    }
+                    return .init("t\(count)", refreshToken: "r\(count)")
+                }
+                _ = try await refresher.refresh()
+                _ = try await refresher.refresh()
+            }
+            // Each deploy rolls out while replicas of the one before still run, and step 3 waits for a refresh under
+            // the new key.
+            for replica in [before, first, before, second, first, second, third] {
+                try await replicaRefreshes(replica)
+            }
+            #expect(presented.value.count >= 7)
+            #expect(Set(presented.value).count == presented.value.count, "\(presented.value)")
+        }
+    }
+
     @Test("Altered bytes, a changed format byte or a cut value do not open")
     func tampered() async throws {
         try await PostgresTestServer.withClient { client, table in
